@@ -1,0 +1,12 @@
+import { ok } from '#lib/envelope.ts';
+import { payHereFromEnvironment } from '#lib/gateway/index.ts';
+import { route } from '#lib/http.ts';
+import { SubscriptionPath } from '#lib/schemas.ts';
+
+const payhere = payHereFromEnvironment();
+
+/** GET /gateway/api/subscriptions/{id}: one subscription. */
+export const handler = route({ path: SubscriptionPath }, async ({ path, deadline }) => {
+  const { msg, data } = await payhere.getSubscription(path.id, deadline);
+  return ok(msg, data);
+});

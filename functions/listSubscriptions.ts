@@ -1,0 +1,11 @@
+import { ok } from '#lib/envelope.ts';
+import { payHereFromEnvironment } from '#lib/gateway/index.ts';
+import { route } from '#lib/http.ts';
+
+const payhere = payHereFromEnvironment();
+
+/** GET /gateway/api/subscriptions: every subscription of the merchant. */
+export const handler = route({}, async ({ deadline }) => {
+  const { msg, data } = await payhere.listSubscriptions(deadline);
+  return ok(msg, data);
+});

@@ -1,0 +1,87 @@
+export interface GatewayCredentials {
+  appId: string;
+  appSecret: string;
+  merchantId: string;
+  merchantSecret: string;
+}
+
+/** Where the gateway credentials come from; the client only ever sees this interface. */
+export interface CredentialsProvider {
+  get(): Promise<GatewayCredentials>;
+  /** The gateway rejected the credentials: the next `get` must look again (they may have rotated). */
+  invalidate(): void;
+}
+
+export interface Config {
+  gatewayBaseUrl: string;
+  credentials: { source: 'env'; value: GatewayCredentials } | { source: 'secret'; secretId: string };
+  rateLimit: { limit: number; windowMs: number };
+}
+
+/** Configuration that cannot work: names the variable, never its value. */
+export class ConfigError extends Error {
+  constructor(message: string) {
+    super(message);
+    this.name = 'ConfigError';
+  }
+}
+
+type Env = Record<string, string | undefined>;
+
+function required(env: Env, name: string): string {
+  const value = env[name]?.trim();
+  if (!value) throw new ConfigError(`Missing configuration: set ${name}.`);
+  return value;
+}
+
+function gatewayBaseUrl(env: Env): string {
+  const value = required(env, 'GATEWAY_BASE_URL');
+  let url: URL;
+  try {
+    url = new URL(value);
+  } catch {
+    throw new ConfigError('Invalid configuration: GATEWAY_BASE_URL must be an absolute http(s) URL.');
+  }
+  if (url.protocol !== 'https:' && url.protocol !== 'http:') {
+    throw new ConfigError('Invalid configuration: GATEWAY_BASE_URL must be an absolute http(s) URL.');
+  }
+  return value.replace(/\/+$/, '');
+}
+
+/** `GATEWAY_RATE_LIMIT` = `<requests>/<milliseconds>`; PayHere's limit (20 per 10 s) by default. */
+function rateLimit(env: Env): Config['rateLimit'] {
+  const value = env.GATEWAY_RATE_LIMIT?.trim();
+  if (!value) return { limit: 20, windowMs: 10_000 };
+  const match = /^(\d+)\/(\d+)$/.exec(value);
+  const limit = Number(match?.[1]);
+  const windowMs = Number(match?.[2]);
+  if (!match || limit < 1 || windowMs < 1) {
+    throw new ConfigError('Invalid configuration: GATEWAY_RATE_LIMIT must look like 20/10000 (requests/ms).');
+  }
+  return { limit, windowMs };
+}
+
+export function loadConfig(env: Env): Config {
+  const secretId = env.GATEWAY_SECRET_ID?.trim();
+  return {
+    gatewayBaseUrl: gatewayBaseUrl(env),
+    credentials: secretId
+      ? { source: 'secret', secretId }
+      : {
+          source: 'env',
+          value: {
+            appId: required(env, 'GATEWAY_APP_ID'),
+            appSecret: required(env, 'GATEWAY_APP_SECRET'),
+            // Only notification signatures need these, and no route verifies one: optional here.
+            merchantId: env.GATEWAY_MERCHANT_ID?.trim() ?? '',
+            merchantSecret: env.GATEWAY_MERCHANT_SECRET?.trim() ?? '',
+          },
+        },
+    rateLimit: rateLimit(env),
+  };
+}
+
+/** Credentials from the environment (local runs): nothing to refresh. */
+export function environmentCredentials(value: GatewayCredentials): CredentialsProvider {
+  return { get: async () => value, invalidate: () => {} };
+}

@@ -1,0 +1,11 @@
+/** API Gateway gives up on an integration after 29 s; our answer must be out well before. */
+export const MAX_REQUEST_BUDGET_MS = 20_000;
+/** Kept back from Lambda's remaining time to build and return the response. */
+export const RESPONSE_RESERVE_MS = 1_000;
+
+/** The epoch-ms deadline for all upstream work of one invocation. */
+export function requestDeadline(remainingTimeMs: number | undefined, now = Date.now()): number {
+  const remaining =
+    remainingTimeMs === undefined ? MAX_REQUEST_BUDGET_MS : remainingTimeMs - RESPONSE_RESERVE_MS;
+  return now + Math.max(0, Math.min(MAX_REQUEST_BUDGET_MS, remaining));
+}

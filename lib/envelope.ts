@@ -1,0 +1,27 @@
+import type { APIGatewayProxyResult } from 'aws-lambda';
+
+/** The `status` of SPEC.md's envelope: 1 done, 0 accepted/not final, -1 failed, -2 not authenticated/allowed. */
+export type EnvelopeStatus = 1 | 0 | -1 | -2;
+
+export interface Envelope<T = unknown> {
+  status: EnvelopeStatus;
+  msg: string;
+  data: T;
+}
+
+/** Every response of the service, success or failure, goes through here. */
+export function respond<T>(
+  httpStatus: number,
+  envelope: Envelope<T>,
+  headers: Record<string, string> = {},
+): APIGatewayProxyResult {
+  return {
+    statusCode: httpStatus,
+    headers: { 'Content-Type': 'application/json', ...headers },
+    body: JSON.stringify(envelope),
+  };
+}
+
+export function ok<T>(msg: string, data: T): APIGatewayProxyResult {
+  return respond(200, { status: 1, msg, data });
+}

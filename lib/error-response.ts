@@ -1,0 +1,31 @@
+import type { APIGatewayProxyResult } from 'aws-lambda';
+import { respond } from './envelope.ts';
+import { ApiError, InternalError, InvalidJsonError, UnsupportedMediaTypeError } from './errors.ts';
+import { describeError, log } from './log.ts';
+
+/** The one place where any error becomes SPEC.md's envelope and HTTP status. */
+export function errorResponse(error: unknown): APIGatewayProxyResult {
+  const apiError = toApiError(error);
+  if (apiError.httpStatus >= 500 || apiError.code === 'outcome_unknown') {
+    log.error('request failed', { code: apiError.code, error: describeError(error) });
+  } else {
+    log.info('request refused', { code: apiError.code, httpStatus: apiError.httpStatus });
+  }
+  return respond(
+    apiError.httpStatus,
+    { status: apiError.status, msg: apiError.message, data: { code: apiError.code, ...apiError.details } },
+    apiError.headers,
+  );
+}
+
+function toApiError(error: unknown): ApiError {
+  if (error instanceof ApiError) return error;
+  const middyParser = (error as { cause?: { package?: unknown } } | null)?.cause?.package;
+  if (middyParser === '@middy/http-json-body-parser') {
+    // middy answers 415 for both a wrong content type and malformed JSON; SPEC.md tells them apart.
+    return (error as Error).message === 'Unsupported Media Type'
+      ? new UnsupportedMediaTypeError()
+      : new InvalidJsonError();
+  }
+  return new InternalError(error);
+}

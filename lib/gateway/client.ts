@@ -1,0 +1,238 @@
+import type { CredentialsProvider } from '../config.ts';
+import { GatewayError, GatewayTimeoutError, GatewayUnavailableError, RateLimitedError } from '../errors.ts';
+import { type Failure, isRetryable, parseRetryAfter, retryDelayMs } from './policy.ts';
+import type { SlidingWindowLimiter } from './rate-limit.ts';
+import { OAuthError, TokenAnswer, UpstreamEnvelope } from './schemas.ts';
+import { TokenCache } from './token.ts';
+import { type Transport, TransportError, type UpstreamResponse } from './transport.ts';
+
+export interface GatewayCall {
+  method: 'GET' | 'POST';
+  path: string;
+  body?: unknown;
+  /** A request that moves money: sent at most once; a lost answer is reported, never retried. */
+  money: boolean;
+  /** Epoch milliseconds. */
+  deadline: number;
+}
+
+export interface GatewayAnswer {
+  httpStatus: number;
+  envelope: UpstreamEnvelope;
+}
+
+/**
+ * A money request may have reached the gateway but no usable answer came back. Only the operation
+ * knows how to reconcile it (a charge searches its order), so this is not an ApiError.
+ */
+export class LostAnswerError extends Error {
+  constructor(cause: unknown) {
+    super('the answer to a money request was lost', { cause });
+    this.name = 'LostAnswerError';
+  }
+}
+
+export interface GatewayClientOptions {
+  transport: Transport;
+  credentials: CredentialsProvider;
+  limiter: SlidingWindowLimiter;
+  random?: () => number;
+  sleep?: (ms: number) => Promise<void>;
+}
+
+const CREDENTIALS_REJECTED =
+  'The payment gateway rejected the service credentials; the operator must check the gateway app id and secret (GATEWAY_APP_ID/GATEWAY_APP_SECRET or the GATEWAY_SECRET_ID secret).';
+
+const defaultSleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
+
+/** Why an answer could not be used; decides between retry, lost answer and the error for the caller. */
+type Unusable = { failure: Failure; error: Error; retryAfterMs?: number };
+
+export class GatewayClient {
+  readonly #transport: Transport;
+  readonly #credentials: CredentialsProvider;
+  readonly #limiter: SlidingWindowLimiter;
+  readonly #tokens: TokenCache;
+  readonly #random: () => number;
+  readonly #sleep: (ms: number) => Promise<void>;
+
+  constructor(options: GatewayClientOptions) {
+    this.#transport = options.transport;
+    this.#credentials = options.credentials;
+    this.#limiter = options.limiter;
+    this.#random = options.random ?? Math.random;
+    this.#sleep = options.sleep ?? defaultSleep;
+    this.#tokens = new TokenCache((deadline) => this.#fetchToken(deadline));
+  }
+
+  /**
+   * Send one Merchant API call and return its envelope, whatever its `status` (the operation
+   * interprets business results). Throws an ApiError for transport and protocol failures, or
+   * LostAnswerError for a money request whose answer is unusable.
+   */
+  async call(call: GatewayCall): Promise<GatewayAnswer> {
+    let token = await this.#tokens.get(call.deadline);
+    let refreshed = false;
+    for (let retries = 0; ; retries++) {
+      const outcome = await this.#attempt(call, token);
+      if ('answer' in outcome) return outcome.answer;
+      if ('tokenRejected' in outcome) {
+        // A rejected token means the request was refused before processing: one refresh, one repeat.
+        if (refreshed) throw new GatewayError(CREDENTIALS_REJECTED);
+        this.#tokens.invalidate(token);
+        token = await this.#tokens.get(call.deadline);
+        refreshed = true;
+        retries--;
+        continue;
+      }
+      const { unusable } = outcome;
+      if (!(await this.#backoff(call, unusable, retries))) {
+        if (call.money && mayHaveReachedGateway(unusable.failure)) throw new LostAnswerError(unusable.error);
+        throw unusable.error;
+      }
+    }
+  }
+
+  async #attempt(
+    call: GatewayCall,
+    token: string,
+  ): Promise<{ answer: GatewayAnswer } | { tokenRejected: true } | { unusable: Unusable }> {
+    await this.#limiter.acquire(call.deadline - Date.now());
+    let response: UpstreamResponse;
+    try {
+      response = await this.#transport.send({
+        method: call.method,
+        path: call.path,
+        headers: {
+          authorization: `Bearer ${token}`,
+          accept: 'application/json',
+          ...(call.body === undefined ? {} : { 'content-type': 'application/json' }),
+        },
+        ...(call.body === undefined ? {} : { body: JSON.stringify(call.body) }),
+        deadline: call.deadline,
+      });
+    } catch (error) {
+      return { unusable: transportFailure(error) };
+    }
+    return interpretAnswer(response);
+  }
+
+  /** Wait before a retry if the policy and the deadline allow one. */
+  async #backoff(call: GatewayCall, unusable: Unusable, retries: number): Promise<boolean> {
+    if (!isRetryable(unusable.failure, call.money, retries)) return false;
+    const delay = retryDelayMs(retries, unusable.retryAfterMs, this.#random);
+    if (Date.now() + delay >= call.deadline) return false;
+    await this.#sleep(delay);
+    return true;
+  }
+
+  async #fetchToken(deadline: number): Promise<{ value: string; expiresInSeconds: number }> {
+    for (let attempt = 0; attempt < 2; attempt++) {
+      const credentials = await this.#credentials.get();
+      const answer = await this.#tokenRequest(credentials.appId, credentials.appSecret, deadline);
+      if (answer) return answer;
+      // Rejected: the credentials may have rotated; look them up again once.
+      this.#credentials.invalidate();
+    }
+    throw new GatewayError(CREDENTIALS_REJECTED);
+  }
+
+  /** One token request (reads' retry policy applies); undefined when the credentials were rejected. */
+  async #tokenRequest(appId: string, appSecret: string, deadline: number) {
+    const basic = Buffer.from(`${appId}:${appSecret}`).toString('base64');
+    for (let retries = 0; ; retries++) {
+      await this.#limiter.acquire(deadline - Date.now());
+      let unusable: Unusable;
+      try {
+        const response = await this.#transport.send({
+          method: 'POST',
+          path: '/merchant/v1/oauth/token',
+          headers: {
+            authorization: `Basic ${basic}`,
+            'content-type': 'application/x-www-form-urlencoded',
+            accept: 'application/json',
+          },
+          body: 'grant_type=client_credentials',
+          deadline,
+        });
+        if (response.status === 400 || response.status === 401 || response.status === 403) return undefined;
+        const token = response.status === 200 ? TokenAnswer.safeParse(parseJson(response.body)) : undefined;
+        if (token?.success)
+          return { value: token.data.access_token, expiresInSeconds: token.data.expires_in };
+        unusable = statusFailure(response);
+      } catch (error) {
+        unusable = transportFailure(error);
+      }
+      const call = { method: 'POST', path: '', money: false, deadline } as const;
+      if (!(await this.#backoff(call, unusable, retries))) throw unusable.error;
+    }
+  }
+}
+
+function mayHaveReachedGateway(failure: Failure): boolean {
+  return 'status' in failure || failure.transport.sent;
+}
+
+function parseJson(body: string): unknown {
+  try {
+    return JSON.parse(body);
+  } catch {
+    return undefined;
+  }
+}
+
+function transportFailure(error: unknown): Unusable {
+  const transport =
+    error instanceof TransportError ? error : new TransportError('protocol', undefined, error);
+  const mapped =
+    transport.kind === 'connect'
+      ? new GatewayUnavailableError(undefined, transport)
+      : transport.kind === 'timeout'
+        ? new GatewayTimeoutError(undefined, transport)
+        : new GatewayError(undefined, transport);
+  return { failure: { transport }, error: mapped };
+}
+
+/** An HTTP answer that carries no usable envelope. */
+function statusFailure(response: UpstreamResponse): Unusable {
+  const retryAfterMs = parseRetryAfter(response.headers['retry-after'], Date.now());
+  const error =
+    response.status === 429
+      ? new RateLimitedError(
+          'The payment gateway is limiting requests right now; retry after a few seconds.',
+          retryAfterMs === undefined ? undefined : Math.max(1, Math.ceil(retryAfterMs / 1000)),
+        )
+      : new GatewayError();
+  return {
+    failure: { status: response.status },
+    error,
+    ...(retryAfterMs === undefined ? {} : { retryAfterMs }),
+  };
+}
+
+const NOT_FOUND: UpstreamEnvelope = { status: -1, msg: 'Not found', data: null };
+
+function interpretAnswer(
+  response: UpstreamResponse,
+): { answer: GatewayAnswer } | { tokenRejected: true } | { unusable: Unusable } {
+  const json = parseJson(response.body);
+  const oauth = OAuthError.safeParse(json);
+  if (oauth.success && oauth.data.error === 'invalid_token') return { tokenRejected: true };
+  if (response.status === 429 || response.status >= 500) return { unusable: statusFailure(response) };
+  const envelope = UpstreamEnvelope.safeParse(json);
+  if (!envelope.success) {
+    // A bare 404 is an answer too: the operation decides whether it means "no such record".
+    if (response.status === 404) return { answer: { httpStatus: 404, envelope: NOT_FOUND } };
+    return { unusable: statusFailure(response) };
+  }
+  const { status, msg } = envelope.data;
+  // PayHere's generic authentication failure: the token was refused after all.
+  if (status === -2 && /authentication/i.test(msg ?? '')) return { tokenRejected: true };
+  if (response.status === 401 || response.status === 403) {
+    // e.g. "Access denied for the domain": the API key is locked to other domains or IPs.
+    throw new GatewayError(
+      'The payment gateway refused the service access (API key domain or IP allow-list); the operator must check the gateway app settings.',
+    );
+  }
+  return { answer: { httpStatus: response.status, envelope: envelope.data } };
+}

@@ -1,0 +1,39 @@
+import type { TransportError } from './transport.ts';
+
+/**
+ * The gateway client's retry policy as plain functions: which failures are retried, how long to
+ * wait. Reads may be repeated; a money request is never sent twice once a byte may have left.
+ */
+
+export const MAX_READ_RETRIES = 2;
+const BASE_DELAY_MS = 100;
+const MAX_DELAY_MS = 2_000;
+const RETRYABLE_STATUSES = new Set([429, 502, 503, 504]);
+
+export type Failure = { transport: TransportError } | { status: number };
+
+export function isRetryable(failure: Failure, money: boolean, retriesSoFar: number): boolean {
+  if (retriesSoFar >= MAX_READ_RETRIES) return false;
+  if ('transport' in failure) return money ? !failure.transport.sent : failure.transport.kind !== 'protocol';
+  return !money && RETRYABLE_STATUSES.has(failure.status);
+}
+
+/** Full-jitter exponential backoff, but never sooner than the gateway's Retry-After. */
+export function retryDelayMs(
+  retriesSoFar: number,
+  retryAfterMs: number | undefined,
+  random: () => number,
+): number {
+  const ceiling = Math.min(MAX_DELAY_MS, BASE_DELAY_MS * 2 ** retriesSoFar);
+  const jittered = Math.floor(random() * ceiling);
+  return Math.max(jittered, retryAfterMs ?? 0);
+}
+
+/** `Retry-After` as delay-seconds or an HTTP date, in milliseconds from `now`. */
+export function parseRetryAfter(value: unknown, now: number): number | undefined {
+  const header = Array.isArray(value) ? value[0] : value;
+  if (typeof header !== 'string' || header.trim() === '') return undefined;
+  if (/^\d+$/.test(header.trim())) return Number(header.trim()) * 1000;
+  const date = Date.parse(header);
+  return Number.isNaN(date) ? undefined : Math.max(0, date - now);
+}

@@ -1,0 +1,121 @@
+import { Pool } from 'undici';
+
+export interface UpstreamRequest {
+  method: 'GET' | 'POST';
+  /** Path and query below the base URL, e.g. `/merchant/v1/payment/charge`. */
+  path: string;
+  headers: Record<string, string>;
+  body?: string;
+  /** Epoch milliseconds after which the call is abandoned. */
+  deadline: number;
+}
+
+export interface UpstreamResponse {
+  status: number;
+  headers: Record<string, string | string[] | undefined>;
+  body: string;
+}
+
+/**
+ * How a call failed below HTTP. `sent` is false only when no byte can have reached the gateway
+ * (the connection was never established): only then may a money request be tried again.
+ */
+export type TransportFailureKind = 'connect' | 'timeout' | 'reset' | 'protocol';
+
+export class TransportError extends Error {
+  readonly kind: TransportFailureKind;
+  readonly sent: boolean;
+  readonly code: string | undefined;
+
+  constructor(kind: TransportFailureKind, code: string | undefined, cause: unknown) {
+    super(`upstream ${kind} failure${code ? ` (${code})` : ''}`, { cause });
+    this.name = 'TransportError';
+    this.kind = kind;
+    this.sent = kind !== 'connect';
+    this.code = code;
+  }
+}
+
+const CONNECT_CODES = new Set([
+  'ECONNREFUSED',
+  'ENOTFOUND',
+  'EAI_AGAIN',
+  'EHOSTUNREACH',
+  'ENETUNREACH',
+  'UND_ERR_CONNECT_TIMEOUT',
+]);
+const TIMEOUT_CODES = new Set([
+  'UND_ERR_HEADERS_TIMEOUT',
+  'UND_ERR_BODY_TIMEOUT',
+  'UND_ERR_ABORTED',
+  'ETIMEDOUT',
+]);
+const RESET_CODES = new Set(['ECONNRESET', 'EPIPE', 'UND_ERR_SOCKET', 'UND_ERR_CLOSED', 'UND_ERR_DESTROYED']);
+
+/** Classify an error thrown by undici by its stable `code` (or the abort reason), never by class. */
+export function classifyTransportError(error: unknown): TransportError {
+  if (error instanceof TransportError) return error;
+  const code = errorCode(error);
+  const name = (error as { name?: unknown } | null)?.name;
+  if (code !== undefined && CONNECT_CODES.has(code)) return new TransportError('connect', code, error);
+  if ((code !== undefined && TIMEOUT_CODES.has(code)) || name === 'TimeoutError' || name === 'AbortError') {
+    return new TransportError('timeout', code ?? String(name), error);
+  }
+  if (code !== undefined && RESET_CODES.has(code)) return new TransportError('reset', code, error);
+  return new TransportError('protocol', code, error);
+}
+
+function errorCode(error: unknown): string | undefined {
+  const code = (error as { code?: unknown } | null)?.code;
+  if (typeof code === 'string') return code;
+  const cause = (error as { cause?: unknown } | null)?.cause;
+  return cause !== undefined && cause !== error ? errorCode(cause) : undefined;
+}
+
+export interface TransportOptions {
+  connectTimeoutMs: number;
+  /** Answers larger than this are abandoned: no PayHere answer comes close. */
+  maxResponseBytes?: number;
+}
+
+/** One keep-alive pool for the gateway's origin; every call carries its own deadline. */
+export class Transport {
+  readonly #pool: Pool;
+  readonly #basePath: string;
+
+  constructor(baseUrl: string, options: TransportOptions) {
+    const url = new URL(baseUrl);
+    this.#basePath = url.pathname.replace(/\/+$/, '');
+    this.#pool = new Pool(url.origin, {
+      connections: 16,
+      connect: { timeout: options.connectTimeoutMs },
+      keepAliveTimeout: 4_000,
+      keepAliveMaxTimeout: 30_000,
+      maxResponseSize: options.maxResponseBytes ?? 4 * 1024 * 1024,
+    });
+  }
+
+  async send(request: UpstreamRequest): Promise<UpstreamResponse> {
+    const remaining = Math.floor(request.deadline - Date.now());
+    if (remaining <= 0) throw new TransportError('timeout', 'DEADLINE_EXCEEDED', undefined);
+    try {
+      const response = await this.#pool.request({
+        method: request.method,
+        path: this.#basePath + request.path,
+        headers: request.headers,
+        body: request.body ?? null,
+        headersTimeout: remaining,
+        bodyTimeout: remaining,
+        signal: AbortSignal.timeout(remaining),
+      });
+      const body = await response.body.text();
+      return { status: response.statusCode, headers: response.headers, body };
+    } catch (error) {
+      throw classifyTransportError(error);
+    }
+  }
+
+  close(): Promise<void> {
+    return this.#pool.close();
+  }
+}

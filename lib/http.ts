@@ -1,0 +1,73 @@
+import middy, { type MiddlewareObj } from '@middy/core';
+import httpJsonBodyParser from '@middy/http-json-body-parser';
+import type { APIGatewayProxyEvent, APIGatewayProxyResult, Context } from 'aws-lambda';
+import type * as z from 'zod/mini';
+import { requestDeadline } from './deadline.ts';
+import { errorResponse } from './error-response.ts';
+import { type FieldError, InvalidRequestError } from './errors.ts';
+import { setLogContext } from './log.ts';
+import { parse } from './validation.ts';
+
+type Event = APIGatewayProxyEvent;
+type Result = APIGatewayProxyResult;
+
+export interface RouteOptions<Body, Path> {
+  /** The body schema; only body-carrying routes parse JSON (middy's parser breaks bodiless GETs). */
+  body?: z.ZodMiniType<Body>;
+  path?: z.ZodMiniType<Path>;
+}
+
+export interface ValidRequest<Body, Path> {
+  body: Body;
+  path: Path;
+  /** Epoch ms by which all upstream work must be done. */
+  deadline: number;
+  event: Event;
+  context: Context;
+}
+
+/** Header names are case-insensitive; API Gateway passes them as the client sent them. */
+const normalizeHeaders = (): MiddlewareObj<Event, Result> => ({
+  name: 'normalizeHeaders',
+  before: ({ event, context }) => {
+    event.headers = Object.fromEntries(
+      Object.entries(event.headers ?? {}).map(([name, value]) => [name.toLowerCase(), value]),
+    );
+    setLogContext({ requestId: event.requestContext?.requestId ?? context.awsRequestId });
+  },
+});
+
+/** Any error, thrown anywhere in the stack, becomes the envelope (middy's own handler writes plain text). */
+const envelopeErrors = (): MiddlewareObj<Event, Result> => ({
+  name: 'envelopeErrors',
+  onError: (request) => {
+    request.response = errorResponse(request.error);
+  },
+});
+
+/**
+ * Builds an endpoint's Lambda handler: the middleware stack, in the order it runs, then the
+ * validated request handed to `handler`. The stack is assembled once per container.
+ */
+export function route<Body = undefined, Path = undefined>(
+  options: RouteOptions<Body, Path>,
+  handler: (request: ValidRequest<Body, Path>) => Promise<Result>,
+) {
+  const stack = middy<Event, Result>().use(envelopeErrors()).use(normalizeHeaders());
+  if (options.body) stack.use(httpJsonBodyParser({ disableContentTypeError: false }));
+  return stack.handler(async (event, context) => {
+    const errors: FieldError[] = [];
+    const path = options.path ? parse(options.path, event.pathParameters ?? {}, 'path') : undefined;
+    if (path && !path.ok) errors.push(...path.errors);
+    const body = options.body ? parse(options.body, event.body, '') : undefined;
+    if (body && !body.ok) errors.push(...body.errors);
+    if (errors.length > 0) throw new InvalidRequestError(errors);
+    return handler({
+      body: (body?.ok ? body.value : undefined) as Body,
+      path: (path?.ok ? path.value : undefined) as Path,
+      deadline: requestDeadline(context.getRemainingTimeInMillis?.()),
+      event,
+      context,
+    });
+  });
+}

@@ -1,0 +1,40 @@
+/**
+ * One JSON line per event. Only what the call site passes is written, so request bodies, tokens
+ * and secrets never reach the log unless someone passes them on purpose.
+ */
+type Level = 'debug' | 'info' | 'warn' | 'error';
+
+const LEVELS: Record<string, number> = { debug: 10, info: 20, warn: 30, error: 40, silent: 100 };
+const threshold = LEVELS[process.env.LOG_LEVEL ?? 'info'] ?? LEVELS.info!;
+
+let context: Record<string, unknown> = {};
+
+/** Fields added to every line until the next call (request id, caller). */
+export function setLogContext(fields: Record<string, unknown>): void {
+  context = fields;
+}
+
+function write(level: Level, message: string, fields: Record<string, unknown> = {}): void {
+  if (LEVELS[level]! < threshold) return;
+  const line = JSON.stringify({ level, time: new Date().toISOString(), message, ...context, ...fields });
+  (level === 'error' || level === 'warn' ? process.stderr : process.stdout).write(`${line}\n`);
+}
+
+export const log = {
+  info: (message: string, fields?: Record<string, unknown>) => write('info', message, fields),
+  warn: (message: string, fields?: Record<string, unknown>) => write('warn', message, fields),
+  error: (message: string, fields?: Record<string, unknown>) => write('error', message, fields),
+};
+
+/** What may be logged of an error: its class, code and message, and the same of its causes. */
+export function describeError(error: unknown, depth = 0): Record<string, unknown> {
+  if (!(error instanceof Error) || depth > 3) return { value: typeof error };
+  const code = (error as { code?: unknown }).code;
+  return {
+    name: error.name,
+    message: error.message,
+    ...(typeof code === 'string' ? { code } : {}),
+    ...(error.cause === undefined ? {} : { cause: describeError(error.cause, depth + 1) }),
+    ...(depth === 0 && error.stack ? { stack: error.stack.split('\n').slice(1, 6).join('\n') } : {}),
+  };
+}

@@ -1,0 +1,220 @@
+// The sandbox's HTTP side: listens on loopback, routes a request to the control interface or the
+// Merchant API, and applies injected faults to how (and whether) the answer is delivered.
+import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { CONTROL_PREFIX, type Controls, handleControl } from './control.ts';
+import { type Fault, FaultController } from './faults.ts';
+import { handleApiRequest } from './merchant-api.ts';
+import { bearerToken } from './oauth.ts';
+import { type RateLimitOptions, SlidingWindowLimiter } from './rate-limit.ts';
+import {
+  expiredToken,
+  failureReply,
+  htmlPage,
+  maintenancePage,
+  type Reply,
+  send,
+  tooManyRequests,
+} from './replies.ts';
+import { API_PREFIX, type CountedName, ENDPOINT_NAMES, matchRoute } from './routes.ts';
+import { SANDBOX_CREDENTIALS } from './seed.ts';
+import { GatewayState } from './state.ts';
+import { AccessTokens } from './tokens.ts';
+
+export type { Fault, FaultTarget } from './faults.ts';
+export { FaultController } from './faults.ts';
+export { amountDetail, formatAmount } from './money.ts';
+export type { EndpointName } from './routes.ts';
+export { SANDBOX_CREDENTIALS, SEED } from './seed.ts';
+export { md5sig, type SignedFields } from './signature.ts';
+
+export interface SandboxOptions {
+  host?: string;
+  port?: number;
+  tokenLifetimeSeconds?: number;
+  rateLimit?: RateLimitOptions | false;
+  /** Clock (ms) for token expiry and the rate-limit window. */
+  now?: () => number;
+  credentials?: { appId: string; appSecret: string };
+}
+
+export interface Sandbox {
+  /** Base URL without a trailing slash; API paths are url + '/merchant/v1/...'. */
+  url: string;
+  port: number;
+  faults: FaultController;
+  counters(): Record<string, number>;
+  resetCounters(): void;
+  reset(): void;
+  expireTokens(): void;
+  closeIdleConnections(): void;
+  close(): Promise<void>;
+}
+
+const DEFAULT_RATE_LIMIT: RateLimitOptions = { limit: 20, windowMs: 10_000 };
+const DEFAULT_TOKEN_LIFETIME_SECONDS = 599;
+const KEEP_ALIVE_TIMEOUT_MS = 5_000;
+const MAX_BODY_BYTES = 1024 * 1024;
+const COUNTED_NAMES: readonly CountedName[] = [...ENDPOINT_NAMES, 'unknown'];
+
+/** The whole body, or undefined when it is larger than any Merchant API request can be. */
+async function readBody(req: IncomingMessage): Promise<Buffer | undefined> {
+  const chunks: Buffer[] = [];
+  let size = 0;
+  for await (const chunk of req) {
+    const buffer = chunk as Buffer;
+    size += buffer.length;
+    if (size > MAX_BODY_BYTES) return undefined;
+    chunks.push(buffer);
+  }
+  return Buffer.concat(chunks);
+}
+
+/** RST rather than FIN: the client sees ECONNRESET, as when a middlebox drops the connection. */
+function resetConnection(req: IncomingMessage): void {
+  req.socket.resetAndDestroy();
+}
+
+function faultReply(fault: Fault, req: IncomingMessage): Reply | undefined {
+  switch (fault.kind) {
+    case 'status':
+      return fault.body === undefined
+        ? htmlPage(fault.status)
+        : { status: fault.status, contentType: fault.contentType ?? 'text/html', body: fault.body };
+    case 'nonJson':
+      return maintenancePage();
+    case 'rateLimited':
+      return tooManyRequests(fault.retryAfterSeconds ?? 1);
+    case 'invalidToken':
+      return expiredToken(bearerToken(req.headers.authorization));
+    default:
+      return undefined;
+  }
+}
+
+export async function startSandbox(options: SandboxOptions = {}): Promise<Sandbox> {
+  const host = options.host ?? '127.0.0.1';
+  const now = options.now ?? Date.now;
+  const tokenLifetimeSeconds = options.tokenLifetimeSeconds ?? DEFAULT_TOKEN_LIFETIME_SECONDS;
+  const credentials = options.credentials ?? SANDBOX_CREDENTIALS;
+  const rateLimit = options.rateLimit ?? DEFAULT_RATE_LIMIT;
+
+  const newState = () =>
+    new GatewayState({
+      now,
+      merchantId: SANDBOX_CREDENTIALS.merchantId,
+      merchantSecret: SANDBOX_CREDENTIALS.merchantSecret,
+    });
+  let state = newState();
+  const tokens = new AccessTokens(now, tokenLifetimeSeconds);
+  const limiter = rateLimit === false ? undefined : new SlidingWindowLimiter(rateLimit, now);
+  const faults = new FaultController();
+  const counts = new Map<CountedName, number>();
+  // Aborted by close() so that a latency fault does not process a request after the sandbox stopped.
+  const closing = new AbortController();
+
+  const controls: Controls = {
+    faults,
+    counters: () => Object.fromEntries(COUNTED_NAMES.map((name) => [name, counts.get(name) ?? 0])),
+    resetCounters: () => counts.clear(),
+    reset: () => {
+      state = newState();
+      faults.clear();
+      counts.clear();
+      tokens.clear();
+      limiter?.clear();
+    },
+    expireTokens: () => tokens.expireAll(),
+  };
+
+  async function onRequest(req: IncomingMessage, res: ServerResponse): Promise<void> {
+    const body = await readBody(req);
+    if (body === undefined) {
+      send(res, { ...failureReply(413, 'Request entity too large'), headers: { connection: 'close' } });
+      return;
+    }
+    const method = req.method ?? 'GET';
+    const url = new URL(req.url ?? '/', 'http://sandbox.invalid');
+    if (url.pathname.startsWith(CONTROL_PREFIX)) {
+      send(res, handleControl(method, url.pathname, body, controls));
+      return;
+    }
+
+    const route = matchRoute(method, url.pathname);
+    counts.set(route.endpoint, (counts.get(route.endpoint) ?? 0) + 1);
+    const process = (): Reply =>
+      handleApiRequest(
+        {
+          route,
+          underApi: url.pathname.startsWith(API_PREFIX),
+          query: url.searchParams,
+          authorization: req.headers.authorization,
+          contentType: req.headers['content-type'],
+          body,
+        },
+        { state, tokens, limiter, credentials, tokenLifetimeSeconds },
+      );
+
+    const fault = faults.take(route.endpoint);
+    if (!fault) {
+      send(res, process());
+      return;
+    }
+    switch (fault.kind) {
+      case 'latency':
+        await sleep(fault.ms, undefined, { signal: closing.signal });
+        send(res, process());
+        return;
+      case 'reset':
+        process();
+        resetConnection(req);
+        return;
+      case 'resetBeforeProcessing':
+        resetConnection(req);
+        return;
+      case 'hang':
+        // Never answered: the socket ends when the client gives up or close() destroys it.
+        return;
+      case 'status':
+      case 'nonJson':
+        if (fault.process) process();
+        break;
+    }
+    const reply = faultReply(fault, req);
+    if (reply) send(res, reply);
+  }
+
+  const server = createServer((req, res) => {
+    onRequest(req, res).catch((error: unknown) => {
+      // A client that went away mid-request, or a stopping sandbox, is not a sandbox failure.
+      if (closing.signal.aborted || res.destroyed) return;
+      console.error('sandbox: request failed', error);
+      send(res, failureReply(500, 'Internal server error'));
+    });
+  });
+  server.keepAliveTimeout = KEEP_ALIVE_TIMEOUT_MS;
+
+  await new Promise<void>((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(options.port ?? 0, host, () => {
+      server.off('error', reject);
+      resolve();
+    });
+  });
+  const { port } = server.address() as AddressInfo;
+  const urlHost = host.includes(':') ? `[${host}]` : host;
+
+  return {
+    url: `http://${urlHost}:${port}`,
+    port,
+    ...controls,
+    closeIdleConnections: () => server.closeIdleConnections(),
+    close: async () => {
+      closing.abort();
+      const closed = new Promise<void>((resolve) => server.close(() => resolve()));
+      server.closeAllConnections();
+      await closed;
+    },
+  };
+}

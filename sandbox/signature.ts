@@ -1,0 +1,27 @@
+import { createHash } from 'node:crypto';
+
+function upperMd5(text: string): string {
+  return createHash('md5').update(text, 'utf8').digest('hex').toUpperCase();
+}
+
+export interface SignedFields {
+  merchantId: string;
+  orderId: string;
+  /** Exactly as sent: "1000.00" and "1000.0" give different signatures. */
+  amount: string;
+  currency: string;
+  statusCode: string | number;
+  merchantSecret: string;
+}
+
+/** PayHere's notification signature (GATEWAY.md "Signature"). */
+export function md5sig(fields: SignedFields): string {
+  return upperMd5(
+    fields.merchantId +
+      fields.orderId +
+      fields.amount +
+      fields.currency +
+      String(fields.statusCode) +
+      upperMd5(fields.merchantSecret),
+  );
+}

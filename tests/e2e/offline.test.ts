@@ -1,0 +1,119 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { SANDBOX_CREDENTIALS, type Sandbox, SEED, startSandbox } from '../../sandbox/server.ts';
+import { type Offline, startOffline } from '../../scripts/offline.ts';
+import { freePort } from '../helpers/ports.ts';
+
+/** The whole path a client takes: HTTP → serverless-offline → bundled handler → sandbox over loopback. */
+let sandbox: Sandbox;
+let offline: Offline;
+let api: string;
+
+beforeAll(async () => {
+  sandbox = await startSandbox({ rateLimit: false });
+  offline = await startOffline({
+    port: await freePort(),
+    lambdaPort: await freePort(),
+    env: {
+      GATEWAY_BASE_URL: sandbox.url,
+      GATEWAY_APP_ID: SANDBOX_CREDENTIALS.appId,
+      GATEWAY_APP_SECRET: SANDBOX_CREDENTIALS.appSecret,
+      LOG_LEVEL: 'silent',
+    },
+  });
+  api = `${offline.baseUrl}/gateway/api`;
+}, 120_000);
+
+afterAll(async () => {
+  await offline?.stop();
+  await sandbox?.close();
+});
+
+async function request(method: string, path: string, body?: unknown) {
+  const response = await fetch(`${api}${path}`, {
+    method,
+    headers: body === undefined ? {} : { 'content-type': 'application/json' },
+    ...(body === undefined ? {} : { body: JSON.stringify(body) }),
+  });
+  return {
+    status: response.status,
+    contentType: response.headers.get('content-type'),
+    body: (await response.json()) as { status: number; msg: string; data: any },
+  };
+}
+
+describe('the nine routes through serverless-offline', () => {
+  it('charges, then retrieves the order', async () => {
+    const orderId = `E2E-${Date.now()}`;
+    const charged = await request('POST', '/payments/charge', {
+      type: 'PAYMENT',
+      order_id: orderId,
+      items: 'Taxi Hire 123',
+      currency: 'LKR',
+      amount: 345.67,
+      customer_token: SEED.customerTokens.success,
+    });
+    const retrieved = await request('GET', `/payments/${orderId}`);
+
+    expect(charged.status).toBe(200);
+    expect(charged.contentType).toMatch(/application\/json/);
+    expect(charged.body).toMatchObject({ status: 1, data: { order_id: orderId, status_code: 2 } });
+    expect(retrieved.status).toBe(200);
+    expect(retrieved.body.msg).toBe(`Payments with order_id:${orderId}`);
+    expect(retrieved.body.data[0].payment_id).toBe(charged.body.data.payment_id);
+  });
+
+  it('captures a hold', async () => {
+    const captured = await request('POST', '/payments/capture', {
+      authorization_token: SEED.authorizationTokens.capturable,
+      amount: 80,
+      deduction_details: 'Item1 is out of stock',
+    });
+
+    expect(captured.status).toBe(200);
+    expect(captured.body.data.captured_amount).toBe(80);
+  });
+
+  it('refunds a payment', async () => {
+    const refunded = await request('POST', '/payments/refund', {
+      payment_id: SEED.payments.refundable,
+      description: 'Item is out of stock',
+    });
+
+    expect(refunded.status).toBe(200);
+    expect(refunded.body.data.refund_id).toEqual(expect.any(Number));
+  });
+
+  it('lists, reads and lists the payments of subscriptions', async () => {
+    const list = await request('GET', '/subscriptions');
+    const one = await request('GET', `/subscriptions/${SEED.subscriptions.active}`);
+    const payments = await request('GET', `/subscriptions/${SEED.subscriptions.active}/payments`);
+
+    expect(list.status).toBe(200);
+    expect(list.body.msg).toMatch(/^Found \d+ subscriptions$/);
+    expect(one.body.data.subscription_id).toBe(SEED.subscriptions.active);
+    expect(payments.body.msg).toBe('Found 2 payments');
+  });
+
+  it('retries a failed subscription and cancels an active one', async () => {
+    const retried = await request('POST', `/subscriptions/${SEED.subscriptions.failed}/retry`);
+    const cancelled = await request('DELETE', `/subscriptions/${SEED.subscriptions.active}`);
+
+    expect(retried.status).toBe(200);
+    expect(retried.body).toEqual({ status: 1, msg: 'Recurring payment charged successfully', data: null });
+    expect(cancelled.status).toBe(200);
+    expect(cancelled.body).toEqual({ status: 1, msg: 'Successfully cancelled the subscription', data: null });
+  });
+
+  it('answers a misspelled field with 400 naming it', async () => {
+    const answer = await request('POST', '/payments/capture', {
+      authorization_token: SEED.authorizationTokens.capturable,
+      amount: 80,
+      deduction_detail: 'typo',
+    });
+
+    expect(answer.status).toBe(400);
+    expect(answer.body.data.errors).toEqual(
+      expect.arrayContaining([{ path: 'deduction_detail', message: 'is not a known field' }]),
+    );
+  });
+});

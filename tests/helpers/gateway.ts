@@ -1,0 +1,62 @@
+import type { APIGatewayProxyEvent, APIGatewayProxyResult, Context } from 'aws-lambda';
+import {
+  SANDBOX_CREDENTIALS,
+  type Sandbox,
+  type SandboxOptions,
+  startSandbox,
+} from '../../sandbox/server.ts';
+import { type Answer, apiEvent, invoke, lambdaContext } from './events.ts';
+import { ROUTES, type RouteName } from './routes.ts';
+
+type Handler = (event: APIGatewayProxyEvent, context: Context) => Promise<APIGatewayProxyResult>;
+
+/**
+ * A sandbox on loopback and the environment a function reads at start-up, pointing at it.
+ * The sandbox's own rate limit is off unless a test asks for it: most suites make more than
+ * 20 calls in 10 seconds and are not about throttling.
+ */
+export async function startTestGateway(options: SandboxOptions = {}): Promise<Sandbox> {
+  const sandbox = await startSandbox({ rateLimit: false, ...options });
+  Object.assign(process.env, {
+    GATEWAY_BASE_URL: sandbox.url,
+    GATEWAY_APP_ID: SANDBOX_CREDENTIALS.appId,
+    GATEWAY_APP_SECRET: SANDBOX_CREDENTIALS.appSecret,
+    GATEWAY_MERCHANT_ID: SANDBOX_CREDENTIALS.merchantId,
+    GATEWAY_MERCHANT_SECRET: SANDBOX_CREDENTIALS.merchantSecret,
+    GATEWAY_RATE_LIMIT: '10000/1000',
+  });
+  return sandbox;
+}
+
+const handlers = new Map<RouteName, Promise<Handler>>();
+
+/** The deployed handler module of a route, loaded once per test file (its module scope is the container). */
+export function handlerOf(name: RouteName): Promise<Handler> {
+  let handler = handlers.get(name);
+  if (!handler) {
+    handler = import(`../../functions/${name}.ts`).then((module: { handler: Handler }) => module.handler);
+    handlers.set(name, handler);
+  }
+  return handler;
+}
+
+export interface CallOptions {
+  id?: string;
+  body?: unknown;
+  headers?: Record<string, string>;
+  replaceHeaders?: boolean;
+  remainingMs?: number;
+}
+
+/** Call a route's handler in-process with a realistic API Gateway event. */
+export async function call(name: RouteName, options: CallOptions = {}): Promise<Answer> {
+  const route = ROUTES[name];
+  const event = apiEvent({
+    ...route,
+    ...(options.id === undefined ? {} : { pathParameters: { id: options.id } }),
+    ...(options.body === undefined ? {} : { body: options.body }),
+    ...(options.headers ? { headers: options.headers } : {}),
+    ...(options.replaceHeaders ? { replaceHeaders: true } : {}),
+  });
+  return invoke(await handlerOf(name), event, lambdaContext(options.remainingMs));
+}

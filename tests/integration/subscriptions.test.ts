@@ -1,0 +1,145 @@
+import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { type Sandbox, SEED } from '../../sandbox/server.ts';
+import { call, startTestGateway } from '../helpers/gateway.ts';
+
+let sandbox: Sandbox;
+
+beforeAll(async () => {
+  sandbox = await startTestGateway();
+});
+afterAll(async () => {
+  await sandbox.close();
+});
+beforeEach(() => {
+  sandbox.reset();
+});
+
+const ids = {
+  active: String(SEED.subscriptions.active),
+  failed: String(SEED.subscriptions.failed),
+  completed: String(SEED.subscriptions.completed),
+  cancelled: String(SEED.subscriptions.cancelled),
+  unknown: String(SEED.subscriptions.unknown),
+};
+
+describe('listSubscriptions', () => {
+  it('lists every subscription with the count in msg', async () => {
+    const answer = await call('listSubscriptions');
+
+    expect(answer.statusCode).toBe(200);
+    expect(answer.body.status).toBe(1);
+    expect(answer.body.msg).toBe(`Found ${answer.body.data.length} subscriptions`);
+    expect(answer.body.data.map((s: { status: string }) => s.status)).toEqual(
+      expect.arrayContaining(['ACTIVE', 'FAILED', 'COMPLETED', 'CANCELLED']),
+    );
+  });
+});
+
+describe('getSubscription', () => {
+  it('returns one subscription as an object', async () => {
+    const answer = await call('getSubscription', { id: ids.active });
+
+    expect(answer.statusCode).toBe(200);
+    expect(answer.body.data).toMatchObject({ subscription_id: SEED.subscriptions.active, status: 'ACTIVE' });
+    expect(Array.isArray(answer.body.data)).toBe(false);
+  });
+
+  it('answers 404 for an unknown subscription', async () => {
+    const answer = await call('getSubscription', { id: ids.unknown });
+
+    expect(answer.statusCode).toBe(404);
+    expect(answer.body.data.code).toBe('not_found');
+  });
+
+  it('falls back to listing and filtering when the one-subscription endpoint answers 404', async () => {
+    await call('getSubscription', { id: ids.active }); // this container's token first: counters show only the fallback
+    sandbox.resetCounters();
+    sandbox.faults.inject('getSubscription', {
+      kind: 'status',
+      status: 404,
+      body: 'Not Found',
+      contentType: 'text/plain',
+    });
+
+    const answer = await call('getSubscription', { id: ids.failed });
+
+    expect(answer.statusCode).toBe(200);
+    expect(answer.body.data).toMatchObject({ subscription_id: SEED.subscriptions.failed, status: 'FAILED' });
+    expect(sandbox.counters()).toMatchObject({ getSubscription: 1, listSubscriptions: 1 });
+  });
+
+  it('rejects an id that is not digits without calling the gateway', async () => {
+    const answer = await call('getSubscription', { id: '42abc' });
+
+    expect(answer.statusCode).toBe(400);
+    expect(answer.body.data.errors).toEqual([
+      { path: 'path.id', message: 'must be a subscription id (digits only)' },
+    ]);
+    expect(sandbox.counters().getSubscription ?? 0).toBe(0);
+  });
+});
+
+describe('subscriptionPayments', () => {
+  it('lists the payments of a subscription with the count in msg', async () => {
+    const answer = await call('subscriptionPayments', { id: ids.active });
+
+    expect(answer.statusCode).toBe(200);
+    expect(answer.body.msg).toBe('Found 2 payments');
+    expect(answer.body.data).toHaveLength(2);
+  });
+
+  it('answers 404 for an unknown subscription', async () => {
+    const answer = await call('subscriptionPayments', { id: ids.unknown });
+
+    expect(answer.statusCode).toBe(404);
+  });
+});
+
+describe('retrySubscription', () => {
+  it('retries a failed subscription once, then refuses with 409', async () => {
+    const first = await call('retrySubscription', { id: ids.failed });
+    const second = await call('retrySubscription', { id: ids.failed });
+    const after = await call('getSubscription', { id: ids.failed });
+
+    expect(first.statusCode).toBe(200);
+    expect(first.body).toEqual({ status: 1, msg: 'Recurring payment charged successfully', data: null });
+    expect(second.statusCode).toBe(409);
+    expect(second.body).toMatchObject({
+      status: -1,
+      msg: 'Subscription is not eligible for retrying',
+      data: { code: 'conflict' },
+    });
+    expect(after.body.data.status).toBe('ACTIVE');
+  });
+
+  it('answers 404 for an unknown subscription', async () => {
+    const answer = await call('retrySubscription', { id: ids.unknown });
+
+    expect(answer.statusCode).toBe(404);
+  });
+});
+
+describe('cancelSubscription', () => {
+  it('cancels an active subscription, then refuses a second cancel with 409', async () => {
+    const first = await call('cancelSubscription', { id: ids.active });
+    const second = await call('cancelSubscription', { id: ids.active });
+
+    expect(first.statusCode).toBe(200);
+    expect(first.body).toEqual({ status: 1, msg: 'Successfully cancelled the subscription', data: null });
+    expect(second.statusCode).toBe(409);
+    expect(second.body.msg).toBe('Subscription is already cancelled.');
+  });
+
+  it('refuses to cancel a completed subscription with 409', async () => {
+    const answer = await call('cancelSubscription', { id: ids.completed });
+
+    expect(answer.statusCode).toBe(409);
+    expect(answer.body.msg).toBe('Subscription is already completed.');
+  });
+
+  it('answers 404 for an unknown subscription', async () => {
+    const answer = await call('cancelSubscription', { id: ids.unknown });
+
+    expect(answer.statusCode).toBe(404);
+  });
+});

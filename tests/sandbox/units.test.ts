@@ -1,0 +1,101 @@
+// The pure parts: signature, amounts, fault queue, request checking.
+import { describe, expect, it } from 'vitest';
+import { FaultController } from '../../sandbox/faults.ts';
+import { amountDetail, isValidAmount } from '../../sandbox/money.ts';
+import { md5sig } from '../../sandbox/server.ts';
+import { checkCharge, checkQuery } from '../../sandbox/validate.ts';
+
+describe('md5sig', () => {
+  it('matches the worked example of GATEWAY.md', () => {
+    expect(
+      md5sig({
+        merchantId: '1211149',
+        orderId: 'ORDER-1001',
+        amount: '1000.00',
+        currency: 'LKR',
+        statusCode: 2,
+        merchantSecret: 'MERCHANT_SECRET_EXAMPLE',
+      }),
+    ).toBe('C12CC18FD89630351949AE2037AA0A3E');
+  });
+
+  it('depends on the amount exactly as written', () => {
+    const base = {
+      merchantId: '1211149',
+      orderId: 'ORDER-1001',
+      currency: 'LKR',
+      statusCode: '2',
+      merchantSecret: 'MERCHANT_SECRET_EXAMPLE',
+    };
+
+    expect(md5sig({ ...base, amount: '1000.0' })).not.toBe(md5sig({ ...base, amount: '1000.00' }));
+  });
+});
+
+describe('amounts', () => {
+  it('accepts positive amounts with at most two decimals', () => {
+    expect([0.01, 1, 345.67, 0.1 + 0.2].map(isValidAmount)).toEqual([true, true, true, true]);
+    expect([0, -1, 10.005, Number.NaN].map(isValidAmount)).toEqual([false, false, false, false]);
+  });
+
+  it('computes the 2.9 % fee of the GATEWAY.md sample', () => {
+    expect(amountDetail('LKR', 500)).toMatchObject({ gross: 500, fee: 14.5, net: 485.5 });
+  });
+});
+
+describe('FaultController', () => {
+  it('consumes faults in the order injected, for matching endpoints only', () => {
+    const faults = new FaultController();
+    faults.inject('charge', { kind: 'reset' });
+    faults.inject('*', { kind: 'hang' }, 2);
+    faults.inject('charge', { kind: 'nonJson' });
+
+    expect(faults.pending()).toBe(4);
+    expect(faults.take('search')?.kind).toBe('hang');
+    expect(faults.take('charge')?.kind).toBe('reset');
+    expect(faults.take('charge')?.kind).toBe('hang');
+    expect(faults.take('charge')?.kind).toBe('nonJson');
+    expect(faults.take('charge')).toBeUndefined();
+    expect(faults.pending()).toBe(0);
+  });
+
+  it('keeps an unlimited fault and reports Infinity pending', () => {
+    const faults = new FaultController();
+    faults.inject('token', { kind: 'invalidToken' }, Number.POSITIVE_INFINITY);
+    for (let i = 0; i < 5; i += 1) faults.take('token');
+
+    expect(faults.pending()).toBe(Number.POSITIVE_INFINITY);
+    faults.clear();
+    expect(faults.pending()).toBe(0);
+  });
+
+  it('refuses a non-positive count', () => {
+    expect(() => new FaultController().inject('charge', { kind: 'reset' }, 0)).toThrow(RangeError);
+  });
+});
+
+describe('request checking', () => {
+  it('names the misspelled field rather than the missing one', () => {
+    const result = checkCharge({
+      type: 'PAYMENT',
+      order_id: 'o',
+      items: 'i',
+      currency: 'LKR',
+      ammount: 1,
+      customer_token: 't',
+    });
+
+    expect(result).toEqual({ ok: false, field: 'ammount' });
+  });
+
+  it('checks query parameters strictly', () => {
+    expect(checkQuery(new URLSearchParams('order_id=a&order_id=b'), ['order_id'])).toEqual({
+      ok: false,
+      field: 'order_id',
+    });
+    expect(checkQuery(new URLSearchParams('order_id=a'), ['order_id'])).toEqual({
+      ok: true,
+      value: { order_id: 'a' },
+    });
+  });
+});
