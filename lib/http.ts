@@ -2,6 +2,7 @@ import middy, { type MiddlewareObj } from '@middy/core';
 import httpJsonBodyParser from '@middy/http-json-body-parser';
 import type { APIGatewayProxyEvent, APIGatewayProxyResult, Context } from 'aws-lambda';
 import type * as z from 'zod/mini';
+import { type Caller, callerOf } from './caller.ts';
 import { requestDeadline } from './deadline.ts';
 import { errorResponse } from './error-response.ts';
 import { type FieldError, InvalidRequestError } from './errors.ts';
@@ -20,6 +21,7 @@ export interface RouteOptions<Body, Path> {
 export interface ValidRequest<Body, Path> {
   body: Body;
   path: Path;
+  caller: Caller;
   /** Epoch ms by which all upstream work must be done. */
   deadline: number;
   event: Event;
@@ -65,6 +67,7 @@ export function route<Body = undefined, Path = undefined>(
     return handler({
       body: (body?.ok ? body.value : undefined) as Body,
       path: (path?.ok ? path.value : undefined) as Path,
+      caller: callerOf(context),
       deadline: requestDeadline(context.getRemainingTimeInMillis?.()),
       event,
       context,
