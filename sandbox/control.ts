@@ -9,6 +9,7 @@ export interface Controls {
   faults: FaultController;
   counters(): Record<string, number>;
   resetCounters(): void;
+  resetState(): void;
   reset(): void;
   expireTokens(): void;
 }

@@ -46,6 +46,8 @@ export interface Sandbox {
   faults: FaultController;
   counters(): Record<string, number>;
   resetCounters(): void;
+  /** Seeded data back; tokens, faults, counters and the rate-limit window untouched. */
+  resetState(): void;
   reset(): void;
   expireTokens(): void;
   closeIdleConnections(): void;
@@ -118,6 +120,9 @@ export async function startSandbox(options: SandboxOptions = {}): Promise<Sandbo
     faults,
     counters: () => Object.fromEntries(COUNTED_NAMES.map((name) => [name, counts.get(name) ?? 0])),
     resetCounters: () => counts.clear(),
+    resetState: () => {
+      state = newState();
+    },
     reset: () => {
       state = newState();
       faults.clear();

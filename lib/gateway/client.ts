@@ -169,8 +169,9 @@ export class GatewayClient {
   }
 }
 
+/** A 429 was refused before processing; any other unusable answer may hide a processed request. */
 function mayHaveReachedGateway(failure: Failure): boolean {
-  return 'status' in failure || failure.transport.sent;
+  return 'status' in failure ? failure.status !== 429 : failure.transport.sent;
 }
 
 function parseJson(body: string): unknown {

@@ -7,15 +7,27 @@ import { Transport } from './transport.ts';
 export { PayHere } from './payhere.ts';
 
 /** PayHere's connect budget: a handshake that takes longer than this will not finish usefully. */
-const CONNECT_TIMEOUT_MS = 3_000;
+export const CONNECT_TIMEOUT_MS = 3_000;
 
-export function createPayHere(config: Config, credentials?: CredentialsProvider): PayHere {
-  const provider = credentials ?? credentialsFor(config);
+export interface PayHereOptions {
+  credentials?: CredentialsProvider;
+  /** Clock and sleep of the rate limiter (tests drive them by hand). */
+  now?: () => number;
+  sleep?: (ms: number) => Promise<void>;
+  transport?: Transport;
+}
+
+export function createPayHere(config: Config, options: PayHereOptions = {}): PayHere {
   return new PayHere(
     new GatewayClient({
-      transport: new Transport(config.gatewayBaseUrl, { connectTimeoutMs: CONNECT_TIMEOUT_MS }),
-      credentials: provider,
-      limiter: new SlidingWindowLimiter(config.rateLimit),
+      transport:
+        options.transport ?? new Transport(config.gatewayBaseUrl, { connectTimeoutMs: CONNECT_TIMEOUT_MS }),
+      credentials: options.credentials ?? credentialsFor(config),
+      limiter: new SlidingWindowLimiter({
+        ...config.rateLimit,
+        ...(options.now ? { now: options.now } : {}),
+        ...(options.sleep ? { sleep: options.sleep } : {}),
+      }),
     }),
   );
 }

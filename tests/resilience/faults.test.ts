@@ -1,0 +1,285 @@
+import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import type { Sandbox } from '../../sandbox/server.ts';
+import { call, startTestGateway } from '../helpers/gateway.ts';
+import type { RouteName } from '../helpers/routes.ts';
+import { chargeBody, paymentsOf, UPSTREAM, validRequest } from './fixtures.ts';
+
+let sandbox: Sandbox;
+
+beforeAll(async () => {
+  sandbox = await startTestGateway();
+});
+afterAll(async () => {
+  await sandbox.close();
+});
+beforeEach(() => {
+  // Tokens survive between tests (as in a warm container), so counters show only the calls under test.
+  sandbox.faults.clear();
+  sandbox.resetState();
+  sandbox.resetCounters();
+});
+
+/** Prepare a valid request, then count only what the call under test does. */
+async function prepare(route: RouteName) {
+  const request = await validRequest(sandbox, route);
+  sandbox.resetCounters();
+  return request;
+}
+
+describe('a charge whose answer is lost', () => {
+  it('is reconciled from the order search after a reset once the charge was processed', async () => {
+    const body = chargeBody();
+    sandbox.faults.inject('charge', { kind: 'reset' });
+
+    const answer = await call('charge', { body });
+
+    expect(answer.statusCode).toBe(200);
+    expect(answer.body.status).toBe(1);
+    expect(answer.body.data).toMatchObject({ order_id: body.order_id, status_code: 2, amount: body.amount });
+    expect(sandbox.counters()).toMatchObject({ charge: 1, search: 1 });
+    expect(await paymentsOf(sandbox, body.order_id)).toBe(1);
+  });
+
+  it.each([
+    ['a 500 page', { kind: 'status', status: 500, process: true }],
+    ['a 200 with an HTML body', { kind: 'nonJson', process: true }],
+    [
+      'a 200 with a JSON body of the wrong shape',
+      {
+        kind: 'status',
+        status: 200,
+        process: true,
+        contentType: 'application/json',
+        body: '{"status":1,"msg":"ok","data":{"unexpected":true}}',
+      },
+    ],
+  ] as const)('is reconciled after %s', async (_, fault) => {
+    const body = chargeBody();
+    sandbox.faults.inject('charge', fault);
+
+    const answer = await call('charge', { body });
+
+    expect(answer.statusCode).toBe(200);
+    expect(answer.body.data.payment_id).toEqual(expect.any(Number));
+    expect(sandbox.counters()).toMatchObject({ charge: 1, search: 1 });
+  });
+
+  it.each([
+    ['a reset before processing', { kind: 'resetBeforeProcessing' }],
+    ['a 502 without processing', { kind: 'status', status: 502 }],
+    ['a 503 without processing', { kind: 'status', status: 503 }],
+  ] as const)('answers 202 outcome_unknown after %s, and is never re-sent', async (_, fault) => {
+    const body = chargeBody();
+    sandbox.faults.inject('charge', fault);
+
+    const answer = await call('charge', { body });
+
+    expect(answer.statusCode).toBe(202);
+    expect(answer.body).toMatchObject({ status: 0, data: { code: 'outcome_unknown' } });
+    expect(answer.body.msg).toMatch(/same Idempotency-Key/);
+    expect(sandbox.counters()).toMatchObject({ charge: 1, search: 1 });
+    expect(await paymentsOf(sandbox, body.order_id)).toBe(0);
+  });
+
+  it('answers 202 outcome_unknown when the gateway is too slow, before the Lambda deadline', async () => {
+    const body = chargeBody();
+    sandbox.faults.inject('charge', { kind: 'hang' });
+    const started = Date.now();
+
+    // 2 s of Lambda time left: 1 s for upstream work, the rest kept back to answer.
+    const answer = await call('charge', { body, remainingMs: 2_000 });
+
+    expect(Date.now() - started).toBeLessThan(1_900);
+    expect(answer.statusCode).toBe(202);
+    expect(answer.body.data.code).toBe('outcome_unknown');
+    expect(sandbox.counters()).toMatchObject({ charge: 1, search: 1 });
+  });
+
+  it('answers 202 outcome_unknown when even the search is impossible', async () => {
+    const body = chargeBody();
+    sandbox.faults.inject('charge', { kind: 'resetBeforeProcessing' });
+    sandbox.faults.inject('search', { kind: 'status', status: 503 }, 3);
+
+    const answer = await call('charge', { body });
+
+    expect(answer.statusCode).toBe(202);
+    expect(answer.body.data.code).toBe('outcome_unknown');
+    expect(sandbox.counters().charge).toBe(1);
+  });
+});
+
+describe('a charge refused before processing', () => {
+  it('answers 429 rate_limited when the gateway throttles, without a search', async () => {
+    sandbox.faults.inject('charge', { kind: 'rateLimited', retryAfterSeconds: 7 });
+
+    const answer = await call('charge', { body: chargeBody() });
+
+    expect(answer.statusCode).toBe(429);
+    expect(answer.body).toMatchObject({ status: -1, data: { code: 'rate_limited' } });
+    expect(answer.headers['Retry-After']).toBe('7');
+    expect(sandbox.counters()).toMatchObject({ charge: 1, search: 0 });
+  });
+
+  it('is repeated once with a new token when the gateway calls the token invalid', async () => {
+    const body = chargeBody();
+    sandbox.faults.inject('charge', { kind: 'invalidToken' });
+
+    const answer = await call('charge', { body });
+
+    expect(answer.statusCode).toBe(200);
+    expect(sandbox.counters()).toMatchObject({ charge: 2, token: 1 });
+    expect(await paymentsOf(sandbox, body.order_id)).toBe(1);
+  });
+});
+
+describe.each(['capture', 'refund', 'retrySubscription'] as const)('a %s whose answer is lost', (route) => {
+  const endpoint = UPSTREAM[route];
+
+  it.each([
+    ['a reset after processing', { kind: 'reset' }],
+    ['a reset before processing', { kind: 'resetBeforeProcessing' }],
+    ['a 503', { kind: 'status', status: 503 }],
+    ['an HTML body', { kind: 'nonJson', process: true }],
+  ] as const)('answers 202 outcome_unknown after %s and is sent exactly once', async (_, fault) => {
+    const request = await prepare(route);
+    sandbox.faults.inject(endpoint as never, fault);
+
+    const answer = await call(route, request);
+
+    expect(answer.statusCode).toBe(202);
+    expect(answer.body).toMatchObject({ status: 0, data: { code: 'outcome_unknown' } });
+    expect(sandbox.counters()[endpoint]).toBe(1);
+  });
+});
+
+describe('a cancel whose answer is lost', () => {
+  it('is settled by the subscription state when the cancel was processed', async () => {
+    const request = await prepare('cancelSubscription');
+    sandbox.faults.inject('cancel', { kind: 'reset' });
+
+    const answer = await call('cancelSubscription', request);
+
+    expect(answer.statusCode).toBe(200);
+    expect(answer.body.msg).toBe('Successfully cancelled the subscription');
+    expect(sandbox.counters()).toMatchObject({ cancel: 1, getSubscription: 1 });
+  });
+
+  it('answers 202 outcome_unknown when the subscription is still active', async () => {
+    const request = await prepare('cancelSubscription');
+    sandbox.faults.inject('cancel', { kind: 'resetBeforeProcessing' });
+
+    const answer = await call('cancelSubscription', request);
+
+    expect(answer.statusCode).toBe(202);
+    expect(answer.body.data.code).toBe('outcome_unknown');
+    expect(sandbox.counters().cancel).toBe(1);
+  });
+});
+
+describe('reads', () => {
+  it.each([
+    ['a 502', { kind: 'status', status: 502 }],
+    ['a 503', { kind: 'status', status: 503 }],
+    ['a 504', { kind: 'status', status: 504 }],
+    ['a 429', { kind: 'rateLimited', retryAfterSeconds: 0 }],
+    ['a connection reset', { kind: 'resetBeforeProcessing' }],
+  ] as const)('are retried after %s', async (_, fault) => {
+    sandbox.faults.inject('search', fault);
+
+    const answer = await call('retrievePayments', { id: 'LP8006126139' });
+
+    expect(answer.statusCode).toBe(200);
+    expect(sandbox.counters().search).toBe(2);
+  });
+
+  it('are tried at most three times, then answer 502 gateway_error', async () => {
+    sandbox.faults.inject('search', { kind: 'status', status: 503 }, 5);
+
+    const answer = await call('retrievePayments', { id: 'LP8006126139' });
+
+    expect(answer.statusCode).toBe(502);
+    expect(answer.body).toMatchObject({ status: -1, data: { code: 'gateway_error' } });
+    expect(sandbox.counters().search).toBe(3);
+  });
+
+  it('wait for Retry-After before trying again', async () => {
+    sandbox.faults.inject('listSubscriptions', { kind: 'rateLimited', retryAfterSeconds: 1 });
+    const started = Date.now();
+
+    const answer = await call('listSubscriptions');
+
+    expect(answer.statusCode).toBe(200);
+    expect(Date.now() - started).toBeGreaterThanOrEqual(1_000);
+  });
+
+  it.each([
+    ['an HTML error page', { kind: 'status', status: 500 }],
+    ['an HTML body with 200', { kind: 'nonJson' }],
+    [
+      'an unknown envelope status',
+      {
+        kind: 'status',
+        status: 200,
+        contentType: 'application/json',
+        body: '{"status":7,"msg":"?","data":null}',
+      },
+    ],
+    [
+      'records of the wrong shape',
+      {
+        kind: 'status',
+        status: 200,
+        contentType: 'application/json',
+        body: '{"status":1,"msg":"ok","data":"oops"}',
+      },
+    ],
+    ['an unexpected HTTP status', { kind: 'status', status: 418, contentType: 'text/plain', body: 'teapot' }],
+  ] as const)('answer 502 gateway_error for %s, revealing nothing of it', async (_, fault) => {
+    sandbox.faults.inject('search', fault);
+
+    const answer = await call('retrievePayments', { id: 'LP8006126139' });
+
+    expect(answer.statusCode).toBe(502);
+    expect(answer.body.data).toEqual({ code: 'gateway_error' });
+    expect(answer.raw).not.toMatch(/html|teapot|oops|"\?"/i);
+  });
+
+  it('answer 504 gateway_timeout when the gateway does not answer in time', async () => {
+    sandbox.faults.inject('getSubscription', { kind: 'hang' }, 3);
+
+    const answer = await call('getSubscription', { id: '420075032251', remainingMs: 1_800 });
+
+    expect(answer.statusCode).toBe(504);
+    expect(answer.body).toMatchObject({ status: -1, data: { code: 'gateway_timeout' } });
+  });
+
+  it('survive an expired access token with one refresh', async () => {
+    await call('subscriptionPayments', { id: '420075032251' });
+    sandbox.resetCounters();
+    sandbox.expireTokens();
+
+    const answer = await call('subscriptionPayments', { id: '420075032251' });
+
+    expect(answer.statusCode).toBe(200);
+    expect(sandbox.counters()).toMatchObject({ token: 1, subscriptionPayments: 2 });
+  });
+
+  it('answer 502 naming the configuration when the gateway keeps refusing the token', async () => {
+    sandbox.faults.inject('listSubscriptions', { kind: 'invalidToken' }, 2);
+
+    const answer = await call('listSubscriptions');
+
+    expect(answer.statusCode).toBe(502);
+    expect(answer.body.msg).toMatch(/GATEWAY_APP_ID/);
+    expect(sandbox.counters().listSubscriptions).toBe(2);
+  });
+
+  it('survive a keep-alive socket the gateway closed while idle', async () => {
+    await call('retrievePayments', { id: 'LP8006126139' });
+    sandbox.closeIdleConnections();
+
+    const answer = await call('retrievePayments', { id: 'LP8006126139' });
+
+    expect(answer.statusCode).toBe(200);
+  });
+});
