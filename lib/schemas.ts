@@ -24,8 +24,8 @@ const money = (options: { positive: boolean }) =>
     );
 
 function hasAtMostTwoDecimals(n: number): boolean {
-  const cents = Math.round(n * 100);
-  return Number.isSafeInteger(cents) && Math.abs(cents - n * 100) < 1e-6;
+  // The decimal text, not float arithmetic: 134217728.14 * 100 is not an integer in binary.
+  return /^\d+(\.\d{1,2})?$/.test(String(n)) && Number.isSafeInteger(Math.round(n * 100));
 }
 
 export const CURRENCIES = ['LKR', 'USD', 'EUR', 'GBP', 'AUD'] as const;
@@ -104,7 +104,13 @@ export function captureUpstreamBody(request: CaptureRequest) {
 
 const paymentId = z.union([
   z.int().check(z.positive()),
-  z.string().check(z.regex(/^[1-9][0-9]{0,15}$/, { message: 'must be a positive integer' })),
+  z.string().check(
+    z.regex(/^[1-9][0-9]*$/, { message: 'must be a positive integer' }),
+    // Sent upstream as a JSON number: a larger one would arrive as a different payment id.
+    z.refine((digits) => Number.isSafeInteger(Number(digits)), {
+      message: 'is too large to be a payment id',
+    }),
+  ),
 ]);
 
 export const RefundRequest = z

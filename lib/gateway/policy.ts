@@ -29,11 +29,16 @@ export function retryDelayMs(
   return Math.max(jittered, retryAfterMs ?? 0);
 }
 
-/** `Retry-After` as delay-seconds or an HTTP date, in milliseconds from `now`. */
+/** An IMF-fixdate, the HTTP date form, e.g. `Wed, 21 Oct 2015 07:28:00 GMT`. */
+const HTTP_DATE = /^[A-Z][a-z]{2}, \d{2} [A-Z][a-z]{2} \d{4} \d{2}:\d{2}:\d{2} GMT$/;
+
+/** `Retry-After` as delay-seconds or an HTTP date, in milliseconds from `now`; anything else is ignored. */
 export function parseRetryAfter(value: unknown, now: number): number | undefined {
-  const header = Array.isArray(value) ? value[0] : value;
-  if (typeof header !== 'string' || header.trim() === '') return undefined;
-  if (/^\d+$/.test(header.trim())) return Number(header.trim()) * 1000;
+  const raw: unknown = Array.isArray(value) ? value[0] : value;
+  if (typeof raw !== 'string' || raw.trim() === '') return undefined;
+  const header = raw.trim();
+  if (/^\d+$/.test(header)) return Number(header) * 1000;
+  if (!HTTP_DATE.test(header)) return undefined;
   const date = Date.parse(header);
   return Number.isNaN(date) ? undefined : Math.max(0, date - now);
 }

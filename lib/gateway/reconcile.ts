@@ -14,7 +14,7 @@ export function gatewayDateToEpoch(date: unknown): number | undefined {
 
 /**
  * The payment a lost charge produced, if the order's records show one: same order, amount and
- * currency, dated no earlier than the charge was sent (PayHere allows reused order ids, so an
+ * currency, dated (readably) no earlier than the charge was sent (PayHere allows reused order ids, so an
  * older payment of the same order is not this charge). The newest match wins.
  */
 export function findReconciledCharge(
@@ -26,8 +26,10 @@ export function findReconciledCharge(
     if (payment.order_id !== request.order_id) return false;
     if (payment.currency !== request.currency) return false;
     if (Math.round(payment.amount * 100) !== Math.round(request.amount * 100)) return false;
+    // Without a readable date an older payment of a reused order id could pass for this charge:
+    // better an honest "unknown" than a false success.
     const at = gatewayDateToEpoch(payment.date);
-    return at === undefined || at >= sentAt - CLOCK_SKEW_MS;
+    return at !== undefined && at >= sentAt - CLOCK_SKEW_MS;
   });
   return matches.sort((a, b) => Number(b.payment_id) - Number(a.payment_id))[0];
 }

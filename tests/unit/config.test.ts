@@ -1,0 +1,175 @@
+import fc from 'fast-check';
+import { describe, expect, it } from 'vitest';
+import { ConfigError, environmentCredentials, loadConfig } from '../../lib/config.ts';
+
+const SECRET = 's3cr3t-Qm9vYmFyLWFwcC1zZWNyZXQ';
+
+function env(overrides: Record<string, string | undefined> = {}): Record<string, string | undefined> {
+  return {
+    GATEWAY_BASE_URL: 'https://sandbox.payhere.lk/merchant/v1',
+    GATEWAY_APP_ID: '4OVxzS6Lx7E4JFnJaJBmCm3D1',
+    GATEWAY_APP_SECRET: SECRET,
+    GATEWAY_MERCHANT_ID: '1211149',
+    GATEWAY_MERCHANT_SECRET: 'merchant-s3cr3t-8Pq',
+    ...overrides,
+  };
+}
+
+function configError(input: Record<string, string | undefined>): ConfigError {
+  try {
+    loadConfig(input);
+  } catch (error) {
+    if (error instanceof ConfigError) return error;
+    throw error;
+  }
+  throw new Error('loadConfig accepted the configuration');
+}
+
+describe('loadConfig', () => {
+  it('reads the gateway and credentials from the environment', () => {
+    // Act
+    const config = loadConfig(env());
+
+    // Assess
+    expect(config).toEqual({
+      gatewayBaseUrl: 'https://sandbox.payhere.lk/merchant/v1',
+      credentials: {
+        source: 'env',
+        value: {
+          appId: '4OVxzS6Lx7E4JFnJaJBmCm3D1',
+          appSecret: SECRET,
+          merchantId: '1211149',
+          merchantSecret: 'merchant-s3cr3t-8Pq',
+        },
+      },
+      rateLimit: { limit: 20, windowMs: 10_000 },
+    });
+  });
+
+  it('drops trailing slashes from the base URL', () => {
+    expect(loadConfig(env({ GATEWAY_BASE_URL: 'http://127.0.0.1:4010/merchant/v1//' })).gatewayBaseUrl).toBe(
+      'http://127.0.0.1:4010/merchant/v1',
+    );
+  });
+
+  it.each(['GATEWAY_BASE_URL', 'GATEWAY_APP_ID', 'GATEWAY_APP_SECRET'])(
+    'names %s when it is missing',
+    (name) => {
+      // Act
+      const error = configError(env({ [name]: undefined }));
+
+      // Assess
+      expect(error.message).toContain(name);
+    },
+  );
+
+  it.each(['GATEWAY_BASE_URL', 'GATEWAY_APP_ID', 'GATEWAY_APP_SECRET'])(
+    'treats a blank %s as missing',
+    (name) => {
+      expect(configError(env({ [name]: '   ' })).message).toContain(name);
+    },
+  );
+
+  it('does not require the merchant id and secret', () => {
+    // Act
+    const config = loadConfig(env({ GATEWAY_MERCHANT_ID: undefined, GATEWAY_MERCHANT_SECRET: undefined }));
+
+    // Assess
+    expect(config.credentials).toMatchObject({
+      source: 'env',
+      value: { merchantId: '', merchantSecret: '' },
+    });
+  });
+
+  it.each([
+    ['not a URL', 'sandbox.payhere.lk/merchant/v1'],
+    ['a relative path', '/merchant/v1'],
+    ['another scheme', 'ftp://sandbox.payhere.lk/merchant/v1'],
+    ['a file URL', 'file:///etc/passwd'],
+  ])('rejects a base URL that is %s, naming GATEWAY_BASE_URL', (_, url) => {
+    expect(configError(env({ GATEWAY_BASE_URL: url })).message).toContain('GATEWAY_BASE_URL');
+  });
+
+  it('takes the credentials from the secret named by GATEWAY_SECRET_ID, without requiring them in the environment', () => {
+    // Act
+    const config = loadConfig({
+      GATEWAY_BASE_URL: 'https://www.payhere.lk/merchant/v1',
+      GATEWAY_SECRET_ID: ' payments/payhere-gateway ',
+    });
+
+    // Assess
+    expect(config.credentials).toEqual({ source: 'secret', secretId: 'payments/payhere-gateway' });
+  });
+
+  it('prefers the secret to credentials also present in the environment', () => {
+    expect(loadConfig(env({ GATEWAY_SECRET_ID: 'payments/payhere' })).credentials).toEqual({
+      source: 'secret',
+      secretId: 'payments/payhere',
+    });
+  });
+
+  it('still requires GATEWAY_BASE_URL with a secret', () => {
+    expect(configError({ GATEWAY_SECRET_ID: 'payments/payhere' }).message).toContain('GATEWAY_BASE_URL');
+  });
+
+  it.each([
+    ['20/10000', 20, 10_000],
+    ['5/1000', 5, 1000],
+    [' 100/60000 ', 100, 60_000],
+  ])('reads GATEWAY_RATE_LIMIT %j', (value, limit, windowMs) => {
+    expect(loadConfig(env({ GATEWAY_RATE_LIMIT: value })).rateLimit).toEqual({ limit, windowMs });
+  });
+
+  it('defaults to PayHere’s 20 requests per 10 seconds when GATEWAY_RATE_LIMIT is blank', () => {
+    expect(loadConfig(env({ GATEWAY_RATE_LIMIT: '' })).rateLimit).toEqual({ limit: 20, windowMs: 10_000 });
+  });
+
+  it.each(['20', '20/', '/10000', '0/10000', '20/0', '-1/10000', '1.5/1000', '20 per 10s', 'twenty/10000'])(
+    'rejects GATEWAY_RATE_LIMIT %j, naming it',
+    (value) => {
+      expect(configError(env({ GATEWAY_RATE_LIMIT: value })).message).toContain('GATEWAY_RATE_LIMIT');
+    },
+  );
+
+  it('never puts a configured value in an error message', () => {
+    const secret = fc.stringMatching(/^[A-Za-z0-9]{6,24}$/).map((s) => `zz${s}zz`);
+    const broken = fc.constantFrom(
+      'GATEWAY_BASE_URL',
+      'GATEWAY_APP_ID',
+      'GATEWAY_APP_SECRET',
+      'GATEWAY_RATE_LIMIT',
+      'bad url',
+    );
+    fc.assert(
+      fc.property(secret, secret, broken, (appSecret, merchantSecret, what) => {
+        const input = env({ GATEWAY_APP_SECRET: appSecret, GATEWAY_MERCHANT_SECRET: merchantSecret });
+        if (what === 'bad url') input.GATEWAY_BASE_URL = `not a url ${appSecret}`;
+        else if (what === 'GATEWAY_RATE_LIMIT') input.GATEWAY_RATE_LIMIT = `${appSecret}/x`;
+        else if (what === 'GATEWAY_APP_SECRET') input.GATEWAY_APP_SECRET = undefined;
+        else input[what] = undefined;
+        const message = configError(input).message;
+        return !message.includes(appSecret) && !message.includes(merchantSecret);
+      }),
+    );
+  });
+});
+
+describe('environmentCredentials', () => {
+  it('always answers the credentials it was given', async () => {
+    // Prepare
+    const value = { appId: 'app', appSecret: SECRET, merchantId: '1211149', merchantSecret: 'm' };
+    const provider = environmentCredentials(value);
+
+    // Act
+    provider.invalidate();
+    const credentials = await provider.get();
+
+    // Assess
+    expect(credentials).toEqual({
+      appId: 'app',
+      appSecret: SECRET,
+      merchantId: '1211149',
+      merchantSecret: 'm',
+    });
+  });
+});

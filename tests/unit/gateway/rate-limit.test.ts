@@ -1,0 +1,234 @@
+import { describe, expect, it } from 'vitest';
+import { RateLimitedError } from '../../../lib/errors.ts';
+import { SlidingWindowLimiter } from '../../../lib/gateway/rate-limit.ts';
+
+const T0 = Date.UTC(2024, 5, 1, 4, 30, 0);
+
+/** A clock whose sleep moves time forward at once: one caller at a time. */
+function steppingClock() {
+  let now = T0;
+  const sleeps: number[] = [];
+  return {
+    now: () => now,
+    advance: (ms: number) => (now += ms),
+    sleeps,
+    sleep: async (ms: number) => {
+      sleeps.push(ms);
+      now += ms;
+    },
+  };
+}
+
+/** Virtual time for concurrent callers: sleepers wake in time order when the test runs the clock. */
+function virtualClock() {
+  let now = T0;
+  const timers: { at: number; wake: () => void }[] = [];
+  const settle = () => new Promise<void>((resolve) => setImmediate(resolve));
+  return {
+    now: () => now,
+    sleep: (ms: number) => new Promise<void>((wake) => timers.push({ at: now + ms, wake })),
+    /** Let everyone run, then wake the earliest sleeper, until nobody sleeps. */
+    async run(): Promise<void> {
+      for (;;) {
+        await settle();
+        timers.sort((a, b) => a.at - b.at);
+        const next = timers.shift();
+        if (!next) return;
+        now = Math.max(now, next.at);
+        next.wake();
+      }
+    },
+  };
+}
+
+/** The largest number of starts inside any half-open window [t, t + windowMs). */
+function busiestWindow(starts: number[], windowMs: number): number {
+  const sorted = [...starts].sort((a, b) => a - b);
+  let busiest = 0;
+  for (let i = 0; i < sorted.length; i++) {
+    const from = sorted[i]!;
+    busiest = Math.max(busiest, sorted.filter((s) => s >= from && s < from + windowMs).length);
+  }
+  return busiest;
+}
+
+describe('SlidingWindowLimiter', () => {
+  it('lets the first `limit` calls start at once', async () => {
+    // Prepare
+    const time = steppingClock();
+    const limiter = new SlidingWindowLimiter({
+      limit: 20,
+      windowMs: 10_000,
+      now: time.now,
+      sleep: time.sleep,
+    });
+
+    // Act
+    for (let i = 0; i < 20; i++) await limiter.acquire(0);
+
+    // Assess
+    expect(time.sleeps).toEqual([]);
+    expect(time.now()).toBe(T0);
+  });
+
+  it('never starts more than `limit` calls in any window, one caller after another', async () => {
+    // Prepare
+    const time = steppingClock();
+    const limiter = new SlidingWindowLimiter({
+      limit: 20,
+      windowMs: 10_000,
+      now: time.now,
+      sleep: time.sleep,
+    });
+    const starts: number[] = [];
+
+    // Act
+    for (let i = 0; i < 100; i++) {
+      await limiter.acquire(60_000);
+      starts.push(time.now());
+      time.advance(i % 7 === 0 ? 130 : 0);
+    }
+
+    // Assess
+    expect(starts).toHaveLength(100);
+    expect(busiestWindow(starts, 10_000)).toBe(20);
+  });
+
+  it('waits only until the oldest start leaves the window', async () => {
+    // Prepare
+    const time = steppingClock();
+    const limiter = new SlidingWindowLimiter({
+      limit: 3,
+      windowMs: 10_000,
+      now: time.now,
+      sleep: time.sleep,
+    });
+    await limiter.acquire(0);
+    time.advance(2_000);
+    await limiter.acquire(0);
+    await limiter.acquire(0);
+
+    // Act
+    await limiter.acquire(15_000);
+
+    // Assess
+    expect(time.now()).toBe(T0 + 10_000);
+  });
+
+  it('never starts more than `limit` calls in any window, with 100 concurrent callers', async () => {
+    // Prepare
+    const time = virtualClock();
+    const limiter = new SlidingWindowLimiter({
+      limit: 20,
+      windowMs: 10_000,
+      now: time.now,
+      sleep: time.sleep,
+    });
+    const starts: number[] = [];
+
+    // Act
+    const calls = Promise.all(
+      Array.from({ length: 100 }, () => limiter.acquire(120_000).then(() => starts.push(time.now()))),
+    );
+    await time.run();
+    await calls;
+
+    // Assess
+    expect(starts).toHaveLength(100);
+    expect(busiestWindow(starts, 10_000)).toBe(20);
+    expect(Math.max(...starts)).toBe(T0 + 40_000);
+  });
+
+  it('rejects a call that cannot get a slot within maxWaitMs with 429 rate_limited and Retry-After, without waiting', async () => {
+    // Prepare
+    const time = steppingClock();
+    const limiter = new SlidingWindowLimiter({
+      limit: 2,
+      windowMs: 10_000,
+      now: time.now,
+      sleep: time.sleep,
+    });
+    await limiter.acquire(0);
+    await limiter.acquire(0);
+
+    // Act
+    const error = await limiter.acquire(5_000).catch((e: unknown) => e);
+
+    // Assess
+    expect(error).toBeInstanceOf(RateLimitedError);
+    const limited = error as RateLimitedError;
+    expect(limited.httpStatus).toBe(429);
+    expect(limited.status).toBe(-1);
+    expect(limited.code).toBe('rate_limited');
+    expect(limited.headers).toEqual({ 'Retry-After': '10' });
+    expect(time.sleeps).toEqual([]);
+  });
+
+  it('rounds Retry-After up to whole seconds, at least 1', async () => {
+    // Prepare
+    const time = steppingClock();
+    const limiter = new SlidingWindowLimiter({
+      limit: 1,
+      windowMs: 10_000,
+      now: time.now,
+      sleep: time.sleep,
+    });
+    await limiter.acquire(0);
+
+    // Act
+    time.advance(8_700);
+    const in1300ms = await limiter.acquire(0).catch((e: unknown) => e);
+    time.advance(1_250);
+    const in50ms = await limiter.acquire(0).catch((e: unknown) => e);
+
+    // Assess
+    expect((in1300ms as RateLimitedError).headers['Retry-After']).toBe('2');
+    expect((in50ms as RateLimitedError).headers['Retry-After']).toBe('1');
+  });
+
+  it('does not count a refused call against the window', async () => {
+    // Prepare
+    const time = steppingClock();
+    const limiter = new SlidingWindowLimiter({
+      limit: 2,
+      windowMs: 10_000,
+      now: time.now,
+      sleep: time.sleep,
+    });
+    await limiter.acquire(0);
+    await limiter.acquire(0);
+    await limiter.acquire(0).catch(() => undefined);
+    await limiter.acquire(0).catch(() => undefined);
+
+    // Act
+    time.advance(10_000);
+    await limiter.acquire(0);
+    await limiter.acquire(0);
+
+    // Assess
+    expect(time.sleeps).toEqual([]);
+    await expect(limiter.acquire(0)).rejects.toBeInstanceOf(RateLimitedError);
+  });
+
+  it('refuses concurrent callers whose wait would exceed maxWaitMs while the others get slots', async () => {
+    // Prepare
+    const time = virtualClock();
+    const limiter = new SlidingWindowLimiter({ limit: 5, windowMs: 1_000, now: time.now, sleep: time.sleep });
+
+    // Act
+    const outcomes = Promise.allSettled(
+      Array.from({ length: 20 }, () => limiter.acquire(2_500).then(() => time.now())),
+    );
+    await time.run();
+    const settled = await outcomes;
+
+    // Assess
+    const started = settled.flatMap((s) => (s.status === 'fulfilled' ? [s.value] : []));
+    const refused = settled.flatMap((s) => (s.status === 'rejected' ? [s.reason] : []));
+    expect(started).toHaveLength(15);
+    expect(busiestWindow(started, 1_000)).toBe(5);
+    expect(Math.max(...started)).toBeLessThanOrEqual(T0 + 2_500);
+    expect(refused).toHaveLength(5);
+    for (const reason of refused) expect(reason).toBeInstanceOf(RateLimitedError);
+  });
+});
