@@ -110,6 +110,7 @@ export class GatewayClient {
         },
         ...(call.body === undefined ? {} : { body: JSON.stringify(call.body) }),
         deadline: call.deadline,
+        unsafeToRepeat: call.money,
       });
     } catch (error) {
       return { unusable: transportFailure(error) };
@@ -217,8 +218,11 @@ function interpretAnswer(
   response: UpstreamResponse,
 ): { answer: GatewayAnswer } | { tokenRejected: true } | { unusable: Unusable } {
   const json = parseJson(response.body);
+  // The Bearer check answers 401 before anything is processed; the same body under another
+  // status is no such guarantee, so it is an unusable answer like any other.
   const oauth = OAuthError.safeParse(json);
-  if (oauth.success && oauth.data.error === 'invalid_token') return { tokenRejected: true };
+  if (response.status === 401 && oauth.success && oauth.data.error === 'invalid_token')
+    return { tokenRejected: true };
   if (response.status === 429 || response.status >= 500) return { unusable: statusFailure(response) };
   const envelope = UpstreamEnvelope.safeParse(json);
   if (!envelope.success) {

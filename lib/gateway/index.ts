@@ -1,4 +1,5 @@
 import { type Config, type CredentialsProvider, environmentCredentials, loadConfig } from '../config.ts';
+import { secretCredentials } from '../secrets.ts';
 import { GatewayClient } from './client.ts';
 import { PayHere } from './payhere.ts';
 import { SlidingWindowLimiter } from './rate-limit.ts';
@@ -34,7 +35,7 @@ export function createPayHere(config: Config, options: PayHereOptions = {}): Pay
 
 function credentialsFor(config: Config): CredentialsProvider {
   if (config.credentials.source === 'env') return environmentCredentials(config.credentials.value);
-  throw new Error('GATEWAY_SECRET_ID is not supported yet: set GATEWAY_APP_ID and GATEWAY_APP_SECRET.');
+  return secretCredentials({ secretId: config.credentials.secretId });
 }
 
 /** The container's PayHere client, built from the environment at start-up (a bad variable fails here). */

@@ -1,4 +1,4 @@
-import { Pool } from 'undici';
+import { Client, type Dispatcher, Pool } from 'undici';
 
 export interface UpstreamRequest {
   method: 'GET' | 'POST';
@@ -8,7 +8,16 @@ export interface UpstreamRequest {
   body?: string;
   /** Epoch milliseconds after which the call is abandoned. */
   deadline: number;
+  /**
+   * The request must not be repeated (it moves money): it never goes on a keep-alive socket that
+   * has been idle long enough to be dead (after a Lambda freeze, say), where a reset would leave
+   * its outcome unknown although it never left.
+   */
+  unsafeToRepeat?: boolean;
 }
+
+/** Idle time after which a pooled socket may be dead without anyone having noticed. */
+export const STALE_AFTER_IDLE_MS = 1_000;
 
 export interface UpstreamResponse {
   status: number;
@@ -80,26 +89,38 @@ export interface TransportOptions {
 
 /** One keep-alive pool for the gateway's origin; every call carries its own deadline. */
 export class Transport {
-  readonly #pool: Pool;
+  readonly #origin: string;
   readonly #basePath: string;
+  readonly #options: { connect: { timeout: number }; maxResponseSize: number };
+  readonly #pool: Pool;
+  /** When the pool last finished an exchange: its sockets were alive then. */
+  #lastExchangeAt = 0;
 
   constructor(baseUrl: string, options: TransportOptions) {
     const url = new URL(baseUrl);
+    this.#origin = url.origin;
     this.#basePath = url.pathname.replace(/\/+$/, '');
-    this.#pool = new Pool(url.origin, {
-      connections: 16,
+    this.#options = {
       connect: { timeout: options.connectTimeoutMs },
+      maxResponseSize: options.maxResponseBytes ?? 4 * 1024 * 1024,
+    };
+    this.#pool = new Pool(this.#origin, {
+      ...this.#options,
+      connections: 16,
       keepAliveTimeout: 4_000,
       keepAliveMaxTimeout: 30_000,
-      maxResponseSize: options.maxResponseBytes ?? 4 * 1024 * 1024,
     });
   }
 
   async send(request: UpstreamRequest): Promise<UpstreamResponse> {
     const remaining = Math.floor(request.deadline - Date.now());
     if (remaining <= 0) throw new TransportError('timeout', 'DEADLINE_EXCEEDED', undefined);
+    const stale = Date.now() - this.#lastExchangeAt > STALE_AFTER_IDLE_MS;
+    // One handshake is cheaper than a charge whose outcome is unknown.
+    const dispatcher: Dispatcher =
+      request.unsafeToRepeat && stale ? new Client(this.#origin, this.#options) : this.#pool;
     try {
-      const response = await this.#pool.request({
+      const response = await dispatcher.request({
         method: request.method,
         path: this.#basePath + request.path,
         headers: request.headers,
@@ -109,9 +130,12 @@ export class Transport {
         signal: AbortSignal.timeout(remaining),
       });
       const body = await response.body.text();
+      if (dispatcher === this.#pool) this.#lastExchangeAt = Date.now();
       return { status: response.statusCode, headers: response.headers, body };
     } catch (error) {
       throw classifyTransportError(error);
+    } finally {
+      if (dispatcher !== this.#pool) void dispatcher.destroy().catch(() => {});
     }
   }
 
