@@ -62,6 +62,8 @@ export class PayHere {
     deadline: number,
     cause?: unknown,
   ): Promise<Result<ChargeResult>> {
+    // A hold is no payment: the order search cannot show it, so its outcome stays unknown.
+    if (request.type === 'AUTHORIZE') throw moneyOutcomeUnknown('authorization', cause);
     let payments: PaymentRecord[];
     try {
       payments = (await this.paymentsOfOrder(request.order_id, deadline)).data;
@@ -93,7 +95,12 @@ export class PayHere {
     body: { authorization_token: string; amount: number; deduction_details: string },
     deadline: number,
   ): Promise<Result<CaptureResult>> {
-    const envelope = await this.#money({ method: 'POST', path: `${V1}/payment/capture`, body, deadline });
+    const envelope = await this.#money('capture', {
+      method: 'POST',
+      path: `${V1}/payment/capture`,
+      body,
+      deadline,
+    });
     if (envelope.status === -2 && /already/i.test(envelope.msg ?? '')) throw new ConflictError(envelope.msg!);
     if (envelope.status === -1) throw new GatewayRejectedError(rejection(envelope.msg, 'capture'));
     const result = envelope.status === 1 ? CaptureResult.safeParse(envelope.data) : undefined;
@@ -105,7 +112,12 @@ export class PayHere {
     body: Record<string, unknown>,
     deadline: number,
   ): Promise<Result<{ refund_id: number | null }>> {
-    const envelope = await this.#money({ method: 'POST', path: `${V1}/payment/refund`, body, deadline });
+    const envelope = await this.#money('refund', {
+      method: 'POST',
+      path: `${V1}/payment/refund`,
+      body,
+      deadline,
+    });
     // -1: not possible (unknown payment, already refunded, amount too high); 0: could not be initiated.
     if (envelope.status === -1 || envelope.status === 0) {
       throw new GatewayRejectedError(rejection(envelope.msg, 'refund'));
@@ -164,7 +176,8 @@ export class PayHere {
 
   async retrySubscription(id: string, deadline: number): Promise<Result<null>> {
     const body = { subscription_id: Number(id) };
-    const envelope = await this.#money({ method: 'POST', path: `${V1}/subscription/retry`, body, deadline });
+    const call = { method: 'POST', path: `${V1}/subscription/retry`, body, deadline } as const;
+    const envelope = await this.#money('subscription retry', call);
     if (envelope.status === -1) throw subscriptionRefusal(id, envelope.msg);
     if (envelope.status !== 1) throw moneyOutcomeUnknown('subscription retry');
     return { msg: envelope.msg || 'Recurring payment charged successfully', data: null };
@@ -197,11 +210,11 @@ export class PayHere {
   }
 
   /** A money call: a lost answer becomes outcome_unknown (the caller must not blindly resend). */
-  async #money(call: Omit<GatewayCall, 'money'>) {
+  async #money(operation: string, call: Omit<GatewayCall, 'money'>) {
     try {
       return (await this.#send({ ...call, money: true })).envelope;
     } catch (error) {
-      if (error instanceof LostAnswerError) throw moneyOutcomeUnknown(operationName(call.path), error);
+      if (error instanceof LostAnswerError) throw moneyOutcomeUnknown(operation, error);
       throw error;
     }
   }
@@ -220,10 +233,6 @@ export class PayHere {
 function chargeDeadline(deadline: number): number {
   const now = Date.now();
   return Math.max(now + (deadline - now) / 2, deadline - RECONCILE_RESERVE_MS);
-}
-
-function operationName(path: string): string {
-  return path.endsWith('/capture') ? 'capture' : path.endsWith('/refund') ? 'refund' : 'subscription retry';
 }
 
 function expectData<T>(

@@ -95,6 +95,17 @@ describe('a charge whose answer is lost', () => {
     expect(sandbox.counters()).toMatchObject({ charge: 1, search: 1 });
   });
 
+  it('answers 202 outcome_unknown for a lost AUTHORIZE: a hold never shows in the order search', async () => {
+    const body = chargeBody(undefined, 'AUTHORIZE');
+    sandbox.faults.inject('charge', { kind: 'reset' });
+
+    const answer = await call('charge', { body });
+
+    expect(answer.statusCode).toBe(202);
+    expect(answer.body.data.code).toBe('outcome_unknown');
+    expect(sandbox.counters()).toMatchObject({ charge: 1, search: 0 });
+  });
+
   it('answers 202 outcome_unknown when even the search is impossible', async () => {
     const body = chargeBody();
     sandbox.faults.inject('charge', { kind: 'resetBeforeProcessing' });
