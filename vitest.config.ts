@@ -10,5 +10,8 @@ export default defineConfig({
     restoreMocks: true,
     // The service's JSON log lines would drown the test report; tests that check logs capture them.
     env: { LOG_LEVEL: 'silent' },
+    // A local DynamoDB (dynalite) for the idempotency store, started once and closed at the end.
+    globalSetup: ['tests/setup/dynamodb.ts'],
+    setupFiles: ['tests/setup/environment.ts'],
   },
 });

@@ -6,7 +6,10 @@ import { SubscriptionPath } from '#lib/schemas.ts';
 const payhere = payHereFromEnvironment();
 
 /** DELETE /gateway/api/subscriptions/{id}: stop a subscription. */
-export const handler = route({ path: SubscriptionPath }, async ({ path, deadline }) => {
-  const { msg, data } = await payhere.cancelSubscription(path.id, deadline);
-  return ok(msg, data);
-});
+export const handler = route(
+  { scope: 'subscriptions:write', path: SubscriptionPath },
+  async ({ path, deadline }) => {
+    const { msg, data } = await payhere.cancelSubscription(path.id, deadline);
+    return ok(msg, data);
+  },
+);

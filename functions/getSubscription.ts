@@ -6,7 +6,10 @@ import { SubscriptionPath } from '#lib/schemas.ts';
 const payhere = payHereFromEnvironment();
 
 /** GET /gateway/api/subscriptions/{id}: one subscription. */
-export const handler = route({ path: SubscriptionPath }, async ({ path, deadline }) => {
-  const { msg, data } = await payhere.getSubscription(path.id, deadline);
-  return ok(msg, data);
-});
+export const handler = route(
+  { scope: 'subscriptions:read', path: SubscriptionPath },
+  async ({ path, deadline }) => {
+    const { msg, data } = await payhere.getSubscription(path.id, deadline);
+    return ok(msg, data);
+  },
+);

@@ -5,7 +5,7 @@ import { route } from '#lib/http.ts';
 const payhere = payHereFromEnvironment();
 
 /** GET /gateway/api/subscriptions: every subscription of the merchant. */
-export const handler = route({}, async ({ deadline }) => {
+export const handler = route({ scope: 'subscriptions:read' }, async ({ deadline }) => {
   const { msg, data } = await payhere.listSubscriptions(deadline);
   return ok(msg, data);
 });

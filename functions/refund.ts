@@ -1,12 +1,17 @@
 import { ok } from '#lib/envelope.ts';
 import { payHereFromEnvironment } from '#lib/gateway/index.ts';
 import { route } from '#lib/http.ts';
+import { idempotencyStoreFromEnvironment } from '#lib/idempotency/environment.ts';
 import { RefundRequest, refundUpstreamBody } from '#lib/schemas.ts';
 
 const payhere = payHereFromEnvironment();
+const store = idempotencyStoreFromEnvironment();
 
-/** POST /gateway/api/payments/refund: refund a payment (fully or partly) or release a hold. */
-export const handler = route({ body: RefundRequest }, async ({ body, deadline }) => {
-  const { msg, data } = await payhere.refund(refundUpstreamBody(body), deadline);
-  return ok(msg, data);
-});
+/** POST /gateway/api/payments/refund: refund a payment (fully or partly) or release a hold, once per Idempotency-Key. */
+export const handler = route(
+  { scope: 'payments:write', body: RefundRequest, idempotency: { operation: 'refund', store } },
+  async ({ body, deadline }) => {
+    const { msg, data } = await payhere.refund(refundUpstreamBody(body), deadline);
+    return ok(msg, data);
+  },
+);

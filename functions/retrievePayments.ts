@@ -6,7 +6,7 @@ import { OrderPath } from '#lib/schemas.ts';
 const payhere = payHereFromEnvironment();
 
 /** GET /gateway/api/payments/{id}: the successful payments of an order. */
-export const handler = route({ path: OrderPath }, async ({ path, deadline }) => {
+export const handler = route({ scope: 'payments:read', path: OrderPath }, async ({ path, deadline }) => {
   const { msg, data } = await payhere.paymentsOfOrder(path.id, deadline);
   return ok(msg, data);
 });

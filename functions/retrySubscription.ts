@@ -1,12 +1,24 @@
 import { ok } from '#lib/envelope.ts';
 import { payHereFromEnvironment } from '#lib/gateway/index.ts';
 import { route } from '#lib/http.ts';
+import { idempotencyStoreFromEnvironment } from '#lib/idempotency/environment.ts';
 import { SubscriptionPath } from '#lib/schemas.ts';
 
 const payhere = payHereFromEnvironment();
+const store = idempotencyStoreFromEnvironment();
 
-/** POST /gateway/api/subscriptions/{id}/retry: charge a failed subscription's installment again, now. */
-export const handler = route({ path: SubscriptionPath }, async ({ path, deadline }) => {
-  const { msg, data } = await payhere.retrySubscription(path.id, deadline);
-  return ok(msg, data);
-});
+/**
+ * POST /gateway/api/subscriptions/{id}/retry: charge a failed subscription's installment again,
+ * now, once per Idempotency-Key.
+ */
+export const handler = route(
+  {
+    scope: 'subscriptions:write',
+    path: SubscriptionPath,
+    idempotency: { operation: 'retrySubscription', store },
+  },
+  async ({ path, deadline }) => {
+    const { msg, data } = await payhere.retrySubscription(path.id, deadline);
+    return ok(msg, data);
+  },
+);

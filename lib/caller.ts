@@ -9,9 +9,13 @@ export interface Caller {
 /** The Lambda context as the middleware stack passes it on, with the caller once authenticated. */
 export type CallerContext = Context & { caller?: Caller };
 
-/** Before authentication exists every request is this one caller. */
-export const ANONYMOUS: Caller = { sub: 'anonymous', scopes: [] };
-
+/**
+ * The authenticated caller. Authentication runs first in every stack (lib/auth/middleware.ts),
+ * so a request without one is a bug: failing beats treating it as some shared anonymous caller,
+ * whose idempotency keys every other anonymous request could replay.
+ */
 export function callerOf(context: Context): Caller {
-  return (context as CallerContext).caller ?? ANONYMOUS;
+  const { caller } = context as CallerContext;
+  if (!caller) throw new Error('No authenticated caller: the authentication middleware did not run.');
+  return caller;
 }

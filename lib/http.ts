@@ -2,20 +2,31 @@ import middy, { type MiddlewareObj } from '@middy/core';
 import httpJsonBodyParser from '@middy/http-json-body-parser';
 import type { APIGatewayProxyEvent, APIGatewayProxyResult, Context } from 'aws-lambda';
 import type * as z from 'zod/mini';
+import { authenticate } from './auth/middleware.ts';
+import type { Scope } from './auth/scopes.ts';
 import { type Caller, callerOf } from './caller.ts';
 import { requestDeadline } from './deadline.ts';
 import { errorResponse } from './error-response.ts';
 import { type FieldError, InvalidRequestError } from './errors.ts';
-import { setLogContext } from './log.ts';
+import { type IdempotencyOptions, runIdempotent } from './idempotency/idempotent.ts';
+import { readIdempotencyKey } from './idempotency/key.ts';
+import { guardRequest } from './request-guard.ts';
 import { parse } from './validation.ts';
 
 type Event = APIGatewayProxyEvent;
 type Result = APIGatewayProxyResult;
 
 export interface RouteOptions<Body, Path> {
+  /** The scope the caller's token must hold (SPEC.md "Authentication and authorization"). */
+  scope: Scope;
   /** The body schema; only body-carrying routes parse JSON (middy's parser breaks bodiless GETs). */
   body?: z.ZodMiniType<Body>;
   path?: z.ZodMiniType<Path>;
+  /**
+   * Money routes: the Idempotency-Key header is required, and a repeat is answered from the store
+   * instead of reaching the gateway again (lib/idempotency/). Runs after validation.
+   */
+  idempotency?: IdempotencyOptions<ValidRequest<Body, Path>>;
 }
 
 export interface ValidRequest<Body, Path> {
@@ -31,11 +42,10 @@ export interface ValidRequest<Body, Path> {
 /** Header names are case-insensitive; API Gateway passes them as the client sent them. */
 const normalizeHeaders = (): MiddlewareObj<Event, Result> => ({
   name: 'normalizeHeaders',
-  before: ({ event, context }) => {
+  before: ({ event }) => {
     event.headers = Object.fromEntries(
       Object.entries(event.headers ?? {}).map(([name, value]) => [name.toLowerCase(), value]),
     );
-    setLogContext({ requestId: event.requestContext?.requestId ?? context.awsRequestId });
   },
 });
 
@@ -55,7 +65,11 @@ export function route<Body = undefined, Path = undefined>(
   options: RouteOptions<Body, Path>,
   handler: (request: ValidRequest<Body, Path>) => Promise<Result>,
 ) {
-  const stack = middy<Event, Result>().use(envelopeErrors()).use(normalizeHeaders());
+  const stack = middy<Event, Result>()
+    .use(envelopeErrors())
+    .use(authenticate(options.scope))
+    .use(guardRequest({ takesBody: options.body !== undefined, takesPath: options.path !== undefined }))
+    .use(normalizeHeaders());
   if (options.body) stack.use(httpJsonBodyParser({ disableContentTypeError: false }));
   return stack.handler(async (event, context) => {
     const errors: FieldError[] = [];
@@ -63,14 +77,20 @@ export function route<Body = undefined, Path = undefined>(
     if (path && !path.ok) errors.push(...path.errors);
     const body = options.body ? parse(options.body, event.body, '') : undefined;
     if (body && !body.ok) errors.push(...body.errors);
+    const key = options.idempotency ? readIdempotencyKey(event) : undefined;
+    if (key && !key.ok) errors.push(...key.errors);
     if (errors.length > 0) throw new InvalidRequestError(errors);
-    return handler({
+    const request: ValidRequest<Body, Path> = {
       body: (body?.ok ? body.value : undefined) as Body,
       path: (path?.ok ? path.value : undefined) as Path,
       caller: callerOf(context),
       deadline: requestDeadline(context.getRemainingTimeInMillis?.()),
       event,
       context,
-    });
+    };
+    if (options.idempotency && key?.ok) {
+      return runIdempotent(options.idempotency, key.key, request, () => handler(request));
+    }
+    return handler(request);
   });
 }

@@ -1,11 +1,14 @@
+import { redact, redactText } from './redact.ts';
+
 /**
- * One JSON line per event. Only what the call site passes is written, so request bodies, tokens
- * and secrets never reach the log unless someone passes them on purpose.
+ * One JSON line per event. Only what the call site passes is written, and every line goes through
+ * `redact` on the way out, so secrets, tokens, card numbers and bodies passed by mistake are
+ * removed and emails and phone numbers masked.
  */
 type Level = 'debug' | 'info' | 'warn' | 'error';
 
 const LEVELS: Record<string, number> = { debug: 10, info: 20, warn: 30, error: 40, silent: 100 };
-const threshold = LEVELS[process.env.LOG_LEVEL ?? 'info'] ?? LEVELS.info!;
+const threshold = () => LEVELS[process.env.LOG_LEVEL ?? 'info'] ?? LEVELS.info!;
 
 let context: Record<string, unknown> = {};
 
@@ -15,12 +18,19 @@ export function setLogContext(fields: Record<string, unknown>): void {
 }
 
 function write(level: Level, message: string, fields: Record<string, unknown> = {}): void {
-  if (LEVELS[level]! < threshold) return;
-  const line = JSON.stringify({ level, time: new Date().toISOString(), message, ...context, ...fields });
+  if (LEVELS[level]! < threshold()) return;
+  const record = redact({ ...context, ...fields }) as Record<string, unknown>;
+  const line = JSON.stringify({
+    level,
+    time: new Date().toISOString(),
+    message: redactText(message),
+    ...record,
+  });
   (level === 'error' || level === 'warn' ? process.stderr : process.stdout).write(`${line}\n`);
 }
 
 export const log = {
+  debug: (message: string, fields?: Record<string, unknown>) => write('debug', message, fields),
   info: (message: string, fields?: Record<string, unknown>) => write('info', message, fields),
   warn: (message: string, fields?: Record<string, unknown>) => write('warn', message, fields),
   error: (message: string, fields?: Record<string, unknown>) => write('error', message, fields),

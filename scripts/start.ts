@@ -1,8 +1,17 @@
 /**
  * `npm start`: the service on this machine. Starts the PayHere sandbox on loopback (unless
- * GATEWAY_BASE_URL points elsewhere), then the API through serverless-offline on PORT (3000).
+ * GATEWAY_BASE_URL points elsewhere) and a local DynamoDB for the idempotency store (dynalite,
+ * DYNAMODB_PORT or a free port), then the API through serverless-offline on PORT (3000).
+ * A local token issuer (scripts/issuer.ts) signs the tokens the API accepts: `npm run -s token`.
  */
 import { SANDBOX_CREDENTIALS, type Sandbox, startSandbox } from '../sandbox/server.ts';
+import { ALL_SCOPES, startIssuer } from './issuer.ts';
+import {
+  createIdempotencyTable,
+  LOCAL_AWS_ENVIRONMENT,
+  LOCAL_IDEMPOTENCY_TABLE,
+  startLocalDynamoDB,
+} from './local-dynamodb.ts';
 import { startOffline } from './offline.ts';
 
 const port = Number(process.env.PORT ?? 3000);
@@ -32,12 +41,28 @@ async function gatewayEnvironment(): Promise<{ env: Record<string, string>; sand
 
 async function main(): Promise<void> {
   const { env, sandbox } = await gatewayEnvironment();
-  const offline = await startOffline({ port, lambdaPort, env, stdio: 'inherit', readyTimeoutMs: 120_000 });
+  // The idempotency store: dynalite in memory on loopback, with fake credentials it does not check.
+  const dynamodb = await startLocalDynamoDB({ port: Number(process.env.DYNAMODB_PORT ?? 0) });
+  await createIdempotencyTable(dynamodb.endpoint, LOCAL_IDEMPOTENCY_TABLE);
+  console.log(`Idempotency store: local DynamoDB (dynalite) at ${dynamodb.endpoint}`);
+  // A fresh key pair per start, never on disk outside the git-ignored .local/ (for `npm run token`).
+  const issuer = await startIssuer({ port: Number(process.env.ISSUER_PORT ?? 0) });
+  console.log(`Token issuer: ${issuer.issuer} (keys at ${issuer.jwksUrl})`);
+  const offline = await startOffline({
+    port,
+    lambdaPort,
+    env: { ...env, ...LOCAL_AWS_ENVIRONMENT, DYNAMODB_ENDPOINT: dynamodb.endpoint, ...issuer.env },
+    stdio: 'inherit',
+    readyTimeoutMs: 120_000,
+  });
   const base = `${offline.baseUrl}/gateway/api`;
+  const token = await issuer.sign({ scope: ALL_SCOPES });
   console.log(`
 API ready at ${base}
+A token with all four scopes, valid for an hour (more: npm run -s token -- --scope "payments:read" --expires-in 600):
+  ${token}
 Try:
-  curl -s ${base}/payments/LP8006126139
+  curl -s -H "Authorization: Bearer ${token}" ${base}/payments/LP8006126139
 Ctrl-C stops everything.`);
 
   let stopping = false;
@@ -46,6 +71,8 @@ Ctrl-C stops everything.`);
     stopping = true;
     await offline.stop();
     await sandbox?.close();
+    await dynamodb.close();
+    await issuer.close();
     process.exit(0);
   };
   process.on('SIGINT', stop);
@@ -53,7 +80,9 @@ Ctrl-C stops everything.`);
   offline.process.on('exit', (code) => {
     if (!stopping) {
       console.error(`serverless-offline stopped (exit ${code}).`);
-      void sandbox?.close().then(() => process.exit(1));
+      void Promise.allSettled([sandbox?.close(), dynamodb.close(), issuer.close()]).then(() =>
+        process.exit(1),
+      );
     }
   });
 }

@@ -1,6 +1,8 @@
+import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { SANDBOX_CREDENTIALS, type Sandbox, SEED, startSandbox } from '../../sandbox/server.ts';
 import { type Offline, startOffline } from '../../scripts/offline.ts';
+import { ALL_TEST_SCOPES, TEST_AUTH_ENV, tokenFor } from '../helpers/auth.ts';
 import { freePort } from '../helpers/ports.ts';
 
 /** The whole path a client takes: HTTP → serverless-offline → bundled handler → sandbox over loopback. */
@@ -18,6 +20,7 @@ beforeAll(async () => {
       GATEWAY_APP_ID: SANDBOX_CREDENTIALS.appId,
       GATEWAY_APP_SECRET: SANDBOX_CREDENTIALS.appSecret,
       LOG_LEVEL: 'silent',
+      ...TEST_AUTH_ENV,
     },
   });
   api = `${offline.baseUrl}/gateway/api`;
@@ -28,16 +31,26 @@ afterAll(async () => {
   await sandbox?.close();
 });
 
-async function request(method: string, path: string, body?: unknown) {
+/** Every POST is a money request here: it gets a fresh Idempotency-Key unless `headers` bring one. */
+async function request(method: string, path: string, body?: unknown, headers: Record<string, string> = {}) {
+  const hasKey = Object.keys(headers).some((name) => name.toLowerCase() === 'idempotency-key');
   const response = await fetch(`${api}${path}`, {
     method,
-    headers: body === undefined ? {} : { 'content-type': 'application/json' },
+    headers: {
+      authorization: `Bearer ${await tokenFor(ALL_TEST_SCOPES.join(' '))}`,
+      ...(body === undefined ? {} : { 'content-type': 'application/json' }),
+      ...(method === 'POST' && !hasKey ? { 'idempotency-key': randomUUID() } : {}),
+      ...headers,
+    },
     ...(body === undefined ? {} : { body: JSON.stringify(body) }),
   });
+  const raw = await response.text();
   return {
     status: response.status,
     contentType: response.headers.get('content-type'),
-    body: (await response.json()) as { status: number; msg: string; data: any },
+    replayed: response.headers.get('idempotent-replayed'),
+    raw,
+    body: JSON.parse(raw) as { status: number; msg: string; data: any },
   };
 }
 
@@ -115,5 +128,45 @@ describe('the nine routes through serverless-offline', () => {
     expect(answer.body.data.errors).toEqual(
       expect.arrayContaining([{ path: 'deduction_detail', message: 'is not a known field' }]),
     );
+  });
+});
+
+describe('idempotency through serverless-offline', () => {
+  it('answers a repeated charge from the store, byte for byte, without charging again', async () => {
+    const key = randomUUID();
+    const body = {
+      type: 'PAYMENT',
+      order_id: `E2E-IDEM-${Date.now()}`,
+      items: 'Taxi Hire 123',
+      currency: 'LKR',
+      amount: 99.5,
+      customer_token: SEED.customerTokens.success,
+    };
+    const chargesBefore = sandbox.counters().charge ?? 0;
+
+    const first = await request('POST', '/payments/charge', body, { 'Idempotency-Key': key });
+    const repeat = await request('POST', '/payments/charge', body, { 'Idempotency-Key': key });
+
+    expect(first.status).toBe(200);
+    expect(first.replayed).toBeNull();
+    expect(repeat.status).toBe(200);
+    expect(repeat.replayed).toBe('true');
+    expect(repeat.raw).toBe(first.raw);
+    expect((sandbox.counters().charge ?? 0) - chargesBefore).toBe(1);
+  });
+
+  it('refuses a charge without an Idempotency-Key with 400 naming the header', async () => {
+    const answer = await fetch(`${api}/payments/charge`, {
+      method: 'POST',
+      headers: {
+        authorization: `Bearer ${await tokenFor('payments:write')}`,
+        'content-type': 'application/json',
+      },
+      body: JSON.stringify({ type: 'PAYMENT' }),
+    });
+    const body = (await answer.json()) as { data: { errors: { path: string }[] } };
+
+    expect(answer.status).toBe(400);
+    expect(body.data.errors.map((error) => error.path)).toContain('Idempotency-Key');
   });
 });

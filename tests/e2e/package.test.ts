@@ -58,3 +58,70 @@ describe('osls package', () => {
     );
   });
 });
+
+describe('the idempotency table in the packaged template', () => {
+  const MONEY_FUNCTIONS = ['Charge', 'Capture', 'Refund', 'RetrySubscription'];
+  const ITEM_ACTIONS = ['dynamodb:DeleteItem', 'dynamodb:GetItem', 'dynamodb:PutItem', 'dynamodb:UpdateItem'];
+
+  const roleOf = (name: string) =>
+    template.Resources[`${name}LambdaFunction`]!.Properties.Role['Fn::GetAtt'][0];
+  const statementsOf = (role: string): any[] =>
+    template.Resources[role]!.Properties.Policies.flatMap((policy: any) => policy.PolicyDocument.Statement);
+  const touchesDynamoDB = (statement: any) =>
+    [statement.Action].flat().some((action: string) => action.startsWith('dynamodb:'));
+
+  it('is on-demand, keyed by pk, expires items by TTL and keeps point-in-time recovery', () => {
+    const tables = Object.values(template.Resources).filter((r) => r.Type === 'AWS::DynamoDB::Table');
+
+    expect(tables).toHaveLength(1);
+    expect(tables[0]!.Properties).toMatchObject({
+      TableName: 'payhere-payments-api-test-idempotency',
+      BillingMode: 'PAY_PER_REQUEST',
+      KeySchema: [{ AttributeName: 'pk', KeyType: 'HASH' }],
+      TimeToLiveSpecification: { AttributeName: 'expiresAt', Enabled: true },
+      PointInTimeRecoverySpecification: { PointInTimeRecoveryEnabled: true },
+    });
+  });
+
+  it('gives every function the table name, and no deployed function a local endpoint', () => {
+    const functions = Object.values(template.Resources).filter((r) => r.Type === 'AWS::Lambda::Function');
+
+    for (const fn of functions) {
+      expect(fn.Properties.Environment.Variables.IDEMPOTENCY_TABLE).toBe(
+        'payhere-payments-api-test-idempotency',
+      );
+      expect(fn.Properties.Environment.Variables.DYNAMODB_ENDPOINT ?? '').toBe('');
+    }
+  });
+
+  it('lets only the money functions use the table, with exactly the four item operations on it', () => {
+    const moneyRoles = new Set(MONEY_FUNCTIONS.map(roleOf));
+    const otherRoles = new Set(
+      Object.keys(template.Resources)
+        .filter((id) => id.endsWith('LambdaFunction'))
+        .map((id) => id.replace(/LambdaFunction$/, ''))
+        .filter((name) => !MONEY_FUNCTIONS.includes(name))
+        .map(roleOf),
+    );
+
+    expect(moneyRoles.size).toBe(1);
+    const [moneyRole] = moneyRoles;
+    expect(otherRoles.has(moneyRole!)).toBe(false);
+    const tableStatements = statementsOf(moneyRole!).filter(touchesDynamoDB);
+    expect(tableStatements).toHaveLength(1);
+    expect([tableStatements[0].Action].flat().sort()).toEqual(ITEM_ACTIONS);
+    expect(tableStatements[0].Resource).toEqual([{ 'Fn::GetAtt': ['IdempotencyTable', 'Arn'] }]);
+    for (const role of otherRoles) expect(statementsOf(role).filter(touchesDynamoDB)).toEqual([]);
+  });
+
+  it('gives the money role every permission the default role has (a provider-level statement must reach it too)', () => {
+    const moneyRole = roleOf('Charge');
+    const defaultStatements = statementsOf('IamRoleLambdaExecution');
+    // The default role's log statements name the same log groups with a Fn::Sub; compare by action.
+    const moneyActions = new Set(statementsOf(moneyRole).flatMap((statement) => [statement.Action].flat()));
+
+    for (const statement of defaultStatements) {
+      for (const action of [statement.Action].flat()) expect(moneyActions).toContain(action);
+    }
+  });
+});

@@ -1,3 +1,4 @@
+import { randomUUID } from 'node:crypto';
 import type { APIGatewayProxyEvent, APIGatewayProxyResult, Context } from 'aws-lambda';
 import {
   SANDBOX_CREDENTIALS,
@@ -5,8 +6,9 @@ import {
   type SandboxOptions,
   startSandbox,
 } from '../../sandbox/server.ts';
+import { trustTestIssuer, withToken } from './auth.ts';
 import { type Answer, apiEvent, invoke, lambdaContext } from './events.ts';
-import { ROUTES, type RouteName } from './routes.ts';
+import { IDEMPOTENT_ROUTES, ROUTES, type RouteName } from './routes.ts';
 
 type Handler = (event: APIGatewayProxyEvent, context: Context) => Promise<APIGatewayProxyResult>;
 
@@ -34,6 +36,7 @@ const handlers = new Map<RouteName, Promise<Handler>>();
 export function handlerOf(name: RouteName): Promise<Handler> {
   let handler = handlers.get(name);
   if (!handler) {
+    trustTestIssuer();
     handler = import(`../../functions/${name}.ts`).then((module: { handler: Handler }) => module.handler);
     handlers.set(name, handler);
   }
@@ -46,16 +49,26 @@ export interface CallOptions {
   headers?: Record<string, string>;
   replaceHeaders?: boolean;
   remainingMs?: number;
+  /** Money routes get a fresh random Idempotency-Key unless `headers` carry one; null sends none. */
+  idempotencyKey?: string | null;
 }
 
-/** Call a route's handler in-process with a realistic API Gateway event. */
+function headersOf(name: RouteName, options: CallOptions): Record<string, string> | undefined {
+  const given = options.headers;
+  if (!IDEMPOTENT_ROUTES.includes(name) || options.idempotencyKey === null) return given;
+  if (Object.keys(given ?? {}).some((header) => header.toLowerCase() === 'idempotency-key')) return given;
+  return { ...given, 'Idempotency-Key': options.idempotencyKey ?? randomUUID() };
+}
+
+/** Call a route's handler in-process with a realistic API Gateway event, with a token for the route's scope. */
 export async function call(name: RouteName, options: CallOptions = {}): Promise<Answer> {
   const route = ROUTES[name];
+  const headers = await withToken(name, headersOf(name, options));
   const event = apiEvent({
     ...route,
     ...(options.id === undefined ? {} : { pathParameters: { id: options.id } }),
     ...(options.body === undefined ? {} : { body: options.body }),
-    ...(options.headers ? { headers: options.headers } : {}),
+    ...(headers ? { headers } : {}),
     ...(options.replaceHeaders ? { replaceHeaders: true } : {}),
   });
   return invoke(await handlerOf(name), event, lambdaContext(options.remainingMs));

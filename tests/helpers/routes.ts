@@ -14,3 +14,6 @@ export const ROUTES = {
 } as const satisfies Record<string, Pick<EventOptions, 'method' | 'resource'>>;
 
 export type RouteName = keyof typeof ROUTES;
+
+/** The money routes that require an Idempotency-Key (SPEC.md "Idempotency"); cancel, a DELETE, does not. */
+export const IDEMPOTENT_ROUTES: readonly RouteName[] = ['charge', 'capture', 'refund', 'retrySubscription'];

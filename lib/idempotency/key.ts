@@ -1,0 +1,37 @@
+import type { APIGatewayProxyEvent } from 'aws-lambda';
+import type { FieldError } from '../errors.ts';
+
+/** The header as SPEC.md names it; errors name it so, whatever letter case the client used. */
+export const IDEMPOTENCY_HEADER = 'Idempotency-Key';
+
+/** 1–255 characters a client can generate and log without escaping (a UUID fits). */
+const VALID_KEY = /^[A-Za-z0-9\-_.:]{1,255}$/;
+
+const MALFORMED = 'must be 1 to 255 characters of A-Z, a-z, 0-9, -, _, . and :';
+
+export type KeyResult = { ok: true; key: string } | { ok: false; errors: FieldError[] };
+
+/**
+ * The Idempotency-Key of a request. `event.headers` keeps only the last of repeated headers, so
+ * the multi-value list is checked too: two different keys on one request are ambiguous and
+ * refused rather than silently picking one.
+ */
+export function readIdempotencyKey(
+  event: Pick<APIGatewayProxyEvent, 'headers' | 'multiValueHeaders'>,
+): KeyResult {
+  const values = new Set<string>();
+  for (const [name, list] of Object.entries(event.multiValueHeaders ?? {})) {
+    if (name.toLowerCase() === 'idempotency-key') for (const value of list ?? []) values.add(value);
+  }
+  for (const [name, value] of Object.entries(event.headers ?? {})) {
+    if (name.toLowerCase() === 'idempotency-key' && value !== undefined) values.add(value);
+  }
+  if (values.size === 0) return refuse('is required on this route: send a new unique key per request');
+  if (values.size > 1) return refuse('must be sent once');
+  const [key] = values as unknown as [string];
+  return VALID_KEY.test(key) ? { ok: true, key } : refuse(MALFORMED);
+}
+
+function refuse(message: string): KeyResult {
+  return { ok: false, errors: [{ path: IDEMPOTENCY_HEADER, message }] };
+}

@@ -1,0 +1,277 @@
+import { randomUUID } from 'node:crypto';
+import {
+  type AttributeValue,
+  DeleteItemCommand,
+  type DynamoDBClient,
+  GetItemCommand,
+  PutItemCommand,
+  UpdateItemCommand,
+} from '@aws-sdk/client-dynamodb';
+
+/**
+ * in_progress: an invocation holds the key until `lockedUntil` (its Lambda deadline).
+ * complete: the gateway's answer (or a definitive refusal) is stored and replayed.
+ * outcome_unknown: the request may have reached the gateway without a usable answer; kept,
+ * never deleted, so a repeat reconciles instead of sending the money request again.
+ */
+export type RecordState = 'in_progress' | 'complete' | 'outcome_unknown';
+
+/** What the client got: replayed with the same status and the same body bytes. */
+export interface StoredResponse {
+  statusCode: number;
+  headers: Record<string, string>;
+  body: string;
+}
+
+export interface IdempotencyRecord {
+  key: string;
+  state: RecordState;
+  fingerprint: string;
+  /** Epoch ms when the first attempt started: reconciliation looks for payments from then on. */
+  startedAt: number;
+  /** The invocation that holds or last held the record; only it may finish or release it. */
+  attempt: string;
+  /** Epoch ms; set while in_progress: after it the holder is certainly dead. */
+  lockedUntil?: number;
+  /** Epoch seconds: the table's TTL attribute and, for reads, the end of the record's life. */
+  expiresAt: number;
+  response?: StoredResponse;
+}
+
+export interface IdempotencyStoreOptions {
+  client: DynamoDBClient;
+  table: string;
+  /** How long an answer is kept; SPEC.md asks for at least 24 hours. */
+  ttlSeconds: number;
+  /** Epoch ms; injectable so tests can move through a day without waiting. */
+  now?: () => number;
+}
+
+/** Every attribute name goes through a placeholder: several (`state`, ...) are DynamoDB reserved words. */
+const NAMES = {
+  '#key': 'pk',
+  '#state': 'state',
+  '#attempt': 'attempt',
+  '#lockedUntil': 'lockedUntil',
+  '#expiresAt': 'expiresAt',
+  '#statusCode': 'statusCode',
+  '#headers': 'headers',
+  '#body': 'body',
+};
+
+/**
+ * The idempotency records in one DynamoDB table, keyed by `pk`. Every write is conditional, so
+ * concurrent invocations agree on one owner per key. DynamoDB deletes expired items lazily (up
+ * to days late), so every read and condition treats an item past `expiresAt` as absent.
+ */
+export class IdempotencyStore {
+  readonly now: () => number;
+  readonly #client: DynamoDBClient;
+  readonly #table: string;
+  readonly #ttlSeconds: number;
+
+  constructor(options: IdempotencyStoreOptions) {
+    this.#client = options.client;
+    this.#table = options.table;
+    this.#ttlSeconds = options.ttlSeconds;
+    this.now = options.now ?? Date.now;
+  }
+
+  /**
+   * Create an in_progress record for `key` unless a live record exists. Returns the new record,
+   * or the live one (undefined if it vanished between the two reads: the caller tries again).
+   */
+  async begin(
+    key: string,
+    fingerprint: string,
+    lockedUntil: number,
+  ): Promise<{ acquired: IdempotencyRecord } | { existing: IdempotencyRecord | undefined }> {
+    const now = this.now();
+    const record: IdempotencyRecord = {
+      key,
+      state: 'in_progress',
+      fingerprint,
+      startedAt: now,
+      attempt: randomUUID(),
+      lockedUntil,
+      expiresAt: this.#expiry(now),
+    };
+    const written = await this.#conditional(
+      new PutItemCommand({
+        TableName: this.#table,
+        Item: toItem(record),
+        ConditionExpression: 'attribute_not_exists(#key) OR #expiresAt <= :now',
+        ExpressionAttributeNames: pick('#key', '#expiresAt'),
+        ExpressionAttributeValues: { ':now': seconds(now) },
+      }),
+    );
+    return written ? { acquired: record } : { existing: await this.get(key) };
+  }
+
+  /** The live record for `key`, read strongly consistent. */
+  async get(key: string): Promise<IdempotencyRecord | undefined> {
+    const { Item } = await this.#client.send(
+      new GetItemCommand({ TableName: this.#table, Key: { pk: { S: key } }, ConsistentRead: true }),
+    );
+    if (!Item) return undefined;
+    const record = fromItem(Item);
+    return record.expiresAt * 1000 > this.now() ? record : undefined;
+  }
+
+  /**
+   * Take over `seen` (an abandoned in_progress record, or an outcome_unknown one to reconcile)
+   * as a new attempt, if nobody changed it since it was read. The first start time is kept.
+   */
+  async claim(seen: IdempotencyRecord, lockedUntil: number): Promise<IdempotencyRecord | undefined> {
+    const now = this.now();
+    const attempt = randomUUID();
+    const claimed = await this.#conditional(
+      new UpdateItemCommand({
+        TableName: this.#table,
+        Key: { pk: { S: seen.key } },
+        UpdateExpression: 'SET #state = :inProgress, #attempt = :attempt, #lockedUntil = :lockedUntil',
+        ConditionExpression: '#attempt = :seenAttempt AND #state = :seenState AND #expiresAt > :now',
+        ExpressionAttributeNames: pick('#state', '#attempt', '#lockedUntil', '#expiresAt'),
+        ExpressionAttributeValues: {
+          ':inProgress': { S: 'in_progress' },
+          ':attempt': { S: attempt },
+          ':lockedUntil': number(lockedUntil),
+          ':seenAttempt': { S: seen.attempt },
+          ':seenState': { S: seen.state },
+          ':now': seconds(now),
+        },
+      }),
+    );
+    return claimed ? { ...seen, state: 'in_progress', attempt, lockedUntil } : undefined;
+  }
+
+  /**
+   * Store the answer of the attempt that holds the record; the record then lives `ttlSeconds`
+   * from now. False when the attempt no longer holds it (another invocation took it over).
+   */
+  async finish(
+    held: IdempotencyRecord,
+    state: Exclude<RecordState, 'in_progress'>,
+    response: StoredResponse,
+  ): Promise<boolean> {
+    return this.#conditional(
+      new UpdateItemCommand({
+        TableName: this.#table,
+        Key: { pk: { S: held.key } },
+        UpdateExpression:
+          'SET #state = :state, #statusCode = :statusCode, #headers = :headers, #body = :body, #expiresAt = :expiresAt REMOVE #lockedUntil',
+        ConditionExpression: '#attempt = :attempt AND #state = :inProgress',
+        ExpressionAttributeNames: pick(
+          '#state',
+          '#statusCode',
+          '#headers',
+          '#body',
+          '#expiresAt',
+          '#lockedUntil',
+          '#attempt',
+        ),
+        ExpressionAttributeValues: {
+          ':state': { S: state },
+          ':statusCode': number(response.statusCode),
+          ':headers': { S: JSON.stringify(response.headers) },
+          ':body': { S: response.body },
+          ':expiresAt': number(this.#expiry(this.now())),
+          ':attempt': { S: held.attempt },
+          ':inProgress': { S: 'in_progress' },
+        },
+      }),
+    );
+  }
+
+  /** Delete the record of an attempt that provably sent nothing, so the key can be used again. */
+  async release(held: IdempotencyRecord): Promise<boolean> {
+    return this.#conditional(
+      new DeleteItemCommand({
+        TableName: this.#table,
+        Key: { pk: { S: held.key } },
+        ConditionExpression: '#attempt = :attempt AND #state = :inProgress',
+        ExpressionAttributeNames: pick('#attempt', '#state'),
+        ExpressionAttributeValues: { ':attempt': { S: held.attempt }, ':inProgress': { S: 'in_progress' } },
+      }),
+    );
+  }
+
+  #expiry(now: number): number {
+    return Math.ceil(now / 1000) + this.#ttlSeconds;
+  }
+
+  /** Send a conditional write: false when its condition failed, any other error thrown. */
+  async #conditional(command: PutItemCommand | UpdateItemCommand | DeleteItemCommand): Promise<boolean> {
+    try {
+      // The union is for the caller; the client's overloads want one command type at a time.
+      await this.#client.send(command as PutItemCommand);
+      return true;
+    } catch (error) {
+      // Matched by name, as the SDK documents, not by class identity (bundles may hold two copies).
+      if ((error as { name?: unknown } | null)?.name === 'ConditionalCheckFailedException') return false;
+      throw error;
+    }
+  }
+}
+
+function pick(...placeholders: (keyof typeof NAMES)[]): Record<string, string> {
+  return Object.fromEntries(placeholders.map((placeholder) => [placeholder, NAMES[placeholder]]));
+}
+
+function number(value: number): AttributeValue {
+  return { N: String(value) };
+}
+
+/** Whole epoch seconds at or before `ms`: `expiresAt <= seconds(now)` is "expired at now". */
+function seconds(ms: number): AttributeValue {
+  return number(Math.floor(ms / 1000));
+}
+
+function toItem(record: IdempotencyRecord): Record<string, AttributeValue> {
+  return {
+    pk: { S: record.key },
+    state: { S: record.state },
+    fingerprint: { S: record.fingerprint },
+    startedAt: number(record.startedAt),
+    attempt: { S: record.attempt },
+    expiresAt: number(record.expiresAt),
+    ...(record.lockedUntil === undefined ? {} : { lockedUntil: number(record.lockedUntil) }),
+  };
+}
+
+const STATES: readonly string[] = ['in_progress', 'complete', 'outcome_unknown'];
+
+/** Read an item back; an item this module did not write is an error, not something to guess at. */
+function fromItem(item: Record<string, AttributeValue>): IdempotencyRecord {
+  const text = (name: string) => {
+    const value = item[name]?.S;
+    if (value === undefined) throw new Error(`idempotency record without ${name}`);
+    return value;
+  };
+  const numeric = (name: string) => {
+    const value = Number(item[name]?.N);
+    if (item[name]?.N === undefined || !Number.isFinite(value)) {
+      throw new Error(`idempotency record without a numeric ${name}`);
+    }
+    return value;
+  };
+  const state = text('state');
+  if (!STATES.includes(state)) throw new Error(`idempotency record in an unknown state ${state}`);
+  const record: IdempotencyRecord = {
+    key: text('pk'),
+    state: state as RecordState,
+    fingerprint: text('fingerprint'),
+    startedAt: numeric('startedAt'),
+    attempt: text('attempt'),
+    expiresAt: numeric('expiresAt'),
+  };
+  if (item.lockedUntil !== undefined) record.lockedUntil = numeric('lockedUntil');
+  if (state !== 'in_progress') {
+    record.response = {
+      statusCode: numeric('statusCode'),
+      headers: JSON.parse(text('headers')) as Record<string, string>,
+      body: text('body'),
+    };
+  }
+  return record;
+}

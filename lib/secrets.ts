@@ -1,0 +1,116 @@
+import { GetSecretValueCommand, SecretsManagerClient } from '@aws-sdk/client-secrets-manager';
+import * as z from 'zod/mini';
+import type { CredentialsProvider, GatewayCredentials } from './config.ts';
+import { GatewayUnavailableError } from './errors.ts';
+import { log } from './log.ts';
+
+/** SPEC.md: credentials are looked up again at least this often (rotation takes effect within it). */
+export const SECRET_MAX_AGE_MS = 5 * 60_000;
+
+/** The secret's JSON document; extra fields are tolerated (rotation lambdas add some). */
+const SecretDocument = z.object({
+  app_id: z.string().check(z.minLength(1)),
+  app_secret: z.string().check(z.minLength(1)),
+  merchant_id: z.string().check(z.minLength(1)),
+  merchant_secret: z.string().check(z.minLength(1)),
+});
+
+/** The part of the Secrets Manager client this module uses: one GetSecretValue. */
+export interface SecretsClient {
+  send(command: GetSecretValueCommand): Promise<{ SecretString?: string | undefined }>;
+}
+
+export interface SecretCredentialsOptions {
+  /** Name or ARN of the secret (GATEWAY_SECRET_ID). */
+  secretId: string;
+  client?: SecretsClient;
+  /** Clock (ms); tests move it. */
+  now?: () => number;
+  maxAgeMs?: number;
+}
+
+/**
+ * A lost answer must not eat the Lambda's whole budget: Secrets Manager answers in milliseconds or
+ * not at all, and one retry covers a dropped connection.
+ */
+function defaultClient(): SecretsClient {
+  return new SecretsManagerClient({
+    maxAttempts: 2,
+    requestHandler: { connectionTimeout: 2_000, requestTimeout: 3_000 },
+  });
+}
+
+/** Names the secret and what is wrong with it; never quotes its content (a parse error would). */
+function unusable(secretId: string, problem: string, cause?: unknown): GatewayUnavailableError {
+  return new GatewayUnavailableError(
+    `The payment gateway credentials are unavailable: the secret ${secretId} ${problem}. Try again later.`,
+    cause,
+  );
+}
+
+function parseSecret(secretId: string, text: string | undefined): GatewayCredentials {
+  if (text === undefined) throw unusable(secretId, 'has no string value');
+  let json: unknown;
+  try {
+    json = JSON.parse(text);
+  } catch {
+    throw unusable(secretId, 'is not JSON');
+  }
+  if (typeof json !== 'object' || json === null || Array.isArray(json)) {
+    throw unusable(secretId, 'is not a JSON object');
+  }
+  const parsed = SecretDocument.safeParse(json);
+  if (!parsed.success) {
+    const fields = [...new Set(parsed.error.issues.map((issue) => String(issue.path[0])))];
+    throw unusable(secretId, `lacks a non-empty ${fields.join(', ')}`);
+  }
+  const document = parsed.data;
+  return {
+    appId: document.app_id,
+    appSecret: document.app_secret,
+    merchantId: document.merchant_id,
+    merchantSecret: document.merchant_secret,
+  };
+}
+
+/**
+ * Gateway credentials from one Secrets Manager secret: fetched on first use, kept for at most
+ * `maxAgeMs`, fetched again at once after `invalidate` (the gateway rejected them: rotated).
+ * Concurrent callers share one fetch; a failed fetch is not kept, so the next call tries again.
+ */
+export function secretCredentials(options: SecretCredentialsOptions): CredentialsProvider {
+  const { secretId } = options;
+  const now = options.now ?? Date.now;
+  const maxAgeMs = options.maxAgeMs ?? SECRET_MAX_AGE_MS;
+  let client = options.client;
+  let cached: { value: GatewayCredentials; fetchedAt: number } | undefined;
+  let pending: Promise<GatewayCredentials> | undefined;
+
+  async function fetchSecret(): Promise<GatewayCredentials> {
+    const startedAt = now();
+    client ??= defaultClient();
+    let text: string | undefined;
+    try {
+      ({ SecretString: text } = await client.send(new GetSecretValueCommand({ SecretId: secretId })));
+    } catch (error) {
+      throw unusable(secretId, 'cannot be read', error);
+    }
+    const value = parseSecret(secretId, text);
+    cached = { value, fetchedAt: startedAt };
+    log.debug('gateway credentials loaded', { secretId });
+    return value;
+  }
+
+  return {
+    get() {
+      if (cached && now() - cached.fetchedAt < maxAgeMs) return Promise.resolve(cached.value);
+      pending ??= fetchSecret().finally(() => {
+        pending = undefined;
+      });
+      return pending;
+    },
+    invalidate() {
+      cached = undefined;
+    },
+  };
+}

@@ -1,0 +1,73 @@
+/**
+ * A DynamoDB-compatible server (dynalite, in memory) on loopback for `npm start` and the tests,
+ * with the idempotency table created. No AWS account, no Docker, no mock.
+ */
+import type { AddressInfo } from 'node:net';
+import { CreateTableCommand, DynamoDBClient } from '@aws-sdk/client-dynamodb';
+import dynalite from 'dynalite';
+
+/**
+ * The table name serverless.yml gives the functions for `--stage local`
+ * (`${self:service}-${sls:stage}-idempotency`); tests/e2e checks that the two agree.
+ */
+export const LOCAL_IDEMPOTENCY_TABLE = 'payhere-payments-api-local-idempotency';
+
+/**
+ * Credentials and region for talking to dynalite, which checks neither. Fake on purpose: they keep
+ * the SDK from looking for real credentials (files, the instance metadata service) on this machine.
+ */
+export const LOCAL_AWS_ENVIRONMENT = {
+  AWS_ACCESS_KEY_ID: 'local',
+  AWS_SECRET_ACCESS_KEY: 'local',
+  AWS_REGION: 'ap-south-1',
+} as const;
+
+export interface LocalDynamoDB {
+  endpoint: string;
+  close(): Promise<void>;
+}
+
+export async function startLocalDynamoDB(options: { port?: number } = {}): Promise<LocalDynamoDB> {
+  // Tables are ACTIVE at once: nothing local should wait for a simulated creation.
+  const server = dynalite({ createTableMs: 0, deleteTableMs: 0, updateTableMs: 0 });
+  await new Promise<void>((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(options.port ?? 0, '127.0.0.1', () => resolve());
+  });
+  const { port } = server.address() as AddressInfo;
+  return {
+    endpoint: `http://127.0.0.1:${port}`,
+    close: () =>
+      new Promise<void>((resolve, reject) => {
+        server.closeAllConnections?.();
+        server.close((error) => (error ? reject(error) : resolve()));
+      }),
+  };
+}
+
+/**
+ * The idempotency table as serverless.yml declares it (key `pk`). dynalite has no TTL deletion;
+ * the store treats expired items as absent anyway, as it must with DynamoDB's lazy deletion.
+ */
+export async function createIdempotencyTable(endpoint: string, table: string): Promise<void> {
+  const client = new DynamoDBClient({
+    endpoint,
+    region: LOCAL_AWS_ENVIRONMENT.AWS_REGION,
+    credentials: {
+      accessKeyId: LOCAL_AWS_ENVIRONMENT.AWS_ACCESS_KEY_ID,
+      secretAccessKey: LOCAL_AWS_ENVIRONMENT.AWS_SECRET_ACCESS_KEY,
+    },
+  });
+  try {
+    await client.send(
+      new CreateTableCommand({
+        TableName: table,
+        AttributeDefinitions: [{ AttributeName: 'pk', AttributeType: 'S' }],
+        KeySchema: [{ AttributeName: 'pk', KeyType: 'HASH' }],
+        BillingMode: 'PAY_PER_REQUEST',
+      }),
+    );
+  } finally {
+    client.destroy();
+  }
+}

@@ -1,0 +1,294 @@
+import { execFile } from 'node:child_process';
+import { cp, mkdtemp, readFile, rm, symlink } from 'node:fs/promises';
+import { createRequire } from 'node:module';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { promisify } from 'node:util';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+
+/**
+ * The deployable CloudFormation template (`osls package`, no AWS account): every function carries
+ * its auth configuration and reads the one secret, IAM names concrete resources, API Gateway's own
+ * answers render the envelope, the stage is throttled, and no credential ends up in the template.
+ */
+const run = promisify(execFile);
+const slsBin = createRequire(import.meta.url).resolve('osls/bin/serverless.js');
+const root = path.resolve(import.meta.dirname, '../..');
+
+const SECRET_ARN = 'arn:aws:secretsmanager:ap-south-1:123456789012:secret:payhere/test/gateway-AbCdEf';
+const DEPLOY_ENV = {
+  AUTH_ISSUER: 'https://issuer.example.com/',
+  AUTH_AUDIENCE: 'payhere-payments-api',
+  AUTH_JWKS_URL: 'https://issuer.example.com/.well-known/jwks.json',
+  GATEWAY_SECRET_ARN: SECRET_ARN,
+  // Set by mistake in the shell of whoever deploys: must not reach the template.
+  GATEWAY_APP_ID: 'CANARY-APP-ID-in-deploy-env',
+  GATEWAY_APP_SECRET: 'CANARY-APP-SECRET-in-deploy-env',
+  GATEWAY_MERCHANT_SECRET: 'CANARY-MERCHANT-SECRET-in-deploy-env',
+};
+
+type Template = { Resources: Record<string, { Type: string; Properties: any; DependsOn?: string[] }> };
+let out: string;
+let template: Template;
+let defaultTemplate: Template;
+
+/**
+ * Package a copy of the service with exactly `env` on top of this process's environment minus the
+ * deploy variables. A copy, because serverless-esbuild always stages artifacts in the service's
+ * own .serverless/, which two packages running at once (this file and package.test.ts) would share.
+ */
+async function packageWith(env: Record<string, string>, folder: string): Promise<Template> {
+  const service = path.join(out, folder);
+  for (const name of ['serverless.yml', 'package.json', 'tsconfig.json', 'functions', 'lib', 'plugins']) {
+    await cp(path.join(root, name), path.join(service, name), { recursive: true });
+  }
+  await symlink(path.join(root, 'node_modules'), path.join(service, 'node_modules'), 'dir');
+  const inherited = Object.fromEntries(Object.entries(process.env).filter(([name]) => !(name in DEPLOY_ENV)));
+  const dir = path.join(service, 'artifacts');
+  await run(process.execPath, [slsBin, 'package', '--stage', 'test', '--package', dir], {
+    cwd: service,
+    env: { ...inherited, ...env, ESBUILD_WORK_FOLDER: '.esbuild' },
+  });
+  return JSON.parse(await readFile(path.join(dir, 'cloudformation-template-update-stack.json'), 'utf8'));
+}
+
+beforeAll(async () => {
+  out = await mkdtemp(path.join(tmpdir(), 'payhere-package-security-'));
+  [template, defaultTemplate] = await Promise.all([
+    packageWith(DEPLOY_ENV, 'security-deploy'),
+    packageWith({}, 'security-default'),
+  ]);
+}, 120_000);
+
+afterAll(async () => {
+  await rm(out, { recursive: true, force: true });
+});
+
+const resourcesOf = (t: Template, type: string) =>
+  Object.entries(t.Resources).filter(([, resource]) => resource.Type === type);
+const functions = (t: Template) => resourcesOf(t, 'AWS::Lambda::Function').map(([, fn]) => fn);
+
+/** Every statement of every role and policy in the template. */
+function statements(t: Template): any[] {
+  return Object.values(t.Resources).flatMap((resource) => {
+    if (resource.Type === 'AWS::IAM::Role') {
+      return (resource.Properties.Policies ?? []).flatMap((policy: any) => policy.PolicyDocument.Statement);
+    }
+    if (resource.Type === 'AWS::IAM::Policy' || resource.Type === 'AWS::IAM::ManagedPolicy') {
+      return resource.Properties.PolicyDocument.Statement;
+    }
+    return [];
+  });
+}
+
+describe('every function', () => {
+  it('has the authentication configuration', () => {
+    expect(functions(template)).toHaveLength(9);
+    for (const fn of functions(template)) {
+      expect(fn.Properties.Environment.Variables).toMatchObject({
+        AUTH_ISSUER: DEPLOY_ENV.AUTH_ISSUER,
+        AUTH_AUDIENCE: DEPLOY_ENV.AUTH_AUDIENCE,
+        AUTH_JWKS_URL: DEPLOY_ENV.AUTH_JWKS_URL,
+      });
+    }
+  });
+
+  it('reads the gateway credentials from the secret, and from nowhere else', () => {
+    for (const fn of functions(template)) {
+      expect(fn.Properties.Environment.Variables).toMatchObject({
+        GATEWAY_SECRET_ID: SECRET_ARN,
+        GATEWAY_APP_ID: '',
+        GATEWAY_APP_SECRET: '',
+        GATEWAY_MERCHANT_ID: '',
+        GATEWAY_MERCHANT_SECRET: '',
+      });
+    }
+    expect(JSON.stringify(template)).not.toMatch(/CANARY/);
+  });
+
+  it('by default reads the secret named after the service and stage', () => {
+    for (const fn of functions(defaultTemplate)) {
+      expect(fn.Properties.Environment.Variables.GATEWAY_SECRET_ID).toBe('payhere-payments-api/test/gateway');
+    }
+  });
+
+  it('may read that one secret, whichever role it runs under', () => {
+    const roles = new Set(functions(template).map((fn) => JSON.stringify(fn.Properties.Role)));
+    for (const role of roles) {
+      const id = JSON.parse(role)['Fn::GetAtt'][0] as string;
+      const roleStatements = template.Resources[id]!.Properties.Policies.flatMap(
+        (policy: any) => policy.PolicyDocument.Statement,
+      );
+      expect(roleStatements).toContainEqual({
+        Effect: 'Allow',
+        Action: ['secretsmanager:GetSecretValue'],
+        Resource: expect.anything(),
+      });
+    }
+  });
+
+  it('is invoked by API Gateway without an authorizer: the function authenticates (SPEC.md)', () => {
+    const methods = resourcesOf(template, 'AWS::ApiGateway::Method').map(([, method]) => method.Properties);
+
+    expect(methods.length).toBeGreaterThanOrEqual(9);
+    for (const method of methods) expect(method.AuthorizationType).toBe('NONE');
+  });
+});
+
+describe('IAM', () => {
+  /** Where `*` is unavoidable: log streams have random names, inside this service's own log groups. */
+  const OWN_LOG_GROUPS =
+    /^arn:\$\{AWS::Partition\}:logs:\$\{AWS::Region\}:\$\{AWS::AccountId\}:log-group:\/aws\/lambda\/payhere-payments-api-test[*:]*$|^arn:\{"Ref":"AWS::Partition"\}:logs:\{"Ref":"AWS::Region"\}:\{"Ref":"AWS::AccountId"\}:log-group:\/aws\/lambda\/payhere-payments-api-test[*:]*$/;
+
+  /** A resource as the ARN text it becomes (Fn::Sub text, or Fn::Join parts joined). */
+  function arnText(resource: any): string {
+    if (typeof resource === 'string') return resource;
+    if (resource['Fn::Sub']) return resource['Fn::Sub'];
+    if (resource['Fn::Join']) {
+      const [separator, parts] = resource['Fn::Join'];
+      return parts
+        .map((part: any) => (typeof part === 'string' ? part : JSON.stringify(part)))
+        .join(separator);
+    }
+    return JSON.stringify(resource);
+  }
+
+  it.each([
+    ['with GATEWAY_SECRET_ARN', () => template],
+    ['by default', () => defaultTemplate],
+  ])('names concrete resources and actions in every statement (%s)', (_, t) => {
+    const all = statements(t());
+
+    expect(all.length).toBeGreaterThan(0);
+    for (const statement of all) {
+      expect(statement.Effect).toBe('Allow');
+      for (const action of [statement.Action].flat()) expect(action).not.toContain('*');
+      for (const resource of [statement.Resource].flat()) {
+        const arn = arnText(resource);
+        expect(arn).not.toBe('*');
+        if (arn.includes('*')) expect(arn).toMatch(OWN_LOG_GROUPS);
+      }
+    }
+  });
+
+  it('lets functions read exactly the configured secret, and nothing else in Secrets Manager', () => {
+    const secretStatements = statements(template).filter((s) =>
+      [s.Action].flat().some((action: string) => action.startsWith('secretsmanager:')),
+    );
+
+    expect(secretStatements.length).toBeGreaterThanOrEqual(1);
+    for (const statement of secretStatements) {
+      expect([statement.Action].flat()).toEqual(['secretsmanager:GetSecretValue']);
+      expect([statement.Resource].flat().map(arnText)).toEqual([SECRET_ARN]);
+    }
+  });
+
+  it('by default names the one secret by its name (the six ? are the suffix AWS appends)', () => {
+    const resources = statements(defaultTemplate)
+      .filter((s) => [s.Action].flat().includes('secretsmanager:GetSecretValue'))
+      .flatMap((s) => [s.Resource].flat().map(arnText));
+
+    const sub = (name: string) => `\${AWS::${name}}`;
+    expect(new Set(resources)).toEqual(
+      new Set([
+        `arn:${sub('Partition')}:secretsmanager:${sub('Region')}:${sub('AccountId')}:secret:payhere-payments-api/test/gateway-??????`,
+      ]),
+    );
+  });
+});
+
+describe("API Gateway's own answers", () => {
+  /** ResponseType → [HTTP status (undefined: API Gateway's own is kept), envelope status, code]. */
+  const EXPECTED: Record<string, [string | undefined, number, string]> = {
+    DEFAULT_4XX: [undefined, -1, 'invalid_request'],
+    DEFAULT_5XX: [undefined, -1, 'internal_error'],
+    MISSING_AUTHENTICATION_TOKEN: ['404', -1, 'not_found'],
+    RESOURCE_NOT_FOUND: ['404', -1, 'not_found'],
+    UNAUTHORIZED: ['401', -2, 'unauthorized'],
+    EXPIRED_TOKEN: ['401', -2, 'unauthorized'],
+    INVALID_SIGNATURE: ['401', -2, 'unauthorized'],
+    ACCESS_DENIED: ['403', -2, 'forbidden'],
+    INVALID_API_KEY: ['403', -2, 'forbidden'],
+    WAF_FILTERED: ['403', -2, 'forbidden'],
+    BAD_REQUEST_BODY: ['400', -1, 'invalid_request'],
+    BAD_REQUEST_PARAMETERS: ['400', -1, 'invalid_request'],
+    UNSUPPORTED_MEDIA_TYPE: ['415', -1, 'unsupported_media_type'],
+    REQUEST_TOO_LARGE: ['413', -1, 'payload_too_large'],
+    THROTTLED: ['429', -1, 'rate_limited'],
+    QUOTA_EXCEEDED: ['429', -1, 'rate_limited'],
+    INTEGRATION_TIMEOUT: ['504', -1, 'gateway_timeout'],
+    INTEGRATION_FAILURE: ['503', -1, 'gateway_unavailable'],
+  };
+  const responses = (): Record<string, any> =>
+    Object.fromEntries(
+      resourcesOf(template, 'AWS::ApiGateway::GatewayResponse').map(([id, r]) => [
+        r.Properties.ResponseType,
+        { id, ...r.Properties },
+      ]),
+    );
+
+  it('exist for every type that matters, once each', () => {
+    expect(Object.keys(responses()).sort()).toEqual(Object.keys(EXPECTED).sort());
+    expect(resourcesOf(template, 'AWS::ApiGateway::GatewayResponse')).toHaveLength(
+      Object.keys(EXPECTED).length,
+    );
+  });
+
+  it.each(Object.entries(EXPECTED))(
+    '%s renders the envelope as JSON with its status and code',
+    (type, expected) => {
+      const [statusCode, status, code] = expected;
+      const response = responses()[type];
+
+      expect(response.RestApiId).toEqual({ Ref: 'ApiGatewayRestApi' });
+      expect(response.StatusCode).toBe(statusCode);
+      expect(response.ResponseParameters['gatewayresponse.header.Content-Type']).toBe("'application/json'");
+      const envelope = JSON.parse(response.ResponseTemplates['application/json']);
+      expect(Object.keys(envelope).sort()).toEqual(['data', 'msg', 'status']);
+      expect(envelope.status).toBe(status);
+      expect(envelope.msg).toMatch(/^[A-Z].+\.$/);
+      expect(envelope.data).toEqual({ code });
+      // VTL would read these: the template must be the literal envelope.
+      expect(response.ResponseTemplates['application/json']).not.toMatch(/[$#]/);
+    },
+  );
+
+  it('asks for a bearer token on 401', () => {
+    expect(responses().UNAUTHORIZED.ResponseParameters['gatewayresponse.header.WWW-Authenticate']).toBe(
+      "'Bearer'",
+    );
+  });
+
+  it('go live with the deployment that creates them', () => {
+    const [[, deployment]] = resourcesOf(template, 'AWS::ApiGateway::Deployment') as [[string, any]];
+
+    for (const { id } of Object.values(responses())) expect(deployment.DependsOn).toContain(id);
+  });
+});
+
+describe('the stage', () => {
+  it('is throttled for every method', () => {
+    const stages = resourcesOf(template, 'AWS::ApiGateway::Stage');
+    const [deploymentId, deployment] = resourcesOf(template, 'AWS::ApiGateway::Deployment')[0]!;
+
+    expect(stages).toHaveLength(1);
+    const [, stage] = stages[0]!;
+    expect(stage.Properties).toMatchObject({
+      RestApiId: { Ref: 'ApiGatewayRestApi' },
+      DeploymentId: { Ref: deploymentId },
+      StageName: 'test',
+    });
+    expect(stage.Properties.MethodSettings).toEqual([
+      {
+        ResourcePath: '/*',
+        HttpMethod: '*',
+        ThrottlingRateLimit: expect.any(Number),
+        ThrottlingBurstLimit: expect.any(Number),
+      },
+    ]);
+    expect(stage.Properties.MethodSettings[0].ThrottlingRateLimit).toBeGreaterThan(0);
+    expect(stage.Properties.MethodSettings[0].ThrottlingBurstLimit).toBeGreaterThan(0);
+    // The stage resource owns the stage; a Deployment naming it too would collide.
+    expect(deployment!.Properties.StageName).toBeUndefined();
+  });
+});

@@ -1,0 +1,80 @@
+/**
+ * A Secrets Manager on loopback that speaks the real wire protocol (AWS JSON 1.1: POST / with
+ * X-Amz-Target: secretsmanager.GetSecretValue), so the real SDK client talks to it over HTTP.
+ * It stores secret strings, counts the reads, and can hold answers back to test sharing.
+ */
+import { createServer, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+
+export interface FakeSecretsManager {
+  endpoint: string;
+  /** Secret id (name or ARN) → SecretString. */
+  secrets: Map<string, string>;
+  /** How many GetSecretValue requests arrived. */
+  reads(): number;
+  /** Hold every answer until the returned function is called. */
+  hold(): () => void;
+  close(): Promise<void>;
+}
+
+function error(type: string, message: string) {
+  return { status: 400, headers: { 'x-amzn-errortype': type }, body: { __type: type, message } };
+}
+
+export async function startFakeSecretsManager(): Promise<FakeSecretsManager> {
+  const secrets = new Map<string, string>();
+  let reads = 0;
+  let gate: Promise<void> | undefined;
+
+  const server: Server = createServer(async (req, res) => {
+    let text = '';
+    for await (const chunk of req) text += chunk;
+    const target = req.headers['x-amz-target'];
+    let answer: { status: number; headers?: Record<string, string>; body: unknown };
+    if (req.method !== 'POST' || target !== 'secretsmanager.GetSecretValue') {
+      answer = error('UnknownOperationException', `Unsupported ${req.method} ${String(target)}`);
+    } else {
+      reads++;
+      const { SecretId } = JSON.parse(text) as { SecretId: string };
+      const value = secrets.get(SecretId);
+      answer =
+        value === undefined
+          ? error('ResourceNotFoundException', "Secrets Manager can't find the specified secret.")
+          : {
+              status: 200,
+              body: {
+                ARN: `arn:aws:secretsmanager:ap-south-1:123456789012:secret:${SecretId}-AbCdEf`,
+                Name: SecretId,
+                SecretString: value,
+                VersionId: '00000000-0000-0000-0000-000000000001',
+                VersionStages: ['AWSCURRENT'],
+                CreatedDate: 1_763_700_000,
+              },
+            };
+    }
+    await gate;
+    res
+      .writeHead(answer.status, { 'content-type': 'application/x-amz-json-1.1', ...answer.headers })
+      .end(JSON.stringify(answer.body));
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  return {
+    endpoint: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
+    secrets,
+    reads: () => reads,
+    hold: () => {
+      let release!: () => void;
+      gate = new Promise<void>((resolve) => {
+        release = resolve;
+      });
+      return () => {
+        gate = undefined;
+        release();
+      };
+    },
+    close: async () => {
+      server.closeAllConnections();
+      await new Promise((resolve) => server.close(resolve));
+    },
+  };
+}

@@ -1,0 +1,86 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { SANDBOX_CREDENTIALS, type Sandbox, startSandbox } from '../../sandbox/server.ts';
+import { call } from '../helpers/gateway.ts';
+import { type FakeSecretsManager, startFakeSecretsManager } from '../helpers/secrets-manager.ts';
+
+/**
+ * A function configured as deployed: GATEWAY_SECRET_ID and no credentials in the environment.
+ * The SDK reaches the loopback Secrets Manager through AWS_ENDPOINT_URL_SECRETS_MANAGER, and the
+ * sandbox accepts only the credentials the secret holds.
+ */
+const SECRET_ID = 'payhere-payments-api/test/gateway';
+const FIRST = { appId: 'app-first', appSecret: 'CANARY-SECRET-first-0c41' };
+const ROTATED = { appId: 'app-rotated', appSecret: 'CANARY-SECRET-rotated-9b7e' };
+const secretOf = (credentials: { appId: string; appSecret: string }) =>
+  JSON.stringify({
+    app_id: credentials.appId,
+    app_secret: credentials.appSecret,
+    merchant_id: SANDBOX_CREDENTIALS.merchantId,
+    merchant_secret: SANDBOX_CREDENTIALS.merchantSecret,
+  });
+
+let secrets: FakeSecretsManager;
+let sandbox: Sandbox;
+
+beforeAll(async () => {
+  secrets = await startFakeSecretsManager();
+  sandbox = await startSandbox({ rateLimit: false, credentials: FIRST });
+  for (const name of [
+    'GATEWAY_APP_ID',
+    'GATEWAY_APP_SECRET',
+    'GATEWAY_MERCHANT_ID',
+    'GATEWAY_MERCHANT_SECRET',
+  ]) {
+    delete process.env[name];
+  }
+  Object.assign(process.env, {
+    GATEWAY_BASE_URL: sandbox.url,
+    GATEWAY_SECRET_ID: SECRET_ID,
+    GATEWAY_RATE_LIMIT: '10000/1000',
+    AWS_ENDPOINT_URL_SECRETS_MANAGER: secrets.endpoint,
+  });
+});
+afterAll(async () => {
+  await sandbox.close();
+  await secrets.close();
+});
+
+describe('a function reading its gateway credentials from Secrets Manager', () => {
+  it('answers 503 naming the secret, never its value, while the secret is malformed', async () => {
+    secrets.secrets.set(SECRET_ID, `{"app_id":"app-first","app_secret":"${FIRST.appSecret}"`);
+
+    const answer = await call('listSubscriptions');
+
+    expect(answer.statusCode).toBe(503);
+    expect(answer.body).toEqual({
+      status: -1,
+      msg: `The payment gateway credentials are unavailable: the secret ${SECRET_ID} is not JSON. Try again later.`,
+      data: { code: 'gateway_unavailable' },
+    });
+    expect(answer.raw).not.toContain(FIRST.appSecret);
+    expect(sandbox.counters().token).toBe(0);
+  });
+
+  it('works once the secret is fixed, reading it once for many requests', async () => {
+    secrets.secrets.set(SECRET_ID, secretOf(FIRST));
+    const readsBefore = secrets.reads();
+
+    for (let i = 0; i < 3; i++) expect((await call('listSubscriptions')).statusCode).toBe(200);
+
+    expect(secrets.reads() - readsBefore).toBe(1);
+  });
+
+  it('reads the secret again at once when the gateway rejects the credentials (rotation)', async () => {
+    // The gateway now only knows the rotated credentials, and forgets the tokens it issued.
+    const { port } = sandbox;
+    await sandbox.close();
+    sandbox = await startSandbox({ port, rateLimit: false, credentials: ROTATED });
+    secrets.secrets.set(SECRET_ID, secretOf(ROTATED));
+    const readsBefore = secrets.reads();
+
+    const answer = await call('listSubscriptions');
+
+    expect(answer.statusCode).toBe(200);
+    expect(secrets.reads() - readsBefore).toBe(1);
+  });
+});
