@@ -1,0 +1,138 @@
+import { execFile } from 'node:child_process';
+import { mkdir, readFile, rm, writeFile } from 'node:fs/promises';
+import { createRequire } from 'node:module';
+import path from 'node:path';
+import { promisify } from 'node:util';
+import { type BuildOptions, build } from 'esbuild';
+import { readZip } from './zip.ts';
+
+export const ROOT = path.resolve(import.meta.dirname, '..');
+export const OUT = path.join(ROOT, 'bench', 'out');
+const run = promisify(execFile);
+const slsBin = createRequire(import.meta.url).resolve('osls/bin/serverless.js');
+
+/**
+ * serverless.yml's `custom.esbuild`, for the floors: built the same way as the functions. The
+ * packaged functions are rebuilt with it too and must come out the same size, which proves the
+ * two settings agree.
+ */
+export const ESBUILD_OPTIONS: BuildOptions = {
+  bundle: true,
+  minify: true,
+  sourcemap: 'linked',
+  target: 'node24',
+  platform: 'node',
+  format: 'esm',
+  outExtension: { '.js': '.mjs' },
+  banner: {
+    js: "import { createRequire as __createRequire } from 'node:module'; const require = __createRequire(import.meta.url);",
+  },
+};
+
+export interface PackagedFunction {
+  name: string;
+  zipBytes: number;
+  jsBytes: number;
+  /** The bundle extracted from the artifact, with its source map beside it. */
+  bundle: string;
+}
+
+/** `osls package`, then each function's artifact measured and its bundle extracted to run it. */
+export async function packageFunctions(names: readonly string[]): Promise<PackagedFunction[]> {
+  const artifacts = path.join(OUT, 'package');
+  await rm(artifacts, { recursive: true, force: true });
+  await run(process.execPath, [slsBin, 'package', '--stage', 'bench', '--package', artifacts], {
+    cwd: ROOT,
+    env: { ...process.env, ESBUILD_WORK_FOLDER: '.esbuild-bench' },
+  });
+  const functions: PackagedFunction[] = [];
+  for (const name of names) {
+    const zip = await readFile(path.join(artifacts, `${name}.zip`));
+    const entries = readZip(zip);
+    const js = entries.find((entry) => entry.name === `functions/${name}.mjs`);
+    const map = entries.find((entry) => entry.name === `functions/${name}.mjs.map`);
+    if (!js || !map) throw new Error(`${name}.zip has no functions/${name}.mjs(.map)`);
+    const dir = path.join(OUT, 'functions', name);
+    await mkdir(dir, { recursive: true });
+    const bundle = path.join(dir, `${name}.mjs`);
+    await writeFile(bundle, js.data());
+    await writeFile(`${bundle}.map`, map.data());
+    functions.push({ name, zipBytes: zip.length, jsBytes: js.size, bundle });
+  }
+  return functions;
+}
+
+export interface Built {
+  bundle: string;
+  jsBytes: number;
+  /** The npm packages that ended up in the bundle. */
+  packages: string[];
+}
+
+/** Bundle `entry` (a file, or source text) with the functions' settings. */
+export async function bundle(name: string, entry: { file: string } | { source: string }): Promise<Built> {
+  const outdir = path.join(OUT, 'builds', name);
+  await rm(outdir, { recursive: true, force: true });
+  const result = await build({
+    ...ESBUILD_OPTIONS,
+    ...('file' in entry
+      ? { entryPoints: { [name]: entry.file } }
+      : { stdin: { contents: entry.source, resolveDir: ROOT, sourcefile: `${name}.ts`, loader: 'ts' } }),
+    ...('file' in entry ? { outdir } : { outfile: path.join(outdir, `${name}.mjs`) }),
+    metafile: true,
+    logLevel: 'silent',
+  });
+  const outputs = Object.entries(result.metafile.outputs).filter(([file]) => file.endsWith('.mjs'));
+  const [file, output] = outputs[0]!;
+  const packages = new Set<string>();
+  for (const input of Object.keys(output.inputs)) {
+    const match = /node_modules\/((?:@[^/]+\/)?[^/]+)/.exec(input);
+    if (match) packages.add(match[1]!);
+  }
+  return { bundle: path.resolve(ROOT, file), jsBytes: output.bytes, packages: [...packages].sort() };
+}
+
+/**
+ * The smallest official entry point of each library a function may need, used just enough that
+ * tree-shaking keeps it. A function's dependency floor imports the ones its own bundle holds.
+ */
+const ENTRY_POINTS: Record<string, { imports: string; uses: string }> = {
+  undici: { imports: "import { Pool } from 'undici';", uses: 'Pool' },
+  '@middy/core': { imports: "import middy from '@middy/core';", uses: 'middy' },
+  '@middy/http-json-body-parser': {
+    imports: "import jsonBodyParser from '@middy/http-json-body-parser';",
+    uses: 'jsonBodyParser',
+  },
+  zod: { imports: "import * as z from 'zod/mini';", uses: 'z.strictObject, z.string, z.number' },
+  jose: {
+    imports: "import { createRemoteJWKSet, jwtVerify } from 'jose';",
+    uses: 'createRemoteJWKSet, jwtVerify',
+  },
+  '@aws-sdk/client-secrets-manager': {
+    imports: "import { GetSecretValueCommand, SecretsManagerClient } from '@aws-sdk/client-secrets-manager';",
+    uses: 'GetSecretValueCommand, SecretsManagerClient',
+  },
+  '@aws-sdk/client-dynamodb': {
+    imports:
+      "import { DeleteItemCommand, DynamoDBClient, GetItemCommand, PutItemCommand, UpdateItemCommand } from '@aws-sdk/client-dynamodb';",
+    uses: 'DeleteItemCommand, DynamoDBClient, GetItemCommand, PutItemCommand, UpdateItemCommand',
+  },
+};
+
+/** Direct dependencies of the project that a bundle may hold (the rest are theirs). */
+export const LIBRARIES = Object.keys(ENTRY_POINTS);
+
+export function floorSource(libraries: readonly string[]): string {
+  const used = libraries.map((library) => {
+    const entry = ENTRY_POINTS[library];
+    if (!entry) throw new Error(`no entry point known for ${library}`);
+    return entry;
+  });
+  return [
+    ...used.map((entry) => entry.imports),
+    `export const dependencies = [${used.map((entry) => entry.uses).join(', ')}];`,
+    "export const handler = async () => ({ statusCode: 200, body: '' });",
+  ].join('\n');
+}
+
+export const EMPTY_HANDLER = "export const handler = async () => ({ statusCode: 200, body: '' });";

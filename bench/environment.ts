@@ -1,0 +1,126 @@
+import { randomUUID } from 'node:crypto';
+import { SANDBOX_CREDENTIALS, type Sandbox, startSandbox } from '../sandbox/server.ts';
+import {
+  createIdempotencyTable,
+  LOCAL_AWS_ENVIRONMENT,
+  startLocalDynamoDB,
+} from '../scripts/local-dynamodb.ts';
+import { ROUTE_SCOPES, TEST_AUTH_ENV, tokenFor } from '../tests/helpers/auth.ts';
+import { apiEvent } from '../tests/helpers/events.ts';
+import { IDEMPOTENT_ROUTES, ROUTES, type RouteName } from '../tests/helpers/routes.ts';
+import { startFakeSecretsManager } from '../tests/helpers/secrets-manager.ts';
+import { validRequest } from '../tests/resilience/fixtures.ts';
+
+const TABLE = 'payhere-payments-api-bench-idempotency';
+const SECRET_ID = 'payhere-payments-api/bench/gateway';
+
+/** The upstream call a route makes: what the bare-undici floor sends to the same sandbox. */
+export interface UpstreamCall {
+  method: 'GET' | 'POST';
+  path: string;
+  body?: string;
+}
+
+export interface Prepared {
+  event: ReturnType<typeof apiEvent>;
+  upstream: UpstreamCall;
+}
+
+/**
+ * Everything a deployed function talks to, on loopback: the PayHere sandbox (no latency, no rate
+ * limit), DynamoDB (dynalite), Secrets Manager (holding the gateway credentials) and a token
+ * issuer whose keys are given inline, as a deployment may.
+ */
+export async function startBenchEnvironment() {
+  const sandbox = await startSandbox({ rateLimit: false });
+  const dynamodb = await startLocalDynamoDB();
+  await createIdempotencyTable(dynamodb.endpoint, TABLE);
+  const secrets = await startFakeSecretsManager();
+  secrets.secrets.set(
+    SECRET_ID,
+    JSON.stringify({
+      app_id: SANDBOX_CREDENTIALS.appId,
+      app_secret: SANDBOX_CREDENTIALS.appSecret,
+      merchant_id: SANDBOX_CREDENTIALS.merchantId,
+      merchant_secret: SANDBOX_CREDENTIALS.merchantSecret,
+    }),
+  );
+  const env: Record<string, string> = {
+    ...LOCAL_AWS_ENVIRONMENT,
+    ...TEST_AUTH_ENV,
+    GATEWAY_BASE_URL: sandbox.url,
+    GATEWAY_SECRET_ID: SECRET_ID,
+    AWS_ENDPOINT_URL_SECRETS_MANAGER: secrets.endpoint,
+    IDEMPOTENCY_TABLE: TABLE,
+    DYNAMODB_ENDPOINT: dynamodb.endpoint,
+    // The bench measures our code, not PayHere's limit of 20 calls per 10 s.
+    GATEWAY_RATE_LIMIT: '1000000/1000',
+    LOG_LEVEL: 'warn',
+  };
+
+  /** A fresh, valid request for `route` (a new order, a new hold to capture...) and its upstream call. */
+  async function prepare(route: RouteName): Promise<Prepared> {
+    const request = await validRequest(sandbox, route);
+    const headers: Record<string, string> = {
+      Authorization: `Bearer ${await tokenFor(ROUTE_SCOPES[route])}`,
+    };
+    if (IDEMPOTENT_ROUTES.includes(route)) headers['Idempotency-Key'] = randomUUID();
+    const event = apiEvent({
+      ...ROUTES[route],
+      headers,
+      ...(request.id === undefined ? {} : { pathParameters: { id: request.id } }),
+      ...(request.body === undefined ? {} : { body: request.body }),
+    });
+    return { event, upstream: upstreamOf(route, request.id, request.body as Record<string, unknown>) };
+  }
+
+  return {
+    env,
+    sandbox,
+    dynamodb,
+    secrets,
+    prepare,
+    async close() {
+      await Promise.allSettled([sandbox.close(), dynamodb.close(), secrets.close()]);
+    },
+  };
+}
+
+export type BenchEnvironment = Awaited<ReturnType<typeof startBenchEnvironment>>;
+
+const V1 = '/merchant/v1';
+
+function upstreamOf(
+  route: RouteName,
+  id: string | undefined,
+  body: Record<string, unknown> | undefined,
+): UpstreamCall {
+  switch (route) {
+    case 'charge':
+      return { method: 'POST', path: `${V1}/payment/charge`, body: JSON.stringify(body) };
+    case 'capture':
+      return { method: 'POST', path: `${V1}/payment/capture`, body: JSON.stringify(body) };
+    case 'refund':
+      return { method: 'POST', path: `${V1}/payment/refund`, body: JSON.stringify(body) };
+    case 'retrievePayments':
+      return { method: 'GET', path: `${V1}/payment/search?order_id=${encodeURIComponent(id!)}` };
+    case 'listSubscriptions':
+      return { method: 'GET', path: `${V1}/subscription` };
+    case 'getSubscription':
+      return { method: 'GET', path: `${V1}/subscription/${id}` };
+    case 'subscriptionPayments':
+      return { method: 'GET', path: `${V1}/subscription/${id}/payments` };
+    case 'retrySubscription':
+      return {
+        method: 'POST',
+        path: `${V1}/subscription/retry`,
+        body: JSON.stringify({ subscription_id: Number(id) }),
+      };
+    case 'cancelSubscription':
+      return {
+        method: 'POST',
+        path: `${V1}/subscription/cancel`,
+        body: JSON.stringify({ subscription_id: Number(id) }),
+      };
+  }
+}

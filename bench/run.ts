@@ -1,0 +1,212 @@
+/**
+ * `npm run bench [-- --check] [-- --runs N]`: the service's cost, measured in one run on this
+ * machine, written to bench/RESULTS.md. With --check, exits 1 when a budget is missed.
+ */
+import { writeFile } from 'node:fs/promises';
+import path from 'node:path';
+import { ROUTES, type RouteName } from '../tests/helpers/routes.ts';
+import { bundle, EMPTY_HANDLER, floorSource, LIBRARIES, packageFunctions, ROOT } from './build.ts';
+import { measureCold } from './cold.ts';
+import { startBenchEnvironment } from './environment.ts';
+import { kib, median, percentile, round } from './stats.ts';
+import { bareFloor, loadHandler, measureWarm } from './warm.ts';
+
+const BUDGET = { bundle: 1.1, coldImport: 1.15, warmP99OverheadMs: 1 };
+const args = process.argv.slice(2);
+const check = args.includes('--check');
+const coldRuns = Number(args[args.indexOf('--runs') + 1]) || 15;
+const WARM_REQUESTS = 300;
+const WARM_UP = 30;
+const ECONOMY_REQUESTS = 1000;
+
+const names = Object.keys(ROUTES) as RouteName[];
+const failures: string[] = [];
+const lines: string[] = [];
+const say = (line = '') => {
+  lines.push(line);
+  console.log(line);
+};
+
+// 1. Bundles: what `osls package` ships, next to each function's dependency floor.
+console.error('packaging...');
+const packaged = await packageFunctions(names);
+const floors = new Map<string, Awaited<ReturnType<typeof bundle>>>();
+const sizes: Array<{ name: RouteName; zip: number; js: number; floorKey: string; libraries: string[] }> = [];
+for (const fn of packaged) {
+  const rebuilt = await bundle(fn.name, { file: path.join(ROOT, 'functions', `${fn.name}.ts`) });
+  if (rebuilt.jsBytes !== fn.jsBytes) {
+    throw new Error(
+      `bench/build.ts's esbuild settings no longer match serverless.yml (${fn.name}: ${rebuilt.jsBytes} vs ${fn.jsBytes} bytes)`,
+    );
+  }
+  const libraries = LIBRARIES.filter((library) => rebuilt.packages.includes(library));
+  const floorKey = libraries.join('+');
+  if (!floors.has(floorKey))
+    floors.set(floorKey, await bundle(`floor-${floors.size}`, { source: floorSource(libraries) }));
+  sizes.push({ name: fn.name as RouteName, zip: fn.zipBytes, js: fn.jsBytes, floorKey, libraries });
+}
+const empty = await bundle('empty', { source: EMPTY_HANDLER });
+
+say('# Benchmark results');
+say();
+say(
+  `Measured by \`npm run bench\` on ${new Date().toISOString().slice(0, 10)}, Node ${process.version}, one run.`,
+);
+say('Every ratio compares figures taken in this same run.');
+say();
+say('## Bundle size (minified JavaScript in the artifact)');
+say();
+say(
+  `Budget: at most ${BUDGET.bundle}x the function's dependency floor (the same build importing only the libraries the function holds).`,
+);
+say();
+say('| function | artifact (zip) | JavaScript | dependency floor | ratio | libraries |');
+say('|---|---|---|---|---|---|');
+for (const size of sizes) {
+  const floor = floors.get(size.floorKey)!;
+  const ratio = size.js / floor.jsBytes;
+  if (ratio > BUDGET.bundle) failures.push(`bundle ${size.name}: ${round(ratio, 3)}x > ${BUDGET.bundle}x`);
+  say(
+    `| ${size.name} | ${kib(size.zip)} | ${kib(size.js)} | ${kib(floor.jsBytes)} | ${round(ratio, 3)} | ${size.libraries.join(', ')} |`,
+  );
+}
+say(`| (empty handler) | | ${empty.jsBytes} B | | | |`);
+
+// 2. Cold load, in fresh processes against the sandbox.
+const environment = await startBenchEnvironment();
+try {
+  console.error(`cold starts: ${coldRuns} fresh processes per bundle...`);
+  const floorLabels = new Map([...floors.keys()].map((key, i) => [key, `floor-${i}`]));
+  const targets = [
+    ...packaged.map((fn) => ({ label: fn.name, bundle: fn.bundle, route: fn.name as RouteName })),
+    ...[...floors.entries()].map(([key, built]) => ({
+      label: floorLabels.get(key)!,
+      bundle: built.bundle,
+      route: 'listSubscriptions' as RouteName,
+    })),
+    { label: 'empty', bundle: empty.bundle, route: 'listSubscriptions' as RouteName },
+  ];
+  const cold = await measureCold(targets, coldRuns, environment);
+  const importMedian = (label: string) => median(cold.get(label)!.map((s) => s.importMs));
+  const importP90 = (label: string) =>
+    percentile(
+      cold.get(label)!.map((s) => s.importMs),
+      90,
+    );
+  const emptyImport = importMedian('empty');
+  say();
+  say('## Cold load');
+  say();
+  say(
+    `${coldRuns} fresh \`node --enable-source-maps\` processes per bundle, in turns: import the bundle (Lambda's init), then answer one request against the sandbox (token, secret and, on money routes, the idempotency table on loopback). Lambda's own runtime start (about 130 ms on AWS) comes on top of every figure.`,
+  );
+  say(`Budget: median import at most ${BUDGET.coldImport}x the dependency floor's.`);
+  say();
+  say(
+    '| function | import median | import p90 | floor import median | ratio to floor | ratio to empty handler | first request median | first request p90 | status |',
+  );
+  say('|---|---|---|---|---|---|---|---|---|');
+  for (const size of sizes) {
+    const samples = cold.get(size.name)!;
+    const floorLabel = floorLabels.get(size.floorKey)!;
+    const ratio = importMedian(size.name) / importMedian(floorLabel);
+    if (ratio > BUDGET.coldImport)
+      failures.push(`cold import ${size.name}: ${round(ratio, 3)}x > ${BUDGET.coldImport}x`);
+    const first = samples.map((s) => s.firstRequestMs);
+    const statuses = [...new Set(samples.map((s) => s.statusCode))].join(', ');
+    say(
+      `| ${size.name} | ${round(importMedian(size.name))} ms | ${round(importP90(size.name))} ms | ${round(importMedian(floorLabel))} ms | ${round(ratio, 3)} | ${round(importMedian(size.name) / emptyImport, 1)} | ${round(median(first))} ms | ${round(percentile(first, 90))} ms | ${statuses} |`,
+    );
+  }
+  say(`| (empty handler) | ${round(emptyImport)} ms | ${round(importP90('empty'))} ms | | | 1 | | | |`);
+
+  // 3. Warm overhead, in this process: the handlers as a warm container holds them.
+  console.error(`warm requests: ${WARM_REQUESTS} per route...`);
+  Object.assign(process.env, environment.env);
+  const floor = bareFloor(environment);
+  say();
+  say('## Warm overhead per request');
+  say();
+  say(
+    `${WARM_REQUESTS} requests per route after ${WARM_UP} to warm up, each handler invoked in-process with a realistic API Gateway event, the sandbox answering at once. The floor does the same upstream work bare: one undici request to the same sandbox endpoint with a cached token, plus on money routes the two conditional DynamoDB writes an idempotency record needs at least. The difference is the time spent in our code (authentication, validation, idempotency bookkeeping, mapping).`,
+  );
+  say(`Budget: p99 at most ${BUDGET.warmP99OverheadMs} ms above the floor's p99.`);
+  say();
+  say(
+    '| route | handler p50 | handler p99 | floor p50 | floor p99 | overhead p50 | overhead p99 | ratio p50 | status |',
+  );
+  say('|---|---|---|---|---|---|---|---|---|');
+  const handlers = new Map<RouteName, Awaited<ReturnType<typeof loadHandler>>>();
+  for (const fn of packaged) handlers.set(fn.name as RouteName, await loadHandler(fn.bundle));
+  for (const name of names) {
+    const samples = await measureWarm(name, handlers.get(name)!, floor, environment, WARM_REQUESTS, WARM_UP);
+    const [h50, h99, f50, f99] = [
+      median(samples.handlerMs),
+      percentile(samples.handlerMs, 99),
+      median(samples.floorMs),
+      percentile(samples.floorMs, 99),
+    ];
+    if (h99 - f99 > BUDGET.warmP99OverheadMs) {
+      failures.push(`warm ${name}: p99 overhead ${round(h99 - f99, 3)} ms > ${BUDGET.warmP99OverheadMs} ms`);
+    }
+    say(
+      `| ${name} | ${round(h50, 3)} ms | ${round(h99, 3)} ms | ${round(f50, 3)} ms | ${round(f99, 3)} ms | ${round(h50 - f50, 3)} ms | ${round(h99 - f99, 3)} ms | ${round(h50 / f50, 2)} | ${[...samples.statusCodes].join(', ')} |`,
+    );
+  }
+  await floor.close();
+
+  // 4. Upstream economy: what 1,000 warm requests cost the gateway and Secrets Manager.
+  const economyRoutes: RouteName[] = [
+    'retrievePayments',
+    'listSubscriptions',
+    'getSubscription',
+    'subscriptionPayments',
+    'charge',
+  ];
+  const prepared = [];
+  for (let i = 0; i < ECONOMY_REQUESTS; i++)
+    prepared.push(await environment.prepare(economyRoutes[i % economyRoutes.length]!));
+  const secretReadsBefore = environment.secrets.reads();
+  environment.sandbox.resetCounters();
+  for (let i = 0; i < ECONOMY_REQUESTS; i++) {
+    await handlers.get(economyRoutes[i % economyRoutes.length]!)!(prepared[i]!.event, {
+      getRemainingTimeInMillis: () => 25_000,
+      awsRequestId: 'bench',
+    });
+  }
+  const counters = environment.sandbox.counters();
+  const business = Object.entries(counters)
+    .filter(([name]) => name !== 'token')
+    .reduce((sum, [, n]) => sum + n, 0);
+  const tokens = counters.token ?? 0;
+  const secretReads = environment.secrets.reads() - secretReadsBefore;
+  if (business !== ECONOMY_REQUESTS)
+    failures.push(`economy: ${business} gateway calls for ${ECONOMY_REQUESTS} requests`);
+  if (tokens !== 0) failures.push(`economy: ${tokens} token calls within one token lifetime`);
+  if (secretReads !== 0) failures.push(`economy: ${secretReads} secret fetches within the cache lifetime`);
+  say();
+  say('## Upstream economy');
+  say();
+  say(
+    `${ECONOMY_REQUESTS} warm requests spread over ${economyRoutes.join(', ')} (containers already holding a token and the secret, both well within their lifetimes).`,
+  );
+  say();
+  say('| what | count | expected |');
+  say('|---|---|---|');
+  say(`| gateway business calls | ${business} | ${ECONOMY_REQUESTS} |`);
+  say(`| gateway token calls | ${tokens} | 0 (one per token lifetime, 599 s at PayHere) |`);
+  say(`| Secrets Manager reads | ${secretReads} | 0 (one per 5 minutes per container) |`);
+} finally {
+  await environment.close();
+}
+
+say();
+say('## Budgets');
+say();
+say(
+  failures.length === 0 ? 'All budgets met.' : failures.map((failure) => `- missed: ${failure}`).join('\n'),
+);
+await writeFile(path.join(ROOT, 'bench', 'RESULTS.md'), `${lines.join('\n')}\n`);
+console.error('written to bench/RESULTS.md');
+if (check && failures.length > 0) process.exit(1);
+process.exit(0);
