@@ -94,7 +94,8 @@ export class IdempotencyStore {
       startedAt: now,
       attempt: randomUUID(),
       lockedUntil,
-      expiresAt: this.#expiry(now),
+      // Until it is settled, a record may hide a request the gateway processed: it never expires.
+      expiresAt: NEVER_EXPIRES,
     };
     const written = await this.#conditional(
       new PutItemCommand({
@@ -146,8 +147,10 @@ export class IdempotencyStore {
   }
 
   /**
-   * Store the answer of the attempt that holds the record; the record then lives `ttlSeconds`
-   * from now. False when the attempt no longer holds it (another invocation took it over).
+   * Store the answer of the attempt that holds the record. A complete answer then lives
+   * `ttlSeconds` from now; an outcome_unknown one never expires (SPEC.md: never deleted), so its
+   * key can never send the money request again. False when the attempt no longer holds it
+   * (another invocation took it over).
    */
   async finish(
     held: IdempotencyRecord,
@@ -175,7 +178,7 @@ export class IdempotencyStore {
           ':statusCode': number(response.statusCode),
           ':headers': { S: JSON.stringify(response.headers) },
           ':body': { S: response.body },
-          ':expiresAt': number(this.#expiry(this.now())),
+          ':expiresAt': number(state === 'complete' ? this.#expiry(this.now()) : NEVER_EXPIRES),
           ':attempt': { S: held.attempt },
           ':inProgress': { S: 'in_progress' },
         },
@@ -221,6 +224,12 @@ function pick(...placeholders: (keyof typeof NAMES)[]): Record<string, string> {
 function number(value: number): AttributeValue {
   return { N: String(value) };
 }
+
+/**
+ * The expiry of records that must outlive any TTL: in_progress and outcome_unknown. Far beyond
+ * any clock, so DynamoDB's TTL never removes them and every `expiresAt <= now` test is false.
+ */
+export const NEVER_EXPIRES = 253_402_300_799; // 9999-12-31T23:59:59Z in epoch seconds
 
 /** Whole epoch seconds at or before `ms`: `expiresAt <= seconds(now)` is "expired at now". */
 function seconds(ms: number): AttributeValue {

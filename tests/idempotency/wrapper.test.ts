@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import type { APIGatewayProxyResult } from 'aws-lambda';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { loadConfig } from '../../lib/config.ts';
-import { GatewayError, GatewayTimeoutError } from '../../lib/errors.ts';
+import { GatewayError, GatewayTimeoutError, OutcomeUnknownError } from '../../lib/errors.ts';
 import { createPayHere, type PayHere } from '../../lib/gateway/index.ts';
 import { requestFingerprint } from '../../lib/idempotency/fingerprint.ts';
 import { type IdempotencyOptions, recordKey, runIdempotent } from '../../lib/idempotency/idempotent.ts';
@@ -113,6 +113,46 @@ describe('expiry, on an injected clock', () => {
 
     expect(at47Hours.headers?.['Idempotent-Replayed']).toBe('true');
     expect(charges()).toBe(1);
+  });
+});
+
+describe('an unknown outcome, on an injected clock', () => {
+  it('outlives the TTL: a week later the same key reconciles and never charges again', async () => {
+    const clock = manualClock();
+    const { run, executions } = charger(testStore(clock.now));
+    const key = randomUUID();
+    const request = validRequest(chargeBody());
+    sandbox.faults.inject('charge', { kind: 'resetBeforeProcessing' });
+
+    const first = await run(key, request);
+    clock.advance(7 * DAY_SECONDS * 1000);
+    const weekLater = await run(key, validRequest(request.body));
+
+    expect(first.statusCode).toBe(202);
+    expect(weekLater.statusCode).toBe(202);
+    expect(parsed(weekLater).data.code).toBe('outcome_unknown');
+    expect(executions.count).toBe(1);
+    expect(charges()).toBe(1);
+  });
+
+  it('never expires for a route without reconciliation either', async () => {
+    const clock = manualClock();
+    const store = testStore(clock.now);
+    const key = randomUUID();
+    const request = validRequest(chargeBody());
+    let executions = 0;
+    const lost = async () => {
+      executions++;
+      throw new OutcomeUnknownError('lost');
+    };
+
+    await runIdempotent({ operation: 'capture', store }, key, request, lost);
+    clock.advance(30 * DAY_SECONDS * 1000);
+    const monthLater = await runIdempotent({ operation: 'capture', store }, key, request, lost);
+
+    expect(monthLater.statusCode).toBe(202);
+    expect(monthLater.headers?.['Idempotent-Replayed']).toBe('true');
+    expect(executions).toBe(1);
   });
 });
 
