@@ -84,10 +84,40 @@ function callerOf(payload: JWTPayload): Caller {
   return { sub, scopes: scopesOf(payload.scope) };
 }
 
+/**
+ * A client sends the same token with every request until it expires. A token whose signature
+ * and claims were verified is remembered by its exact text (signature included, so nothing else
+ * can match it) for a minute at most, and its time claims are checked again on every use.
+ */
+export const VERIFIED_TOKEN_TTL_MS = 60_000;
+const MAX_VERIFIED_TOKENS = 1_000;
+
+interface Verified {
+  caller: Caller;
+  /** `exp` and `nbf` in epoch seconds. */
+  exp: number;
+  nbf: number;
+  until: number;
+}
+
+function stillValid(entry: Verified, now: number): boolean {
+  const seconds = now / 1000;
+  return (
+    now < entry.until &&
+    seconds < entry.exp + CLOCK_TOLERANCE_SECONDS &&
+    seconds >= entry.nbf - CLOCK_TOLERANCE_SECONDS
+  );
+}
+
 export function createTokenVerifier(config: AuthConfig): TokenVerifier {
   const keys = keyResolver(config.keys);
+  const verified = new Map<string, Verified>();
   return {
     async verify(token) {
+      const now = Date.now();
+      const known = verified.get(token);
+      if (known && stillValid(known, now)) return known.caller;
+      verified.delete(token);
       let payload: JWTPayload;
       try {
         ({ payload } = await jwtVerify(token, keys, {
@@ -100,7 +130,15 @@ export function createTokenVerifier(config: AuthConfig): TokenVerifier {
       } catch (error) {
         throw refusal(error);
       }
-      return callerOf(payload);
+      const caller = callerOf(payload);
+      if (verified.size >= MAX_VERIFIED_TOKENS) verified.delete(verified.keys().next().value!);
+      verified.set(token, {
+        caller,
+        exp: payload.exp!,
+        nbf: payload.nbf ?? Number.NEGATIVE_INFINITY,
+        until: now + VERIFIED_TOKEN_TTL_MS,
+      });
+      return caller;
     },
   };
 }
