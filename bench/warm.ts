@@ -1,25 +1,36 @@
-import { pathToFileURL } from 'node:url';
+import { execFile } from 'node:child_process';
+import { writeFile } from 'node:fs/promises';
+import path from 'node:path';
+import { promisify } from 'node:util';
 import { DynamoDBClient, PutItemCommand, UpdateItemCommand } from '@aws-sdk/client-dynamodb';
-import type { APIGatewayProxyResult } from 'aws-lambda';
 import { Pool } from 'undici';
 import { SANDBOX_CREDENTIALS } from '../sandbox/server.ts';
-import { lambdaContext } from '../tests/helpers/events.ts';
 import { IDEMPOTENT_ROUTES, type RouteName } from '../tests/helpers/routes.ts';
-import type { BenchEnvironment, UpstreamCall } from './environment.ts';
+import { OUT, ROOT } from './build.ts';
+import type { BenchEnvironment, Prepared, UpstreamCall } from './environment.ts';
 
-type Handler = (event: unknown, context: unknown) => Promise<APIGatewayProxyResult>;
+const run = promisify(execFile);
+const CHILD = path.join(ROOT, 'bench', 'warm-child.ts');
+
+/** What the warm runner needs: requests prepared ahead, and where the floor sends its own. */
+export interface WarmPlan {
+  route: RouteName;
+  bundle: string;
+  warmUp: number;
+  requests: Array<{ ours: Prepared['event']; bare: UpstreamCall }>;
+  /** Retry and cancel change a subscription's state: the seeded data is restored before each. */
+  resetStateFirst: boolean;
+  sandboxUrl: string;
+  dynamodbEndpoint: string;
+  table: string;
+}
 
 export interface WarmSamples {
   /** The whole handler: our code plus its upstream round trips. */
   handlerMs: number[];
-  /** The same upstream work done bare: undici to the sandbox (and the idempotency writes). */
+  /** The same upstream work done bare. */
   floorMs: number[];
-  statusCodes: Set<number>;
-}
-
-/** Import a function's bundle into this process, as a warm container holds it. */
-export async function loadHandler(bundle: string): Promise<Handler> {
-  return ((await import(pathToFileURL(bundle).href)) as { handler: Handler }).handler;
+  statusCodes: number[];
 }
 
 /**
@@ -27,9 +38,9 @@ export async function loadHandler(bundle: string): Promise<Handler> {
  * sandbox endpoint with a cached token, plus, on money routes, the two conditional writes an
  * idempotency record needs at least (claim the key, store the answer) on the same table.
  */
-export function bareFloor(environment: BenchEnvironment) {
-  const pool = new Pool(environment.sandbox.url, { connections: 4 });
-  const dynamodb = new DynamoDBClient({ endpoint: environment.dynamodb.endpoint, region: 'ap-south-1' });
+export function bareFloor(plan: Pick<WarmPlan, 'sandboxUrl' | 'dynamodbEndpoint' | 'table'>) {
+  const pool = new Pool(plan.sandboxUrl, { connections: 4 });
+  const dynamodb = new DynamoDBClient({ endpoint: plan.dynamodbEndpoint, region: 'ap-south-1' });
   let token: Promise<string> | undefined;
 
   async function accessToken(): Promise<string> {
@@ -46,18 +57,17 @@ export function bareFloor(environment: BenchEnvironment) {
   }
 
   async function idempotencyWrites(): Promise<void> {
-    const TableName = environment.env.IDEMPOTENCY_TABLE!;
     const pk = { S: `bench#${crypto.randomUUID()}` };
     await dynamodb.send(
       new PutItemCommand({
-        TableName,
+        TableName: plan.table,
         Item: { pk, state: { S: 'in_progress' } },
         ConditionExpression: 'attribute_not_exists(pk)',
       }),
     );
     await dynamodb.send(
       new UpdateItemCommand({
-        TableName,
+        TableName: plan.table,
         Key: { pk },
         UpdateExpression: 'SET #s = :s, #r = :r',
         ExpressionAttributeNames: { '#s': 'state', '#r': 'response' },
@@ -69,8 +79,7 @@ export function bareFloor(environment: BenchEnvironment) {
   return {
     async send(route: RouteName, call: UpstreamCall): Promise<void> {
       token ??= accessToken();
-      const money = IDEMPOTENT_ROUTES.includes(route);
-      if (money) await idempotencyWrites();
+      if (IDEMPOTENT_ROUTES.includes(route)) await idempotencyWrites();
       const response = await pool.request({
         method: call.method,
         path: call.path,
@@ -82,38 +91,49 @@ export function bareFloor(environment: BenchEnvironment) {
       });
       await response.body.text();
     },
+    resetState: async () => {
+      const response = await pool.request({ method: 'POST', path: '/__sandbox/reset-state' });
+      await response.body.text();
+    },
     close: () => Promise.all([pool.close(), dynamodb.destroy()]),
   };
 }
 
 /**
- * `count` requests to a warm handler, each paired with the bare floor doing the same upstream
- * work; requests are prepared (fresh orders, holds...) outside the timed part.
+ * Prepare `warmUp + count` requests for `route` (fresh orders, holds to capture...), then run them
+ * in a process of their own holding only the function's bundle: the sandbox and DynamoDB stay in
+ * this one, so their work and garbage never land in the handler's timings.
  */
 export async function measureWarm(
   route: RouteName,
-  handler: Handler,
-  floor: ReturnType<typeof bareFloor>,
+  bundle: string,
   environment: BenchEnvironment,
   count: number,
   warmUp: number,
 ): Promise<WarmSamples> {
-  const samples: WarmSamples = { handlerMs: [], floorMs: [], statusCodes: new Set() };
+  const requests: WarmPlan['requests'] = [];
   for (let i = 0; i < warmUp + count; i++) {
-    const ours = await environment.prepare(route);
-    const started = performance.now();
-    const result = await handler(ours.event, lambdaContext());
-    const handlerMs = performance.now() - started;
-    samples.statusCodes.add(result.statusCode);
-
-    const bare = await environment.prepare(route);
-    const floorStarted = performance.now();
-    await floor.send(route, bare.upstream);
-    const floorMs = performance.now() - floorStarted;
-    if (i >= warmUp) {
-      samples.handlerMs.push(handlerMs);
-      samples.floorMs.push(floorMs);
-    }
+    requests.push({
+      ours: (await environment.prepare(route)).event,
+      bare: (await environment.prepare(route)).upstream,
+    });
   }
-  return samples;
+  const plan: WarmPlan = {
+    route,
+    bundle,
+    warmUp,
+    requests,
+    resetStateFirst: route === 'retrySubscription' || route === 'cancelSubscription',
+    sandboxUrl: environment.sandbox.url,
+    dynamodbEndpoint: environment.dynamodb.endpoint,
+    table: environment.env.IDEMPOTENCY_TABLE!,
+  };
+  const planFile = path.join(OUT, `warm-${route}.json`);
+  await writeFile(planFile, JSON.stringify(plan));
+  const { stdout } = await run(process.execPath, ['--enable-source-maps', CHILD, planFile], {
+    env: { ...process.env, ...environment.env },
+    maxBuffer: 16 * 1024 * 1024,
+    timeout: 300_000,
+  });
+  return JSON.parse(stdout.trim().split('\n').at(-1)!) as WarmSamples;
 }

@@ -52,6 +52,9 @@ export function handleControl(method: string, pathname: string, body: Buffer, co
     case 'POST reset':
       controls.reset();
       return done('Sandbox reset');
+    case 'POST reset-state':
+      controls.resetState();
+      return done('Seeded data restored');
     case 'POST expire-tokens':
       controls.expireTokens();
       return done('Tokens expired');

@@ -280,6 +280,15 @@ describe('HTTP control interface', () => {
     expect(expired.json.error_description).toBe(`Access token expired: ${token}`);
   });
 
+  it('restores the seeded data alone, keeping the tokens', async () => {
+    await api.post('subscription/cancel', cancelActive);
+
+    const restored = await call(sandbox, 'POST', '/__sandbox/reset-state');
+
+    expect(restored.status).toBe(200);
+    expect(await activeStatus()).toBe('ACTIVE'); // the old token still works
+  });
+
   it('answers 404 for an unknown control path', async () => {
     expect((await call(sandbox, 'GET', '/__sandbox/nothing')).status).toBe(404);
   });
