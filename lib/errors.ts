@@ -8,6 +8,12 @@ export class ApiError extends Error {
   /** Extra fields placed next to `code` in `data` (never secrets, never upstream raw bodies). */
   readonly details: Record<string, unknown>;
   readonly headers: Record<string, string>;
+  /**
+   * Set when the failure provably left the money request unprocessed: raised before it could be
+   * sent, or the gateway refused it before processing (auth, throttling, unknown path). Its
+   * idempotency key may then be used again.
+   */
+  notSent = false;
 
   constructor(
     httpStatus: number,
@@ -167,4 +173,10 @@ export class InternalError extends ApiError {
   constructor(cause?: unknown) {
     super(500, -1, 'internal_error', 'Something went wrong on our side; try again later.', { cause });
   }
+}
+
+/** Mark `error` as raised before its request could be processed (see ApiError.notSent). */
+export function notSent<E extends ApiError>(error: E): E {
+  error.notSent = true;
+  return error;
 }

@@ -1,5 +1,12 @@
 import type { CredentialsProvider } from '../config.ts';
-import { GatewayError, GatewayTimeoutError, GatewayUnavailableError, RateLimitedError } from '../errors.ts';
+import {
+  ApiError,
+  GatewayError,
+  GatewayTimeoutError,
+  GatewayUnavailableError,
+  notSent,
+  RateLimitedError,
+} from '../errors.ts';
 import { type Failure, isRetryable, parseRetryAfter, retryDelayMs } from './policy.ts';
 import type { SlidingWindowLimiter } from './rate-limit.ts';
 import { OAuthError, TokenAnswer, UpstreamEnvelope } from './schemas.ts';
@@ -14,6 +21,8 @@ export interface GatewayCall {
   money: boolean;
   /** Epoch milliseconds. */
   deadline: number;
+  /** A bare 404 (no envelope) is an answer for this call ("no such record"), not a wrong path. */
+  allowNotFound?: boolean;
 }
 
 export interface GatewayAnswer {
@@ -71,16 +80,16 @@ export class GatewayClient {
    * LostAnswerError for a money request whose answer is unusable.
    */
   async call(call: GatewayCall): Promise<GatewayAnswer> {
-    let token = await this.#tokens.get(call.deadline);
+    let token = await this.#token(call.deadline);
     let refreshed = false;
     for (let retries = 0; ; retries++) {
       const outcome = await this.#attempt(call, token);
       if ('answer' in outcome) return outcome.answer;
       if ('tokenRejected' in outcome) {
         // A rejected token means the request was refused before processing: one refresh, one repeat.
-        if (refreshed) throw new GatewayError(CREDENTIALS_REJECTED);
+        if (refreshed) throw notSent(new GatewayError(CREDENTIALS_REJECTED));
         this.#tokens.invalidate(token);
-        token = await this.#tokens.get(call.deadline);
+        token = await this.#token(call.deadline);
         refreshed = true;
         retries--;
         continue;
@@ -93,11 +102,24 @@ export class GatewayClient {
     }
   }
 
+  /** The access token; whatever goes wrong getting it, the call itself was never sent. */
+  async #token(deadline: number): Promise<string> {
+    try {
+      return await this.#tokens.get(deadline);
+    } catch (error) {
+      throw error instanceof ApiError ? notSent(error) : error;
+    }
+  }
+
   async #attempt(
     call: GatewayCall,
     token: string,
   ): Promise<{ answer: GatewayAnswer } | { tokenRejected: true } | { unusable: Unusable }> {
-    await this.#limiter.acquire(call.deadline - Date.now());
+    try {
+      await this.#limiter.acquire(call.deadline - Date.now());
+    } catch (error) {
+      throw error instanceof ApiError ? notSent(error) : error;
+    }
     let response: UpstreamResponse;
     try {
       response = await this.#transport.send({
@@ -115,7 +137,7 @@ export class GatewayClient {
     } catch (error) {
       return { unusable: transportFailure(error) };
     }
-    return interpretAnswer(response);
+    return interpretAnswer(response, call.allowNotFound === true);
   }
 
   /** Wait before a retry if the policy and the deadline allow one. */
@@ -188,7 +210,7 @@ function transportFailure(error: unknown): Unusable {
     error instanceof TransportError ? error : new TransportError('protocol', undefined, error);
   const mapped =
     transport.kind === 'connect'
-      ? new GatewayUnavailableError(undefined, transport)
+      ? notSent(new GatewayUnavailableError(undefined, transport))
       : transport.kind === 'timeout'
         ? new GatewayTimeoutError(undefined, transport)
         : new GatewayError(undefined, transport);
@@ -200,9 +222,11 @@ function statusFailure(response: UpstreamResponse): Unusable {
   const retryAfterMs = parseRetryAfter(response.headers['retry-after'], Date.now());
   const error =
     response.status === 429
-      ? new RateLimitedError(
-          'The payment gateway is limiting requests right now; retry after a few seconds.',
-          retryAfterMs === undefined ? undefined : Math.max(1, Math.ceil(retryAfterMs / 1000)),
+      ? notSent(
+          new RateLimitedError(
+            'The payment gateway is limiting requests right now; retry after a few seconds.',
+            retryAfterMs === undefined ? undefined : Math.max(1, Math.ceil(retryAfterMs / 1000)),
+          ),
         )
       : new GatewayError();
   return {
@@ -216,27 +240,33 @@ const NOT_FOUND: UpstreamEnvelope = { status: -1, msg: 'Not found', data: null }
 
 function interpretAnswer(
   response: UpstreamResponse,
+  allowNotFound: boolean,
 ): { answer: GatewayAnswer } | { tokenRejected: true } | { unusable: Unusable } {
   const json = parseJson(response.body);
-  // The Bearer check answers 401 before anything is processed; the same body under another
-  // status is no such guarantee, so it is an unusable answer like any other.
+  // The Bearer check refuses before anything is processed, whatever HTTP status it answers with.
   const oauth = OAuthError.safeParse(json);
-  if (response.status === 401 && oauth.success && oauth.data.error === 'invalid_token')
-    return { tokenRejected: true };
+  if (oauth.success && oauth.data.error === 'invalid_token') return { tokenRejected: true };
   if (response.status === 429 || response.status >= 500) return { unusable: statusFailure(response) };
   const envelope = UpstreamEnvelope.safeParse(json);
   if (!envelope.success) {
-    // A bare 404 is an answer too: the operation decides whether it means "no such record".
-    if (response.status === 404) return { answer: { httpStatus: 404, envelope: NOT_FOUND } };
-    return { unusable: statusFailure(response) };
+    if (response.status !== 404) return { unusable: statusFailure(response) };
+    if (allowNotFound) return { answer: { httpStatus: 404, envelope: NOT_FOUND } };
+    // A bare 404 is the gateway's router: a wrong base URL or path, nothing was processed.
+    throw notSent(
+      new GatewayError(
+        'The payment gateway does not know this operation; the operator must check GATEWAY_BASE_URL.',
+      ),
+    );
   }
   const { status, msg } = envelope.data;
   // PayHere's generic authentication failure: the token was refused after all.
   if (status === -2 && /authentication/i.test(msg ?? '')) return { tokenRejected: true };
   if (response.status === 401 || response.status === 403) {
     // e.g. "Access denied for the domain": the API key is locked to other domains or IPs.
-    throw new GatewayError(
-      'The payment gateway refused the service access (API key domain or IP allow-list); the operator must check the gateway app settings.',
+    throw notSent(
+      new GatewayError(
+        'The payment gateway refused the service access (API key domain or IP allow-list); the operator must check the gateway app settings.',
+      ),
     );
   }
   return { answer: { httpStatus: response.status, envelope: envelope.data } };

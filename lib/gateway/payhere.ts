@@ -152,7 +152,13 @@ export class PayHere {
   /** The one-subscription endpoint is newer than the list; where it does not answer, list and filter. */
   async getSubscription(id: string, deadline: number): Promise<Result<SubscriptionRecord>> {
     const path = `${V1}/subscription/${id}`;
-    const { httpStatus, envelope } = await this.#client.call({ method: 'GET', path, money: false, deadline });
+    const { httpStatus, envelope } = await this.#client.call({
+      method: 'GET',
+      path,
+      money: false,
+      deadline,
+      allowNotFound: true,
+    });
     if (envelope.status === 1) {
       const record = SubscriptionRecord.safeParse(envelope.data);
       if (!record.success) throw new GatewayError();
@@ -219,14 +225,8 @@ export class PayHere {
     }
   }
 
-  /** A call whose 404 means a wrong base URL or path, not a business answer. */
-  async #send(call: GatewayCall): Promise<GatewayAnswer> {
-    const answer = await this.#client.call(call);
-    if (answer.httpStatus === 404) {
-      if (call.money) throw new LostAnswerError(new Error('404 on a money request'));
-      throw new GatewayError();
-    }
-    return answer;
+  #send(call: GatewayCall): Promise<GatewayAnswer> {
+    return this.#client.call(call);
   }
 }
 

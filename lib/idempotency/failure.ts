@@ -25,7 +25,8 @@ const NOT_SENT = new Set(['gateway_unavailable', 'rate_limited', 'unauthorized',
 
 export function classifyFailure(error: unknown): FailureKind {
   if (!(error instanceof ApiError) || error instanceof OutcomeUnknownError) return 'unknown';
-  if (NOT_SENT.has(error.code)) return 'not_sent';
+  // The gateway client marks what provably left the request unprocessed, whatever its code.
+  if (error.notSent || NOT_SENT.has(error.code)) return 'not_sent';
   // The gateway's refusals (conflict, gateway_rejected, not_found) are answers about the request.
   return error.httpStatus >= 400 && error.httpStatus < 500 ? 'answered' : 'unknown';
 }

@@ -143,6 +143,66 @@ describe('a charge refused before processing', () => {
   });
 });
 
+describe('a money request that never left', () => {
+  it.each([
+    ['the token endpoint fails', 'token', { kind: 'status', status: 500 }, 3, 502],
+    ['the token endpoint hangs', 'token', { kind: 'hang' }, 3, 504],
+    [
+      'the gateway does not know the path',
+      'charge',
+      { kind: 'status', status: 404, body: 'Not Found', contentType: 'text/plain' },
+      1,
+      502,
+    ],
+    [
+      'the gateway refuses the API key',
+      'charge',
+      {
+        kind: 'status',
+        status: 401,
+        contentType: 'application/json',
+        body: '{"status":-1,"msg":"Access denied for the domain","data":null}',
+      },
+      1,
+      502,
+    ],
+  ] as const)(
+    'answers an error, not outcome_unknown, when %s, and its key charges later',
+    async (_, endpoint, fault, times, httpStatus) => {
+      sandbox.expireTokens(); // the charge needs a new token first
+      const body = chargeBody();
+      const key = `never-left-${endpoint}-${httpStatus}-${body.order_id}`;
+      sandbox.faults.inject(endpoint, fault, times);
+
+      const failed = await call('charge', { body, idempotencyKey: key, remainingMs: 2_500 });
+      sandbox.faults.clear();
+      const retried = await call('charge', { body, idempotencyKey: key });
+
+      expect(failed.statusCode).toBe(httpStatus);
+      expect(failed.body.status).toBe(-1);
+      expect(retried.statusCode).toBe(200);
+      expect(retried.headers['Idempotent-Replayed']).toBeUndefined();
+      expect(await paymentsOf(sandbox, body.order_id)).toBe(1);
+    },
+  );
+
+  it('is repeated with a new token when the gateway says invalid_token under any status', async () => {
+    const body = chargeBody();
+    sandbox.faults.inject('charge', {
+      kind: 'status',
+      status: 400,
+      contentType: 'application/json',
+      body: '{"error":"invalid_token","error_description":"Invalid access token: x"}',
+    });
+
+    const answer = await call('charge', { body });
+
+    expect(answer.statusCode).toBe(200);
+    expect(sandbox.counters()).toMatchObject({ charge: 2, token: 1 });
+    expect(await paymentsOf(sandbox, body.order_id)).toBe(1);
+  });
+});
+
 describe.each(['capture', 'refund', 'retrySubscription'] as const)('a %s whose answer is lost', (route) => {
   const endpoint = UPSTREAM[route];
 

@@ -46,11 +46,9 @@ const fault: fc.Arbitrary<Fault> = fc.oneof(
       ),
       contentType: fc.constantFrom('text/html', 'application/json'),
     })
-    // A gateway checks the Bearer token before it processes anything: a 401 invalid_token never
-    // comes from a processed request. (Under any other status the client trusts no such thing.)
-    .map((fault) =>
-      fault.status === 401 && fault.body === OAUTH_INVALID_TOKEN ? { ...fault, process: false } : fault,
-    ),
+    // A gateway checks the Bearer token before it processes anything: an invalid_token answer
+    // never comes from a processed request, whatever its HTTP status.
+    .map((fault) => (fault.body === OAUTH_INVALID_TOKEN ? { ...fault, process: false } : fault)),
 );
 
 const injection = fc.record({
