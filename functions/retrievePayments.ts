@@ -1,12 +1,12 @@
-import { ok } from '#lib/envelope.ts';
+import { ok, respond } from '#lib/envelope.ts';
 import { payHereFromEnvironment } from '#lib/gateway/index.ts';
 import { route } from '#lib/http.ts';
 import { OrderPath } from '#lib/schemas.ts';
 
 const payhere = payHereFromEnvironment();
 
-/** GET /gateway/api/payments/{id}: the successful payments of an order. */
+/** GET /gateway/api/payments/{id}: the successful payments of an order (202 while one is pending). */
 export const handler = route({ scope: 'payments:read', path: OrderPath }, async ({ path, deadline }) => {
-  const { msg, data } = await payhere.paymentsOfOrder(path.id, deadline);
-  return ok(msg, data);
+  const { msg, data, pending } = await payhere.paymentsOfOrder(path.id, deadline);
+  return pending ? respond(202, { status: 0, msg, data }) : ok(msg, data);
 });

@@ -159,5 +159,11 @@ export function refundUpstreamBody(request: RefundRequest) {
 
 export const OrderPath = z.strictObject({ id: printable(1, 64) });
 export const SubscriptionPath = z.strictObject({
-  id: z.string().check(z.regex(/^[0-9]{1,20}$/, { message: 'must be a subscription id (digits only)' })),
+  id: z.string().check(
+    z.regex(/^[0-9]{1,20}$/, { message: 'must be a subscription id (digits only)' }),
+    // Sent upstream as a JSON number: a larger one would reach a different subscription.
+    z.refine((id) => !/^[0-9]+$/.test(id) || Number.isSafeInteger(Number(id)), {
+      message: 'is too large to be a subscription id',
+    }),
+  ),
 });

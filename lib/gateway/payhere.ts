@@ -23,6 +23,8 @@ const V1 = '/merchant/v1';
 export interface Result<T> {
   msg: string;
   data: T;
+  /** The gateway's answer is not final yet (a search answering status 0: payment pending). */
+  pending?: true;
 }
 
 /** Time kept back from a charge's own deadline so a lost answer can still be reconciled. */
@@ -66,7 +68,9 @@ export class PayHere {
     if (request.type === 'AUTHORIZE') throw moneyOutcomeUnknown('authorization', cause);
     let payments: PaymentRecord[];
     try {
-      payments = (await this.paymentsOfOrder(request.order_id, deadline)).data;
+      const found = await this.paymentsOfOrder(request.order_id, deadline);
+      // A pending search shows no received payment: the charge's outcome is not final either.
+      payments = found.pending ? [] : found.data;
     } catch (error) {
       if (!(error instanceof NotFoundError)) throw chargeOutcomeUnknown(request.order_id, error);
       payments = [];
@@ -135,6 +139,15 @@ export class PayHere {
     const path = `${V1}/payment/search?order_id=${encodeURIComponent(orderId)}`;
     const { envelope } = await this.#send({ method: 'GET', path, money: false, deadline });
     if (envelope.status === -1) throw new NotFoundError(`No payments were found for order ${orderId}.`);
+    if (envelope.status === 0) {
+      // GATEWAY.md: status 0 of a retrieval means the payment is pending; what data it carries is undocumented.
+      const records = PaymentList.safeParse(envelope.data);
+      return {
+        msg: `The payment of order ${orderId} is pending at the gateway; check again later.`,
+        data: records.success ? records.data : [],
+        pending: true,
+      };
+    }
     return { msg: `Payments with order_id:${orderId}`, data: expectData(PaymentList, envelope) };
   }
 
@@ -212,7 +225,11 @@ export class PayHere {
     } catch {
       // fall through: the state could not be read
     }
-    throw moneyOutcomeUnknown('cancellation', cause);
+    throw new OutcomeUnknownError(
+      'The gateway did not confirm the cancellation; it may have been processed. Send the DELETE again: ' +
+        '"already cancelled" then means it was done.',
+      cause,
+    );
   }
 
   /** A money call: a lost answer becomes outcome_unknown (the caller must not blindly resend). */

@@ -3,8 +3,6 @@ import type { PaymentRecord } from './schemas.ts';
 
 /** PayHere's dates are Sri Lanka time (UTC+05:30) without a zone. */
 const SRI_LANKA_OFFSET = '+05:30';
-/** Tolerated difference between the gateway's clock and ours. */
-const CLOCK_SKEW_MS = 5 * 60_000;
 
 export function gatewayDateToEpoch(date: unknown): number | undefined {
   if (typeof date !== 'string' || !/^\d{4}-\d{2}-\d{2} \d{2}:\d{2}:\d{2}$/.test(date)) return undefined;
@@ -26,10 +24,12 @@ export function findReconciledCharge(
     if (payment.order_id !== request.order_id) return false;
     if (payment.currency !== request.currency) return false;
     if (Math.round(payment.amount * 100) !== Math.round(request.amount * 100)) return false;
-    // Without a readable date an older payment of a reused order id could pass for this charge:
-    // better an honest "unknown" than a false success.
+    // An older payment of a reused order id must never pass for this charge: without a readable
+    // date, or dated before the charge was sent (to the second, as PayHere dates are), it does
+    // not count. A gateway clock running behind ours then gives an honest "unknown", never a
+    // false success.
     const at = gatewayDateToEpoch(payment.date);
-    return at !== undefined && at >= sentAt - CLOCK_SKEW_MS;
+    return at !== undefined && at >= Math.floor(sentAt / 1000) * 1000;
   });
   return matches.sort((a, b) => Number(b.payment_id) - Number(a.payment_id))[0];
 }

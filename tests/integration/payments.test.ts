@@ -292,6 +292,24 @@ describe('retrievePayments', () => {
     expect(answer.body.data).toHaveLength(2);
   });
 
+  it('answers 202 with status 0 while the gateway says the payment is pending', async () => {
+    sandbox.faults.inject('search', {
+      kind: 'status',
+      status: 200,
+      contentType: 'application/json',
+      body: '{"status":0,"msg":"Payment pending","data":null}',
+    });
+
+    const answer = await call('retrievePayments', { id: SEED.orders.sample });
+
+    expect(answer.statusCode).toBe(202);
+    expect(answer.body).toEqual({
+      status: 0,
+      msg: `The payment of order ${SEED.orders.sample} is pending at the gateway; check again later.`,
+      data: [],
+    });
+  });
+
   it('answers 404 not_found for an order without payments', async () => {
     const answer = await call('retrievePayments', { id: SEED.orders.withoutPayments });
 

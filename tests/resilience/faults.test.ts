@@ -1,3 +1,4 @@
+import { setTimeout } from 'node:timers/promises';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import type { Sandbox } from '../../sandbox/server.ts';
 import { call, startTestGateway } from '../helpers/gateway.ts';
@@ -104,6 +105,21 @@ describe('a charge whose answer is lost', () => {
     expect(answer.statusCode).toBe(202);
     expect(answer.body.data.code).toBe('outcome_unknown');
     expect(sandbox.counters()).toMatchObject({ charge: 1, search: 0 });
+  });
+
+  it('never adopts an earlier payment of a reused order id as the lost charge', async () => {
+    const body = chargeBody();
+    const earlier = await call('charge', { body });
+    await setTimeout(1_100); // PayHere dates payments to the second
+    sandbox.resetCounters();
+    sandbox.faults.inject('charge', { kind: 'status', status: 502 });
+
+    const answer = await call('charge', { body });
+
+    expect(earlier.statusCode).toBe(200);
+    expect(answer.statusCode).toBe(202);
+    expect(answer.body.data.code).toBe('outcome_unknown');
+    expect(sandbox.counters()).toMatchObject({ charge: 1, search: 1 });
   });
 
   it('answers 202 outcome_unknown when even the search is impossible', async () => {
@@ -235,7 +251,7 @@ describe('a cancel whose answer is lost', () => {
     expect(sandbox.counters()).toMatchObject({ cancel: 1, getSubscription: 1 });
   });
 
-  it('answers 202 outcome_unknown when the subscription is still active', async () => {
+  it('answers 202 outcome_unknown when the subscription is still active, advising to repeat the DELETE', async () => {
     const request = await prepare('cancelSubscription');
     sandbox.faults.inject('cancel', { kind: 'resetBeforeProcessing' });
 
@@ -243,6 +259,8 @@ describe('a cancel whose answer is lost', () => {
 
     expect(answer.statusCode).toBe(202);
     expect(answer.body.data.code).toBe('outcome_unknown');
+    expect(answer.body.msg).toMatch(/Send the DELETE again/);
+    expect(answer.body.msg).not.toMatch(/Idempotency-Key/);
     expect(sandbox.counters().cancel).toBe(1);
   });
 });

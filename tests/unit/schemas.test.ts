@@ -771,7 +771,7 @@ describe('OrderPath', () => {
 });
 
 describe('SubscriptionPath', () => {
-  it.each(['1', '420075032251', chars(20, '9')])('accepts the subscription id %s', (id) => {
+  it.each(['1', '420075032251', String(Number.MAX_SAFE_INTEGER)])('accepts the subscription id %s', (id) => {
     expect(accepted(SubscriptionPath, { id }, 'path')).toEqual({ id });
   });
 
@@ -785,5 +785,16 @@ describe('SubscriptionPath', () => {
     ['an order id', 'ORD-1'],
   ])('rejects a subscription id that is %s, naming path.id', (_, id) => {
     expect(badFields(SubscriptionPath, { id }, 'path')).toEqual(['path.id']);
+  });
+});
+
+describe('SubscriptionPath, beyond exact JSON numbers', () => {
+  it('refuses an id that would reach upstream as a different number', () => {
+    const result = parse(SubscriptionPath, { id: '12345678901234567' }, 'path');
+
+    expect(result.ok).toBe(false);
+    expect(result.ok ? [] : result.errors).toEqual([
+      { path: 'path.id', message: 'is too large to be a subscription id' },
+    ]);
   });
 });
