@@ -22,6 +22,7 @@ const check = args.includes('--check');
 const coldRuns = Number(args[args.indexOf('--runs') + 1]) || 15;
 const WARM_REQUESTS = 1000;
 const WARM_UP = 100;
+const WARM_ROUNDS = 3;
 const ECONOMY_REQUESTS = 1000;
 
 const names = Object.keys(ROUTES) as RouteName[];
@@ -133,26 +134,41 @@ try {
   say(
     `${WARM_REQUESTS} requests per route after ${WARM_UP} to warm up, each handler invoked with a realistic API Gateway event in a process holding only its bundle (the sandbox, DynamoDB and Secrets Manager run in another), the sandbox answering at once. The floor, in the same process, does the same upstream work bare: one undici request to the same sandbox endpoint with a cached token, plus on money routes the two conditional DynamoDB writes an idempotency record needs at least. The difference is the time spent in our code (authentication, validation, idempotency bookkeeping, mapping).`,
   );
-  say(`Budget: p99 at most ${BUDGET.warmP99OverheadMs} ms above the floor's p99.`);
+  say(
+    `Budget: p99 at most ${BUDGET.warmP99OverheadMs} ms above the floor's p99, in the middle of ${WARM_ROUNDS} rounds (a p99 is the 10th-worst of 1,000 requests, and one garbage collection or slow table write moves it by a millisecond either way; every round's figure is in brackets, the other columns are the middle round's).`,
+  );
   say();
   say(
-    '| route | handler p50 | handler p99 | floor p50 | floor p99 | overhead p50 | overhead p99 | ratio p50 | status |',
+    '| route | handler p50 | handler p99 | floor p50 | floor p99 | overhead p50 | overhead p99 (rounds) | ratio p50 | status |',
   );
   say('|---|---|---|---|---|---|---|---|---|');
   for (const fn of packaged) {
     const name = fn.name as RouteName;
-    const samples = await measureWarm(name, fn.bundle, environment, WARM_REQUESTS, WARM_UP);
-    const [h50, h99, f50, f99] = [
-      median(samples.handlerMs),
-      percentile(samples.handlerMs, 99),
-      median(samples.floorMs),
-      percentile(samples.floorMs, 99),
-    ];
-    if (h99 - f99 > BUDGET.warmP99OverheadMs) {
-      failures.push(`warm ${name}: p99 overhead ${round(h99 - f99, 3)} ms > ${BUDGET.warmP99OverheadMs} ms`);
+    const rounds = [];
+    for (let round = 0; round < WARM_ROUNDS; round++) {
+      const samples = await measureWarm(name, fn.bundle, environment, WARM_REQUESTS, WARM_UP);
+      const h99 = percentile(samples.handlerMs, 99);
+      const f99 = percentile(samples.floorMs, 99);
+      rounds.push({
+        h50: median(samples.handlerMs),
+        h99,
+        f50: median(samples.floorMs),
+        f99,
+        overhead99: h99 - f99,
+        statuses: [...new Set(samples.statusCodes)],
+      });
     }
+    const ordered = [...rounds].sort((a, b) => a.overhead99 - b.overhead99);
+    const typical = ordered[Math.floor(ordered.length / 2)]!;
+    const { h50, h99, f50, f99 } = typical;
+    if (typical.overhead99 > BUDGET.warmP99OverheadMs) {
+      failures.push(
+        `warm ${name}: p99 overhead ${round(typical.overhead99, 3)} ms > ${BUDGET.warmP99OverheadMs} ms`,
+      );
+    }
+    const each = rounds.map((r) => round(r.overhead99, 2)).join(' / ');
     say(
-      `| ${name} | ${round(h50, 3)} ms | ${round(h99, 3)} ms | ${round(f50, 3)} ms | ${round(f99, 3)} ms | ${round(h50 - f50, 3)} ms | ${round(h99 - f99, 3)} ms | ${round(h50 / f50, 2)} | ${[...new Set(samples.statusCodes)].join(', ')} |`,
+      `| ${name} | ${round(h50, 3)} ms | ${round(h99, 3)} ms | ${round(f50, 3)} ms | ${round(f99, 3)} ms | ${round(h50 - f50, 3)} ms | ${round(typical.overhead99, 3)} ms (${each}) | ${round(h50 / f50, 2)} | ${typical.statuses.join(', ')} |`,
     );
   }
 

@@ -1,0 +1,103 @@
+import { type ChildProcess, execFile, spawn } from 'node:child_process';
+import { once } from 'node:events';
+import { mkdtemp, readFile, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { promisify } from 'node:util';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { freePort } from '../helpers/ports.ts';
+
+/**
+ * What a newcomer does: `npm start`, then the README's curls as written. The README block is run
+ * by bash with only the port changed; curl's own status code is appended to each answer.
+ */
+const root = path.resolve(import.meta.dirname, '../..');
+const run = promisify(execFile);
+
+let start: ChildProcess;
+let output = '';
+let port: number;
+let scratch: string;
+let env: NodeJS.ProcessEnv;
+
+beforeAll(async () => {
+  port = await freePort();
+  scratch = await mkdtemp(path.join(tmpdir(), 'readme-'));
+  env = {
+    ...process.env,
+    PORT: String(port),
+    OFFLINE_LAMBDA_PORT: String(await freePort()),
+    LOCAL_ISSUER_FILE: path.join(scratch, 'issuer.json'),
+    ESBUILD_WORK_FOLDER: '.esbuild-readme-test',
+    LOG_LEVEL: 'warn',
+  };
+  start = spawn(process.execPath, ['scripts/start.ts'], {
+    cwd: root,
+    env,
+    stdio: ['ignore', 'pipe', 'pipe'],
+    detached: true,
+  });
+  start.stdout!.on('data', (chunk) => {
+    output += chunk;
+  });
+  start.stderr!.on('data', (chunk) => {
+    output += chunk;
+  });
+  const giveUpAt = Date.now() + 90_000;
+  while (!output.includes('Ctrl-C stops everything')) {
+    if (start.exitCode !== null || Date.now() > giveUpAt)
+      throw new Error(`npm start did not come up:\n${output}`);
+    await new Promise((resolve) => setTimeout(resolve, 200));
+  }
+}, 120_000);
+
+afterAll(async () => {
+  if (start?.pid !== undefined && start.exitCode === null) {
+    const exited = once(start, 'exit');
+    process.kill(-start.pid, 'SIGINT');
+    await exited;
+  }
+  await rm(scratch, { recursive: true, force: true });
+});
+
+/** The sh block of a README section, with the documented port replaced by the test's. */
+async function readmeBlock(heading: string): Promise<string> {
+  const readme = await readFile(path.join(root, 'README.md'), 'utf8');
+  const section = readme.slice(readme.indexOf(heading));
+  const block = /```sh\n([\s\S]*?)```/.exec(section)?.[1];
+  if (!block) throw new Error(`no sh block under ${heading}`);
+  return block.replaceAll('127.0.0.1:3000', `127.0.0.1:${port}`);
+}
+
+describe('the README, as written', () => {
+  it('npm start prints the base URL, a token and a first curl that works', async () => {
+    const curl = /curl -s -H "Authorization: Bearer (\S+)" (\S+)/.exec(output);
+
+    expect(output).toContain(`API ready at http://127.0.0.1:${port}/gateway/api`);
+    expect(curl).not.toBeNull();
+    const answer = await fetch(curl![2]!, { headers: { authorization: `Bearer ${curl![1]}` } });
+    expect(answer.status).toBe(200);
+    expect(((await answer.json()) as { status: number }).status).toBe(1);
+  });
+
+  it('every curl of "The routes" answers 200 with status 1', async () => {
+    const block = await readmeBlock('## The routes');
+    const script = `set -e\ncurl() { command curl -w '\\n@@%{http_code}\\n' "$@"; }\n${block}`;
+
+    const { stdout } = await run('bash', ['-c', script], { cwd: root, env, timeout: 60_000 });
+
+    const answers = stdout
+      .split(/\n@@(\d{3})\n/)
+      .reduce<Array<{ body: string; status: number }>>((all, part, i, parts) => {
+        if (i % 2 === 0 && i + 1 < parts.length) all.push({ body: part, status: Number(parts[i + 1]) });
+        return all;
+      }, []);
+    expect(answers).toHaveLength((block.match(/^curl /gm) ?? []).length);
+    for (const { body, status } of answers) {
+      expect({ status, envelope: JSON.parse(body).status }, body.slice(0, 300)).toEqual({
+        status: 200,
+        envelope: 1,
+      });
+    }
+  });
+});
