@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import { SANDBOX_CREDENTIALS, type Sandbox, startSandbox } from '../sandbox/server.ts';
+import { SANDBOX_CREDENTIALS, startSandbox } from '../sandbox/server.ts';
 import {
   createIdempotencyTable,
   LOCAL_AWS_ENVIRONMENT,

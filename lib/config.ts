@@ -26,9 +26,10 @@ export class ConfigError extends Error {
   }
 }
 
-type Env = Record<string, string | undefined>;
+export type Env = Record<string, string | undefined>;
 
-function required(env: Env, name: string): string {
+/** The trimmed value of `name`, or a ConfigError naming it. */
+export function required(env: Env, name: string): string {
   const value = env[name]?.trim();
   if (!value) throw new ConfigError(`Missing configuration: set ${name}.`);
   return value;

@@ -1,5 +1,5 @@
 import type { JSONWebKeySet } from 'jose';
-import { ConfigError } from '../config.ts';
+import { ConfigError, type Env, required } from '../config.ts';
 
 /** Who issues the tokens the service accepts, and where their public keys are. */
 export interface AuthConfig {
@@ -9,15 +9,7 @@ export interface AuthConfig {
   keys: { source: 'inline'; jwks: JSONWebKeySet } | { source: 'url'; url: URL };
 }
 
-type Env = Record<string, string | undefined>;
-
 const LOOPBACK_HOSTS = new Set(['127.0.0.1', '[::1]', 'localhost']);
-
-function required(env: Env, name: string): string {
-  const value = env[name]?.trim();
-  if (!value) throw new ConfigError(`Missing configuration: set ${name}.`);
-  return value;
-}
 
 /** Keys fetched over plain HTTP could be swapped on the way: only a local issuer may use http. */
 function jwksUrl(value: string): URL {

@@ -8,7 +8,7 @@ import {
   RateLimitedError,
 } from '../errors.ts';
 import { type Failure, isRetryable, parseRetryAfter, retryDelayMs } from './policy.ts';
-import type { SlidingWindowLimiter } from './rate-limit.ts';
+import { defaultSleep, type SlidingWindowLimiter } from './rate-limit.ts';
 import { OAuthError, TokenAnswer, UpstreamEnvelope } from './schemas.ts';
 import { TokenCache } from './token.ts';
 import { type Transport, TransportError, type UpstreamResponse } from './transport.ts';
@@ -51,8 +51,6 @@ export interface GatewayClientOptions {
 
 const CREDENTIALS_REJECTED =
   'The payment gateway rejected the service credentials; the operator must check the gateway app id and secret (GATEWAY_APP_ID/GATEWAY_APP_SECRET or the GATEWAY_SECRET_ID secret).';
-
-const defaultSleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
 
 /** Why an answer could not be used; decides between retry, lost answer and the error for the caller. */
 type Unusable = { failure: Failure; error: Error; retryAfterMs?: number };

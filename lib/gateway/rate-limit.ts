@@ -7,7 +7,7 @@ export interface RateLimitOptions {
   sleep?: (ms: number) => Promise<void>;
 }
 
-const defaultSleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
+export const defaultSleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
 
 /**
  * PayHere allows 20 requests per 10 seconds per merchant. This sliding window keeps one container

@@ -1,10 +1,9 @@
 import { createHmac, createPublicKey } from 'node:crypto';
 import { type JWTPayload, SignJWT } from 'jose';
-import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
-import type { Sandbox } from '../../sandbox/server.ts';
+import { describe, expect, it } from 'vitest';
 import { TEST_AUDIENCE, TEST_ISSUER, TEST_KEY, testKey, testToken, tokenFor } from '../helpers/auth.ts';
 import { type Answer, apiEvent, invoke } from '../helpers/events.ts';
-import { call, handlerOf, startTestGateway } from '../helpers/gateway.ts';
+import { call, handlerOf, useTestGateway } from '../helpers/gateway.ts';
 import { ROUTES } from '../helpers/routes.ts';
 
 /**
@@ -12,17 +11,7 @@ import { ROUTES } from '../helpers/routes.ts';
  * against the sandbox: what it accepts answers 200 from the gateway, what it refuses answers 401
  * before the gateway is reached.
  */
-let sandbox: Sandbox;
-
-beforeAll(async () => {
-  sandbox = await startTestGateway();
-});
-afterAll(async () => {
-  await sandbox.close();
-});
-beforeEach(() => {
-  sandbox.reset();
-});
+const sandbox = useTestGateway();
 
 const now = () => Math.floor(Date.now() / 1000);
 const b64url = (value: unknown) => Buffer.from(JSON.stringify(value)).toString('base64url');

@@ -1,7 +1,7 @@
-import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
-import { type Sandbox, SEED } from '../../sandbox/server.ts';
+import { describe, expect, it } from 'vitest';
+import { SEED } from '../../sandbox/server.ts';
 import { ALL_TEST_SCOPES, ROUTE_SCOPES, testToken } from '../helpers/auth.ts';
-import { type CallOptions, call, startTestGateway } from '../helpers/gateway.ts';
+import { type CallOptions, call, useTestGateway } from '../helpers/gateway.ts';
 import { ROUTES, type RouteName } from '../helpers/routes.ts';
 
 /**
@@ -9,17 +9,7 @@ import { ROUTES, type RouteName } from '../helpers/routes.ts';
  * answer (200 from the sandbox); a token holding only any other scope gets 403 and the gateway
  * sees nothing. The expected scopes are SPEC.md's table (tests/helpers/auth.ts), not the handlers'.
  */
-let sandbox: Sandbox;
-
-beforeAll(async () => {
-  sandbox = await startTestGateway();
-});
-afterAll(async () => {
-  await sandbox.close();
-});
-beforeEach(() => {
-  sandbox.reset();
-});
+const sandbox = useTestGateway();
 
 /** A request each route answers with 200 on the sandbox's seeded data. */
 const VALID: Record<RouteName, () => CallOptions> = {

@@ -1,5 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import type { APIGatewayProxyEvent, APIGatewayProxyResult, Context } from 'aws-lambda';
+import { afterAll, beforeAll, beforeEach } from 'vitest';
 import {
   SANDBOX_CREDENTIALS,
   type Sandbox,
@@ -72,4 +73,27 @@ export async function call(name: RouteName, options: CallOptions = {}): Promise<
     ...(options.replaceHeaders ? { replaceHeaders: true } : {}),
   });
   return invoke(await handlerOf(name), event, lambdaContext(options.remainingMs));
+}
+
+/**
+ * A test file's gateway: started before its tests (startTestGateway), reset to the seeded state
+ * before each, closed after them. The sandbox is returned at once and usable inside tests.
+ */
+export function useTestGateway(options: SandboxOptions = {}): Sandbox {
+  let current: Sandbox | undefined;
+  beforeAll(async () => {
+    current = await startTestGateway(options);
+  });
+  afterAll(async () => {
+    await current?.close();
+  });
+  beforeEach(() => {
+    current!.reset();
+  });
+  return new Proxy({} as Sandbox, {
+    get(_, property) {
+      const value = Reflect.get(current!, property);
+      return typeof value === 'function' ? value.bind(current) : value;
+    },
+  });
 }

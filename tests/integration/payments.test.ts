@@ -1,18 +1,8 @@
-import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
-import { type Sandbox, SEED } from '../../sandbox/server.ts';
-import { call, startTestGateway } from '../helpers/gateway.ts';
+import { describe, expect, it } from 'vitest';
+import { SEED } from '../../sandbox/server.ts';
+import { call, useTestGateway } from '../helpers/gateway.ts';
 
-let sandbox: Sandbox;
-
-beforeAll(async () => {
-  sandbox = await startTestGateway();
-});
-afterAll(async () => {
-  await sandbox.close();
-});
-beforeEach(() => {
-  sandbox.reset();
-});
+const sandbox = useTestGateway();
 
 const charge = (overrides: Record<string, unknown> = {}) => ({
   type: 'PAYMENT',

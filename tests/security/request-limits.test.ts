@@ -1,22 +1,12 @@
-import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
-import { type Sandbox, SEED } from '../../sandbox/server.ts';
+import { describe, expect, it } from 'vitest';
+import { SEED } from '../../sandbox/server.ts';
 import { withToken } from '../helpers/auth.ts';
 import { type Answer, apiEvent, invoke } from '../helpers/events.ts';
-import { call, handlerOf, startTestGateway } from '../helpers/gateway.ts';
+import { call, handlerOf, useTestGateway } from '../helpers/gateway.ts';
 import { ROUTES, type RouteName } from '../helpers/routes.ts';
 
 /** What no valid request has is refused before anything parses it, and the gateway never sees it. */
-let sandbox: Sandbox;
-
-beforeAll(async () => {
-  sandbox = await startTestGateway();
-});
-afterAll(async () => {
-  await sandbox.close();
-});
-beforeEach(() => {
-  sandbox.reset();
-});
+const sandbox = useTestGateway();
 
 const LIMIT = 10 * 1024;
 const gatewayCalls = () => Object.values(sandbox.counters()).reduce((sum, count) => sum + count, 0);
