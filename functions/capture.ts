@@ -2,7 +2,7 @@ import { payHereFromEnvironment } from '#lib/gateway/index.ts';
 import { route } from '#lib/http.ts';
 import { idempotencyStoreFromEnvironment } from '#lib/idempotency/environment.ts';
 import { paymentOutcomeResponse } from '#lib/payment-outcome.ts';
-import { CaptureRequest, captureUpstreamBody } from '#lib/schemas.ts';
+import { CaptureRequest, captureUpstreamBody } from '#lib/schemas/capture.ts';
 
 const payhere = payHereFromEnvironment();
 const store = idempotencyStoreFromEnvironment();

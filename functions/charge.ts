@@ -2,7 +2,7 @@ import { type PayHere, payHereFromEnvironment } from '#lib/gateway/index.ts';
 import { route } from '#lib/http.ts';
 import { idempotencyStoreFromEnvironment } from '#lib/idempotency/environment.ts';
 import { paymentOutcomeResponse } from '#lib/payment-outcome.ts';
-import { ChargeRequest } from '#lib/schemas.ts';
+import { ChargeRequest } from '#lib/schemas/charge.ts';
 
 const payhere = payHereFromEnvironment();
 const store = idempotencyStoreFromEnvironment();

@@ -2,7 +2,7 @@ import { ok } from '#lib/envelope.ts';
 import { payHereFromEnvironment } from '#lib/gateway/index.ts';
 import { route } from '#lib/http.ts';
 import { idempotencyStoreFromEnvironment } from '#lib/idempotency/environment.ts';
-import { RefundRequest, refundUpstreamBody } from '#lib/schemas.ts';
+import { RefundRequest, refundUpstreamBody } from '#lib/schemas/refund.ts';
 
 const payhere = payHereFromEnvironment();
 const store = idempotencyStoreFromEnvironment();

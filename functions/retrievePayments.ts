@@ -1,7 +1,7 @@
 import { ok, respond } from '#lib/envelope.ts';
 import { payHereFromEnvironment } from '#lib/gateway/index.ts';
 import { route } from '#lib/http.ts';
-import { OrderPath } from '#lib/schemas.ts';
+import { OrderPath } from '#lib/schemas/paths.ts';
 
 const payhere = payHereFromEnvironment();
 

@@ -1,5 +1,5 @@
 import type * as z from 'zod/mini';
-import { type FieldError, InvalidRequestError } from './errors.ts';
+import type { FieldError } from './errors.ts';
 
 type Issue = z.core.$ZodIssue;
 type RawIssue = z.core.$ZodRawIssue;
@@ -64,11 +64,4 @@ export function parse<T>(schema: z.ZodMiniType<T>, input: unknown, prefix: strin
   return result.success
     ? { ok: true, value: result.data }
     : { ok: false, errors: toFieldErrors(result.error.issues, prefix) };
-}
-
-/** Parse `input` or throw an InvalidRequestError naming every bad field. */
-export function parseOrThrow<T>(schema: z.ZodMiniType<T>, input: unknown, prefix: string): T {
-  const parsed = parse(schema, input, prefix);
-  if (parsed.ok) return parsed.value;
-  throw new InvalidRequestError(parsed.errors);
 }

@@ -2,6 +2,7 @@ import type { MiddlewareObj } from '@middy/core';
 import type { APIGatewayProxyEvent, APIGatewayProxyResult } from 'aws-lambda';
 import type { CallerContext } from '../caller.ts';
 import { ForbiddenError, UnauthorizedError } from '../errors.ts';
+import { headerValues } from '../headers.ts';
 import { log, setLogContext } from '../log.ts';
 import { loadAuthConfig } from './config.ts';
 import type { Scope } from './scopes.ts';
@@ -21,14 +22,10 @@ const MALFORMED = 'The Authorization header must be exactly one "Bearer <token>"
 
 /** The one bearer token of the request, or a 401: absent, repeated, oversized or not "Bearer <JWS>". */
 export function bearerToken(event: Pick<Event, 'headers' | 'multiValueHeaders'>): string {
-  const isAuthorization = (name: string) => name.toLowerCase() === 'authorization';
-  const values = Object.entries(event.headers ?? {}).filter(([name]) => isAuthorization(name));
-  const repeated = Object.entries(event.multiValueHeaders ?? {}).some(
-    ([name, list]) => isAuthorization(name) && (list?.length ?? 0) > 1,
-  );
-  if (values.length > 1 || repeated) throw new UnauthorizedError(MALFORMED);
-  const value = values[0]?.[1];
-  if (value === undefined || value === null || value.trim() === '') throw new UnauthorizedError(MISSING);
+  const values = headerValues(event, 'authorization');
+  if (values.length > 1) throw new UnauthorizedError(MALFORMED);
+  const value = values[0];
+  if (value === undefined || value.trim() === '') throw new UnauthorizedError(MISSING);
   if (value.length > MAX_AUTHORIZATION_LENGTH) throw new UnauthorizedError(MALFORMED);
   const match = BEARER.exec(value.trim());
   if (!match) throw new UnauthorizedError(MALFORMED);

@@ -17,7 +17,10 @@ export interface GatewayCall {
   method: 'GET' | 'POST';
   path: string;
   body?: unknown;
-  /** A request that moves money: sent at most once; a lost answer is reported, never retried. */
+  /**
+   * A request that changes state at the gateway (a charge, capture, refund, retry or cancel): sent
+   * at most once, never on a possibly dead socket; a lost answer is reported, never retried.
+   */
   money: boolean;
   /** Epoch milliseconds. */
   deadline: number;

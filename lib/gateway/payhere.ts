@@ -5,7 +5,7 @@ import {
   NotFoundError,
   OutcomeUnknownError,
 } from '../errors.ts';
-import type { ChargeRequest } from '../schemas.ts';
+import type { ChargeRequest } from '../schemas/charge.ts';
 import { type GatewayAnswer, type GatewayCall, type GatewayClient, LostAnswerError } from './client.ts';
 import { findReconciledCharge } from './reconcile.ts';
 import {
@@ -42,7 +42,7 @@ export class PayHere {
     const startedAt = Date.now();
     const call = { method: 'POST', path: `${V1}/payment/charge`, body: request, money: true } as const;
     try {
-      const { envelope } = await this.#send({ ...call, deadline: chargeDeadline(deadline) });
+      const { envelope } = await this.#client.call({ ...call, deadline: chargeDeadline(deadline) });
       if (envelope.status === -1) throw new GatewayRejectedError(rejection(envelope.msg, 'charge'));
       const result = envelope.status === 1 ? ChargeResult.safeParse(envelope.data) : undefined;
       if (!result?.success)
@@ -137,7 +137,7 @@ export class PayHere {
 
   async paymentsOfOrder(orderId: string, deadline: number): Promise<Result<PaymentRecord[]>> {
     const path = `${V1}/payment/search?order_id=${encodeURIComponent(orderId)}`;
-    const { envelope } = await this.#send({ method: 'GET', path, money: false, deadline });
+    const { envelope } = await this.#client.call({ method: 'GET', path, money: false, deadline });
     if (envelope.status === -1) throw new NotFoundError(`No payments were found for order ${orderId}.`);
     if (envelope.status === 0) {
       // GATEWAY.md: status 0 of a retrieval means the payment is pending; what data it carries is undocumented.
@@ -152,7 +152,7 @@ export class PayHere {
   }
 
   async listSubscriptions(deadline: number): Promise<Result<SubscriptionRecord[]>> {
-    const { envelope } = await this.#send({
+    const { envelope } = await this.#client.call({
       method: 'GET',
       path: `${V1}/subscription`,
       money: false,
@@ -186,7 +186,7 @@ export class PayHere {
 
   async subscriptionPayments(id: string, deadline: number): Promise<Result<PaymentRecord[]>> {
     const path = `${V1}/subscription/${id}/payments`;
-    const { envelope } = await this.#send({ method: 'GET', path, money: false, deadline });
+    const { envelope } = await this.#client.call({ method: 'GET', path, money: false, deadline });
     if (envelope.status === -1)
       throw new NotFoundError(`Subscription ${id} was not found or has no payments.`);
     const payments = expectData(PaymentList, envelope);
@@ -207,7 +207,7 @@ export class PayHere {
     const call = { method: 'POST', path: `${V1}/subscription/cancel`, body, money: true, deadline } as const;
     let envelope: GatewayAnswer['envelope'];
     try {
-      ({ envelope } = await this.#send(call));
+      ({ envelope } = await this.#client.call(call));
     } catch (error) {
       if (!(error instanceof LostAnswerError)) throw error;
       return this.#reconcileCancel(id, deadline, error);
@@ -235,15 +235,11 @@ export class PayHere {
   /** A money call: a lost answer becomes outcome_unknown (the caller must not blindly resend). */
   async #money(operation: string, call: Omit<GatewayCall, 'money'>) {
     try {
-      return (await this.#send({ ...call, money: true })).envelope;
+      return (await this.#client.call({ ...call, money: true })).envelope;
     } catch (error) {
       if (error instanceof LostAnswerError) throw moneyOutcomeUnknown(operation, error);
       throw error;
     }
-  }
-
-  #send(call: GatewayCall): Promise<GatewayAnswer> {
-    return this.#client.call(call);
   }
 }
 

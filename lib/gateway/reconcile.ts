@@ -1,4 +1,4 @@
-import type { ChargeRequest } from '../schemas.ts';
+import type { ChargeRequest } from '../schemas/charge.ts';
 import type { PaymentRecord } from './schemas.ts';
 
 /** PayHere's dates are Sri Lanka time (UTC+05:30) without a zone. */

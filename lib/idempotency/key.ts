@@ -1,5 +1,6 @@
 import type { APIGatewayProxyEvent } from 'aws-lambda';
 import type { FieldError } from '../errors.ts';
+import { headerValues } from '../headers.ts';
 
 /** The header as SPEC.md names it; errors name it so, whatever letter case the client used. */
 export const IDEMPOTENCY_HEADER = 'Idempotency-Key';
@@ -11,21 +12,11 @@ const MALFORMED = 'must be 1 to 255 characters of A-Z, a-z, 0-9, -, _, . and :';
 
 export type KeyResult = { ok: true; key: string } | { ok: false; errors: FieldError[] };
 
-/**
- * The Idempotency-Key of a request. `event.headers` keeps only the last of repeated headers, so
- * the multi-value list is checked too: two different keys on one request are ambiguous and
- * refused rather than silently picking one.
- */
+/** The Idempotency-Key of a request; two different keys on one request are ambiguous and refused. */
 export function readIdempotencyKey(
   event: Pick<APIGatewayProxyEvent, 'headers' | 'multiValueHeaders'>,
 ): KeyResult {
-  const values = new Set<string>();
-  for (const [name, list] of Object.entries(event.multiValueHeaders ?? {})) {
-    if (name.toLowerCase() === 'idempotency-key') for (const value of list ?? []) values.add(value);
-  }
-  for (const [name, value] of Object.entries(event.headers ?? {})) {
-    if (name.toLowerCase() === 'idempotency-key' && value !== undefined) values.add(value);
-  }
+  const values = new Set(headerValues(event, IDEMPOTENCY_HEADER));
   if (values.size === 0) return refuse('is required on this route: send a new unique key per request');
   if (values.size > 1) return refuse('must be sent once');
   const [key] = values as unknown as [string];

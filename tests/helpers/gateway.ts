@@ -76,19 +76,30 @@ export async function call(name: RouteName, options: CallOptions = {}): Promise<
 }
 
 /**
- * A test file's gateway: started before its tests (startTestGateway), reset to the seeded state
- * before each, closed after them. The sandbox is returned at once and usable inside tests.
+ * A test file's gateway: started before its tests (startTestGateway), closed after them. Before
+ * each test it is `reset` to the seeded state (the default), or, with `keepTokens`, gets its
+ * seeded data back with faults and counters cleared while the containers keep their access
+ * tokens (as warm ones do, so counters show only the calls under test), or is left as it is.
+ * The sandbox is returned at once and usable inside tests.
  */
-export function useTestGateway(options: SandboxOptions = {}): Sandbox {
+export function useTestGateway(
+  options: SandboxOptions & { beforeEachTest?: 'reset' | 'keepTokens' | 'nothing' } = {},
+): Sandbox {
+  const { beforeEachTest = 'reset', ...sandboxOptions } = options;
   let current: Sandbox | undefined;
   beforeAll(async () => {
-    current = await startTestGateway(options);
+    current = await startTestGateway(sandboxOptions);
   });
   afterAll(async () => {
     await current?.close();
   });
   beforeEach(() => {
-    current!.reset();
+    if (beforeEachTest === 'reset') current!.reset();
+    if (beforeEachTest === 'keepTokens') {
+      current!.faults.clear();
+      current!.resetState();
+      current!.resetCounters();
+    }
   });
   return new Proxy({} as Sandbox, {
     get(_, property) {

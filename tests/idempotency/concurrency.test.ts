@@ -1,8 +1,8 @@
 import { randomUUID } from 'node:crypto';
-import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
-import { type Sandbox, SEED } from '../../sandbox/server.ts';
+import { describe, expect, it } from 'vitest';
+import { SEED } from '../../sandbox/server.ts';
 import type { Answer } from '../helpers/events.ts';
-import { type CallOptions, call, startTestGateway } from '../helpers/gateway.ts';
+import { type CallOptions, call, useTestGateway } from '../helpers/gateway.ts';
 import type { RouteName } from '../helpers/routes.ts';
 import { chargeBody } from './fixtures.ts';
 
@@ -12,18 +12,7 @@ import { chargeBody } from './fixtures.ts';
  */
 const CONCURRENT = 50;
 
-let sandbox: Sandbox;
-
-beforeAll(async () => {
-  sandbox = await startTestGateway();
-});
-afterAll(async () => {
-  await sandbox.close();
-});
-beforeEach(() => {
-  sandbox.faults.clear();
-  sandbox.resetState();
-});
+const sandbox = useTestGateway({ beforeEachTest: 'keepTokens' });
 
 /** A valid request whose preconditions hold now: a new order, a new hold, a new payment. */
 async function prepare(route: RouteName): Promise<CallOptions> {

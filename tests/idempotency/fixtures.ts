@@ -3,7 +3,7 @@ import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { inject } from 'vitest';
 import type { Caller } from '../../lib/caller.ts';
 import { IdempotencyStore } from '../../lib/idempotency/store.ts';
-import type { ChargeRequest } from '../../lib/schemas.ts';
+import type { ChargeRequest } from '../../lib/schemas/charge.ts';
 import { SEED } from '../../sandbox/server.ts';
 import { LOCAL_AWS_ENVIRONMENT } from '../../scripts/local-dynamodb.ts';
 import { lambdaContext } from '../helpers/events.ts';

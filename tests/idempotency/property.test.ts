@@ -1,27 +1,16 @@
 import { randomUUID } from 'node:crypto';
 import fc from 'fast-check';
-import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
-import { type ChargeRequest, CURRENCIES } from '../../lib/schemas.ts';
-import type { Sandbox } from '../../sandbox/server.ts';
-import { call, startTestGateway } from '../helpers/gateway.ts';
+import { describe, expect, it } from 'vitest';
+import type { ChargeRequest } from '../../lib/schemas/charge.ts';
+import { CURRENCIES } from '../../lib/schemas/fields.ts';
+import { call, useTestGateway } from '../helpers/gateway.ts';
 import { chargeBody } from './fixtures.ts';
 
 /**
  * What counts as "the same request" under one key, over random inputs: any change of what is
  * charged is refused with 422 and reaches nobody; any change of spelling only is replayed.
  */
-let sandbox: Sandbox;
-
-beforeAll(async () => {
-  sandbox = await startTestGateway();
-});
-afterAll(async () => {
-  await sandbox.close();
-});
-beforeEach(() => {
-  sandbox.faults.clear();
-  sandbox.resetCounters();
-});
+const sandbox = useTestGateway({ beforeEachTest: 'keepTokens' });
 
 const RUNS = 20;
 

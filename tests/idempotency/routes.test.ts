@@ -1,6 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { type Sandbox, SEED } from '../../sandbox/server.ts';
+import { testToken } from '../helpers/auth.ts';
 import type { Answer } from '../helpers/events.ts';
 import { call, startTestGateway } from '../helpers/gateway.ts';
 import { chargeBody } from './fixtures.ts';
@@ -224,4 +225,33 @@ describe('a lost answer repeated with the same key', () => {
       expect(sandbox.counters()[endpoint]).toBe(1);
     },
   );
+});
+
+describe('the caller behind a key', () => {
+  it('is the token subject: the same key from two users is two requests, from one user a replay', async () => {
+    const key = randomUUID();
+    const as = async (sub: string) => `Bearer ${await testToken({ scope: 'payments:write', sub })}`;
+    const body = chargeBody();
+
+    const alice = await call('charge', {
+      body,
+      headers: { Authorization: await as('alice') },
+      idempotencyKey: key,
+    });
+    const bob = await call('charge', {
+      body,
+      headers: { Authorization: await as('bob') },
+      idempotencyKey: key,
+    });
+    const aliceAgain = await call('charge', {
+      body,
+      headers: { Authorization: await as('alice') },
+      idempotencyKey: key,
+    });
+
+    expect([alice.statusCode, bob.statusCode]).toEqual([200, 200]);
+    expect(bob.body.data.payment_id).not.toBe(alice.body.data.payment_id);
+    expect(aliceAgain.headers['Idempotent-Replayed']).toBe('true');
+    expect(sandbox.counters().charge).toBe(2);
+  });
 });

@@ -8,7 +8,7 @@ import { requestFingerprint } from '../../lib/idempotency/fingerprint.ts';
 import { type IdempotencyOptions, recordKey, runIdempotent } from '../../lib/idempotency/idempotent.ts';
 import { IdempotencyStore } from '../../lib/idempotency/store.ts';
 import { paymentOutcomeResponse } from '../../lib/payment-outcome.ts';
-import type { ChargeRequest } from '../../lib/schemas.ts';
+import type { ChargeRequest } from '../../lib/schemas/charge.ts';
 import type { Sandbox } from '../../sandbox/server.ts';
 import { startTestGateway } from '../helpers/gateway.ts';
 import { freePort } from '../helpers/ports.ts';

@@ -1,24 +1,10 @@
 import { setTimeout } from 'node:timers/promises';
-import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
-import type { Sandbox } from '../../sandbox/server.ts';
-import { call, startTestGateway } from '../helpers/gateway.ts';
+import { describe, expect, it } from 'vitest';
+import { call, useTestGateway } from '../helpers/gateway.ts';
 import type { RouteName } from '../helpers/routes.ts';
 import { chargeBody, paymentsOf, UPSTREAM, validRequest } from './fixtures.ts';
 
-let sandbox: Sandbox;
-
-beforeAll(async () => {
-  sandbox = await startTestGateway();
-});
-afterAll(async () => {
-  await sandbox.close();
-});
-beforeEach(() => {
-  // Tokens survive between tests (as in a warm container), so counters show only the calls under test.
-  sandbox.faults.clear();
-  sandbox.resetState();
-  sandbox.resetCounters();
-});
+const sandbox = useTestGateway({ beforeEachTest: 'keepTokens' });
 
 /** Prepare a valid request, then count only what the call under test does. */
 async function prepare(route: RouteName) {

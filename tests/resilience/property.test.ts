@@ -1,18 +1,11 @@
 import fc from 'fast-check';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { Fault, Sandbox } from '../../sandbox/server.ts';
-import { call, startTestGateway } from '../helpers/gateway.ts';
+import { describe, expect, it } from 'vitest';
+import type { Fault } from '../../sandbox/server.ts';
+import { call, useTestGateway } from '../helpers/gateway.ts';
 import { ROUTES, type RouteName } from '../helpers/routes.ts';
 import { paymentsOf, UPSTREAM, validRequest } from './fixtures.ts';
 
-let sandbox: Sandbox;
-
-beforeAll(async () => {
-  sandbox = await startTestGateway();
-});
-afterAll(async () => {
-  await sandbox.close();
-});
+const sandbox = useTestGateway({ beforeEachTest: 'nothing' });
 
 /** The second endpoint a route may touch: a charge's reconciliation search, a cancel's state check, a fallback. */
 const FOLLOW_UP: Partial<Record<RouteName, string>> = {

@@ -2,15 +2,10 @@ import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import type * as z from 'zod/mini';
 import type { FieldError } from '../../lib/errors.ts';
-import {
-  CaptureRequest,
-  ChargeRequest,
-  captureUpstreamBody,
-  OrderPath,
-  RefundRequest,
-  refundUpstreamBody,
-  SubscriptionPath,
-} from '../../lib/schemas.ts';
+import { CaptureRequest, captureUpstreamBody } from '../../lib/schemas/capture.ts';
+import { ChargeRequest } from '../../lib/schemas/charge.ts';
+import { OrderPath, SubscriptionPath } from '../../lib/schemas/paths.ts';
+import { RefundRequest, refundUpstreamBody } from '../../lib/schemas/refund.ts';
 import { parse } from '../../lib/validation.ts';
 
 // Request schemas against SPEC.md "Requests": every rule accepted at its bounds, rejected past them,
@@ -796,5 +791,25 @@ describe('SubscriptionPath, beyond exact JSON numbers', () => {
     expect(result.ok ? [] : result.errors).toEqual([
       { path: 'path.id', message: 'is too large to be a subscription id' },
     ]);
+  });
+});
+
+describe('ChargeRequest notify_url, as PayHere receives it', () => {
+  it('refuses an https URL without "//", which the URL parser would accept', () => {
+    const result = parse(
+      ChargeRequest,
+      {
+        type: 'PAYMENT',
+        order_id: 'O-1',
+        items: 'x',
+        currency: 'LKR',
+        amount: 1,
+        customer_token: 'T',
+        notify_url: 'https:example.com/notify',
+      },
+      '',
+    );
+
+    expect(result.ok ? [] : result.errors).toEqual([{ path: 'notify_url', message: 'must be an https URL' }]);
   });
 });
