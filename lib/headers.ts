@@ -10,11 +10,16 @@ export function headerValues(
   name: string,
 ): string[] {
   const wanted = name.toLowerCase();
-  const fromMulti = Object.entries(event.multiValueHeaders ?? {})
-    .filter(([header]) => header.toLowerCase() === wanted)
-    .flatMap(([, values]) => values ?? []);
-  if (fromMulti.length > 0) return fromMulti;
-  return Object.entries(event.headers ?? {})
-    .filter(([header, value]) => header.toLowerCase() === wanted && value !== undefined)
-    .map(([, value]) => value as string);
+  const values: string[] = [];
+  const multi = event.multiValueHeaders ?? {};
+  for (const header of Object.keys(multi)) {
+    if (header.toLowerCase() === wanted) values.push(...(multi[header] ?? []));
+  }
+  if (values.length > 0) return values;
+  const single = event.headers ?? {};
+  for (const header of Object.keys(single)) {
+    const value = single[header];
+    if (value !== undefined && header.toLowerCase() === wanted) values.push(value);
+  }
+  return values;
 }

@@ -39,13 +39,17 @@ export interface ValidRequest<Body, Path> {
   context: Context;
 }
 
-/** Header names are case-insensitive; API Gateway passes them as the client sent them. */
+/**
+ * Header names are case-insensitive and API Gateway passes them as the client sent them, but the
+ * body parser looks for `content-type` or `Content-Type` only: it gets lower-case names.
+ */
 const normalizeHeaders = (): MiddlewareObj<Event, Result> => ({
   name: 'normalizeHeaders',
   before: ({ event }) => {
-    event.headers = Object.fromEntries(
-      Object.entries(event.headers ?? {}).map(([name, value]) => [name.toLowerCase(), value]),
-    );
+    // No prototype: a header named __proto__ stays a header.
+    const headers: Event['headers'] = Object.create(null);
+    for (const name of Object.keys(event.headers ?? {})) headers[name.toLowerCase()] = event.headers[name];
+    event.headers = headers;
   },
 });
 
@@ -70,9 +74,8 @@ export function route<Body = undefined, Path = undefined>(
   const stack = middy<Event, Result>({ timeoutEarlyInMillis: 0 })
     .use(envelopeErrors())
     .use(authenticate(options.scope))
-    .use(guardRequest({ takesBody: options.body !== undefined, takesPath: options.path !== undefined }))
-    .use(normalizeHeaders());
-  if (options.body) stack.use(httpJsonBodyParser({ disableContentTypeError: false }));
+    .use(guardRequest({ takesBody: options.body !== undefined, takesPath: options.path !== undefined }));
+  if (options.body) stack.use(normalizeHeaders()).use(httpJsonBodyParser({ disableContentTypeError: false }));
   return stack.handler(async (event, context) => {
     const errors: FieldError[] = [];
     const path = options.path ? parse(options.path, event.pathParameters ?? {}, 'path') : undefined;
