@@ -26,6 +26,5 @@ if (eventFile) {
   firstRequestMs = performance.now() - started;
 }
 
-process.stdout.write(`${JSON.stringify({ importMs, firstRequestMs, statusCode })}\n`);
-// Keep-alive sockets would hold the process open; the measurement is done.
-process.exit(0);
+// Keep-alive sockets would hold the process open: exit once the line is out.
+process.stdout.write(`${JSON.stringify({ importMs, firstRequestMs, statusCode })}\n`, () => process.exit(0));

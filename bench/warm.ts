@@ -17,7 +17,8 @@ export interface WarmPlan {
   route: RouteName;
   bundle: string;
   warmUp: number;
-  requests: Array<{ ours: Prepared['event']; bare: UpstreamCall }>;
+  /** On money routes `minimal` is a third request of its own (a hold can be captured once). */
+  requests: Array<{ ours: Prepared['event']; bare: UpstreamCall; minimal?: UpstreamCall }>;
   /** Retry and cancel change a subscription's state: the seeded data is restored before each. */
   resetStateFirst: boolean;
   sandboxUrl: string;
@@ -30,13 +31,24 @@ export interface WarmSamples {
   handlerMs: number[];
   /** The same upstream work done bare. */
   floorMs: number[];
+  /**
+   * Money routes only: the PayHere request with the least an idempotency record needs (two small
+   * writes) instead of the record this service keeps: what the record's size costs the table.
+   */
+  minimalMs: number[];
   statusCodes: number[];
 }
 
+/** How the floor writes an idempotency record on money routes. */
+export type FloorWrites = 'same' | 'minimal';
+
 /**
- * What the least code could do for the same request: one bare undici request to the same
- * sandbox endpoint with a cached token, plus, on money routes, the two conditional writes an
- * idempotency record needs at least (claim the key, store the answer) on the same table.
+ * What the least code could do for the same request: one bare undici request to the same sandbox
+ * endpoint with a cached token, plus, on money routes, two conditional writes on the same table.
+ * With `same`, those are the writes lib/idempotency/store.ts sends for a first attempt (the same
+ * attributes, conditions and update, the answer stored as text), so the table's own time is on
+ * both sides and the difference is our code. With `minimal`, they are the least a record needs
+ * (claim a key, store a status), which shows what the record's contents cost the table.
  */
 export function bareFloor(plan: Pick<WarmPlan, 'sandboxUrl' | 'dynamodbEndpoint' | 'table'>) {
   const pool = new Pool(plan.sandboxUrl, { connections: 4 });
@@ -56,7 +68,7 @@ export function bareFloor(plan: Pick<WarmPlan, 'sandboxUrl' | 'dynamodbEndpoint'
     return ((await response.body.json()) as { access_token: string }).access_token;
   }
 
-  async function idempotencyWrites(): Promise<void> {
+  async function minimalWrites(exchange: () => Promise<string>): Promise<void> {
     const pk = { S: `bench#${crypto.randomUUID()}` };
     await dynamodb.send(
       new PutItemCommand({
@@ -65,6 +77,7 @@ export function bareFloor(plan: Pick<WarmPlan, 'sandboxUrl' | 'dynamodbEndpoint'
         ConditionExpression: 'attribute_not_exists(pk)',
       }),
     );
+    await exchange();
     await dynamodb.send(
       new UpdateItemCommand({
         TableName: plan.table,
@@ -76,20 +89,77 @@ export function bareFloor(plan: Pick<WarmPlan, 'sandboxUrl' | 'dynamodbEndpoint'
     );
   }
 
-  return {
-    async send(route: RouteName, call: UpstreamCall): Promise<void> {
-      token ??= accessToken();
-      if (IDEMPOTENT_ROUTES.includes(route)) await idempotencyWrites();
-      const response = await pool.request({
-        method: call.method,
-        path: call.path,
-        headers: {
-          authorization: `Bearer ${await token}`,
-          ...(call.body === undefined ? {} : { 'content-type': 'application/json' }),
+  /** Claim the key as the store does, `exchange`, then store its answer as the store does. */
+  async function sameWrites(exchange: () => Promise<string>): Promise<void> {
+    const pk = { S: `bench#${crypto.randomUUID()}` };
+    const attempt = { S: crypto.randomUUID() };
+    const now = Date.now();
+    await dynamodb.send(
+      new PutItemCommand({
+        TableName: plan.table,
+        Item: {
+          pk,
+          state: { S: 'in_progress' },
+          fingerprint: { S: 'f'.repeat(64) },
+          startedAt: { N: String(now) },
+          attempt,
+          expiresAt: { N: '253402300799' },
+          lockedUntil: { N: String(now + 25_000) },
         },
-        body: call.body ?? null,
-      });
-      await response.body.text();
+        ConditionExpression: 'attribute_not_exists(#key) OR #expiresAt <= :now',
+        ExpressionAttributeNames: { '#key': 'pk', '#expiresAt': 'expiresAt' },
+        ExpressionAttributeValues: { ':now': { N: String(Math.floor(now / 1000)) } },
+      }),
+    );
+    const body = await exchange();
+    await dynamodb.send(
+      new UpdateItemCommand({
+        TableName: plan.table,
+        Key: { pk },
+        UpdateExpression:
+          'SET #state = :state, #statusCode = :statusCode, #headers = :headers, #body = :body, #expiresAt = :expiresAt REMOVE #lockedUntil',
+        ConditionExpression: '#attempt = :attempt AND #state = :inProgress',
+        ExpressionAttributeNames: {
+          '#state': 'state',
+          '#statusCode': 'statusCode',
+          '#headers': 'headers',
+          '#body': 'body',
+          '#expiresAt': 'expiresAt',
+          '#lockedUntil': 'lockedUntil',
+          '#attempt': 'attempt',
+        },
+        ExpressionAttributeValues: {
+          ':state': { S: 'complete' },
+          ':statusCode': { N: '200' },
+          ':headers': { S: '{"Content-Type":"application/json"}' },
+          ':body': { S: body },
+          ':expiresAt': { N: String(Math.ceil(Date.now() / 1000) + 86_400) },
+          ':attempt': attempt,
+          ':inProgress': { S: 'in_progress' },
+        },
+      }),
+    );
+  }
+
+  async function exchange(call: UpstreamCall): Promise<string> {
+    token ??= accessToken();
+    const response = await pool.request({
+      method: call.method,
+      path: call.path,
+      headers: {
+        authorization: `Bearer ${await token}`,
+        ...(call.body === undefined ? {} : { 'content-type': 'application/json' }),
+      },
+      body: call.body ?? null,
+    });
+    return response.body.text();
+  }
+
+  return {
+    async send(route: RouteName, call: UpstreamCall, writes: FloorWrites = 'same'): Promise<void> {
+      if (!IDEMPOTENT_ROUTES.includes(route)) await exchange(call);
+      else if (writes === 'same') await sameWrites(() => exchange(call));
+      else await minimalWrites(() => exchange(call));
     },
     resetState: async () => {
       const response = await pool.request({ method: 'POST', path: '/__sandbox/reset-state' });
@@ -116,6 +186,7 @@ export async function measureWarm(
     requests.push({
       ours: (await environment.prepare(route)).event,
       bare: (await environment.prepare(route)).upstream,
+      ...(IDEMPOTENT_ROUTES.includes(route) ? { minimal: (await environment.prepare(route)).upstream } : {}),
     });
   }
   const plan: WarmPlan = {
