@@ -29,6 +29,12 @@ function failed(msg: string, status = -1): Envelope {
   return { status, msg, data: null };
 }
 
+function append<Key, Value>(map: Map<Key, Value[]>, key: Key, value: Value): void {
+  const values = map.get(key);
+  if (values) values.push(value);
+  else map.set(key, [value]);
+}
+
 export interface StateOptions {
   now: () => number;
   merchantId: string;
@@ -40,14 +46,20 @@ export class GatewayState {
   readonly #data: SeedData;
   #nextPaymentId = FIRST_PAYMENT_ID;
   #nextRefundNumber = FIRST_REFUND_NUMBER;
+  // Lookups by key, in the order payments were made: a long run (the bench makes tens of
+  // thousands) must not turn every search into a scan.
+  readonly #byPaymentId = new Map<number, StoredPayment>();
+  readonly #byOrderId = new Map<string, StoredPayment[]>();
+  readonly #bySubscriptionId = new Map<number, StoredPayment[]>();
 
   constructor(options: StateOptions) {
     this.#options = options;
     this.#data = seedData();
+    for (const payment of this.#data.payments) this.#index(payment);
   }
 
   searchPayments(orderId: string): Envelope {
-    const records = this.#data.payments.filter((p) => p.record.order_id === orderId).map((p) => p.record);
+    const records = (this.#byOrderId.get(orderId) ?? []).map((p) => p.record);
     if (records.length === 0) return failed('No payments found');
     return ok(`Payments with order_id:${orderId}`, records);
   }
@@ -153,7 +165,7 @@ export class GatewayState {
     if (request.authorization_token !== undefined) {
       return this.#releaseAuthorization(request.authorization_token, request.amount);
     }
-    const payment = this.#data.payments.find((p) => p.record.payment_id === request.payment_id);
+    const payment = request.payment_id === undefined ? undefined : this.#byPaymentId.get(request.payment_id);
     if (!payment) return failed('Error processing refund');
     const remainingCents = centsOf(payment.record.amount) - payment.refundedCents;
     const requestedCents = request.amount === undefined ? remainingCents : centsOf(request.amount);
@@ -180,7 +192,7 @@ export class GatewayState {
 
   subscriptionPayments(id: number): Envelope {
     if (!this.#data.subscriptions.has(id)) return failed('Subscription not found');
-    const records = this.#data.payments.filter((p) => p.subscriptionId === id).map((p) => p.record);
+    const records = (this.#bySubscriptionId.get(id) ?? []).map((p) => p.record);
     return ok(`Found ${records.length} payments`, records);
   }
 
@@ -215,7 +227,7 @@ export class GatewayState {
   }
 
   #addSubscriptionPayment(subscription: SubscriptionRecord): void {
-    const payment = this.#addPayment({
+    this.#addPayment({
       paymentId: this.#newPaymentId(),
       orderId: subscription.order_id,
       description: subscription.description,
@@ -227,8 +239,8 @@ export class GatewayState {
         paymentMethod: subscription.payment_method,
       },
       items: subscription.items,
+      subscriptionId: subscription.subscription_id,
     });
-    payment.subscriptionId = subscription.subscription_id;
   }
 
   #addPayment(fields: {
@@ -239,6 +251,7 @@ export class GatewayState {
     amount: number;
     payer: Payer;
     items: ItemLine[] | null;
+    subscriptionId?: number;
   }): StoredPayment {
     const payment: StoredPayment = structuredClone({
       record: {
@@ -255,10 +268,17 @@ export class GatewayState {
         items: fields.items,
       },
       refundedCents: 0,
-      subscriptionId: null,
+      subscriptionId: fields.subscriptionId ?? null,
     });
     this.#data.payments.push(payment);
+    this.#index(payment);
     return payment;
+  }
+
+  #index(payment: StoredPayment): void {
+    this.#byPaymentId.set(payment.record.payment_id, payment);
+    append(this.#byOrderId, payment.record.order_id, payment);
+    if (payment.subscriptionId !== null) append(this.#bySubscriptionId, payment.subscriptionId, payment);
   }
 
   #newPaymentId(): number {
