@@ -1,10 +1,11 @@
 import { execFile } from 'node:child_process';
-import { mkdtemp, readdir, readFile, rm } from 'node:fs/promises';
+import { mkdir, mkdtemp, readdir, readFile, rm, writeFile } from 'node:fs/promises';
 import { createRequire } from 'node:module';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { readZip } from '../../bench/zip.ts';
 import { ROUTES } from '../helpers/routes.ts';
 
 const run = promisify(execFile);
@@ -123,5 +124,44 @@ describe('the idempotency table in the packaged template', () => {
     for (const statement of defaultStatements) {
       for (const action of [statement.Action].flat()) expect(moneyActions).toContain(action);
     }
+  });
+});
+
+describe('stack traces of a packaged function', () => {
+  /** Unpack charge's artifact and load it with no configuration, so its start-up throws. */
+  async function crashAtStartUp(nodeFlags: string[]): Promise<string> {
+    const dir = path.join(out, 'unpacked');
+    for (const entry of readZip(await readFile(path.join(out, 'charge.zip')))) {
+      if (entry.name.endsWith('/')) continue;
+      await mkdir(path.dirname(path.join(dir, entry.name)), { recursive: true });
+      await writeFile(path.join(dir, entry.name), entry.data());
+    }
+    const load = `await import(${JSON.stringify(path.join(dir, 'functions', 'charge.mjs'))})`;
+    const failure = await run(process.execPath, [...nodeFlags, '--input-type=module', '-e', load], {
+      env: { PATH: process.env.PATH },
+    }).then(
+      () => undefined,
+      (error: { stderr: string }) => error,
+    );
+    expect(failure, 'the function started without its configuration').toBeDefined();
+    return failure!.stderr;
+  }
+
+  it('point at the TypeScript sources under --enable-source-maps, as serverless.yml sets it', async () => {
+    const stderr = await crashAtStartUp(['--enable-source-maps']);
+
+    expect(stderr).toMatch(/Missing configuration/);
+    expect(stderr).toMatch(/lib\/gateway\/index\.ts:\d+:\d+/);
+    expect(stderr).toMatch(/functions\/charge\.ts:\d+:\d+/);
+    const environment = Object.values(template.Resources).find((r) => r.Type === 'AWS::Lambda::Function')!
+      .Properties.Environment.Variables;
+    expect(environment.NODE_OPTIONS).toMatch(/--enable-source-maps/);
+  });
+
+  it('point only at the minified bundle without it (what the source map buys)', async () => {
+    const stderr = await crashAtStartUp([]);
+
+    expect(stderr).toMatch(/charge\.mjs:\d+:\d+/);
+    expect(stderr).not.toMatch(/\.ts:\d+/);
   });
 });
