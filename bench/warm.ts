@@ -2,7 +2,13 @@ import { execFile } from 'node:child_process';
 import { writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { promisify } from 'node:util';
-import { DynamoDBClient, PutItemCommand, UpdateItemCommand } from '@aws-sdk/client-dynamodb';
+import {
+  DynamoDBClient,
+  PutItemCommand,
+  type PutItemCommandInput,
+  UpdateItemCommand,
+  type UpdateItemCommandInput,
+} from '@aws-sdk/client-dynamodb';
 import { Pool } from 'undici';
 import { SANDBOX_CREDENTIALS } from '../sandbox/server.ts';
 import { IDEMPOTENT_ROUTES, type RouteName } from '../tests/helpers/routes.ts';
@@ -39,15 +45,65 @@ export interface WarmSamples {
   statusCodes: number[];
 }
 
+/**
+ * The two writes lib/idempotency/store.ts sends for a first attempt that gets an answer: the same
+ * attributes, conditions and update (tests/unit/bench-floor.test.ts holds the two together).
+ */
+export function storeWrites(table: string, key: string, attemptId: string) {
+  const pk = { S: key };
+  const attempt = { S: attemptId };
+  return {
+    claim: (now: number): PutItemCommandInput => ({
+      TableName: table,
+      Item: {
+        pk,
+        state: { S: 'in_progress' },
+        fingerprint: { S: 'f'.repeat(64) },
+        startedAt: { N: String(now) },
+        attempt,
+        expiresAt: { N: '253402300799' },
+        lockedUntil: { N: String(now + 25_000) },
+      },
+      ConditionExpression: 'attribute_not_exists(#key) OR #expiresAt <= :now',
+      ExpressionAttributeNames: { '#key': 'pk', '#expiresAt': 'expiresAt' },
+      ExpressionAttributeValues: { ':now': { N: String(Math.floor(now / 1000)) } },
+    }),
+    answer: (now: number, body: string): UpdateItemCommandInput => ({
+      TableName: table,
+      Key: { pk },
+      UpdateExpression:
+        'SET #state = :state, #statusCode = :statusCode, #headers = :headers, #body = :body, #expiresAt = :expiresAt REMOVE #lockedUntil',
+      ConditionExpression: '#attempt = :attempt AND #state = :inProgress',
+      ExpressionAttributeNames: {
+        '#state': 'state',
+        '#statusCode': 'statusCode',
+        '#headers': 'headers',
+        '#body': 'body',
+        '#expiresAt': 'expiresAt',
+        '#lockedUntil': 'lockedUntil',
+        '#attempt': 'attempt',
+      },
+      ExpressionAttributeValues: {
+        ':state': { S: 'complete' },
+        ':statusCode': { N: '200' },
+        ':headers': { S: '{"Content-Type":"application/json"}' },
+        ':body': { S: body },
+        ':expiresAt': { N: String(Math.ceil(now / 1000) + 86_400) },
+        ':attempt': attempt,
+        ':inProgress': { S: 'in_progress' },
+      },
+    }),
+  };
+}
+
 /** How the floor writes an idempotency record on money routes. */
 export type FloorWrites = 'same' | 'minimal';
 
 /**
  * What the least code could do for the same request: one bare undici request to the same sandbox
- * endpoint with a cached token, plus, on money routes, two conditional writes on the same table.
- * With `same`, those are the writes lib/idempotency/store.ts sends for a first attempt (the same
- * attributes, conditions and update, the answer stored as text), so the table's own time is on
- * both sides and the difference is our code. With `minimal`, they are the least a record needs
+ * endpoint with a cached token, plus, on money routes, two writes on the same table. With
+ * `same`, those are the writes lib/idempotency/store.ts sends for a first attempt (storeWrites),
+ * so the table's own time is on both sides and the difference is our code. With `minimal`, they are the least a record needs
  * (claim a key, store a status), which shows what the record's contents cost the table.
  */
 export function bareFloor(plan: Pick<WarmPlan, 'sandboxUrl' | 'dynamodbEndpoint' | 'table'>) {
@@ -91,54 +147,10 @@ export function bareFloor(plan: Pick<WarmPlan, 'sandboxUrl' | 'dynamodbEndpoint'
 
   /** Claim the key as the store does, `exchange`, then store its answer as the store does. */
   async function sameWrites(exchange: () => Promise<string>): Promise<void> {
-    const pk = { S: `bench#${crypto.randomUUID()}` };
-    const attempt = { S: crypto.randomUUID() };
-    const now = Date.now();
-    await dynamodb.send(
-      new PutItemCommand({
-        TableName: plan.table,
-        Item: {
-          pk,
-          state: { S: 'in_progress' },
-          fingerprint: { S: 'f'.repeat(64) },
-          startedAt: { N: String(now) },
-          attempt,
-          expiresAt: { N: '253402300799' },
-          lockedUntil: { N: String(now + 25_000) },
-        },
-        ConditionExpression: 'attribute_not_exists(#key) OR #expiresAt <= :now',
-        ExpressionAttributeNames: { '#key': 'pk', '#expiresAt': 'expiresAt' },
-        ExpressionAttributeValues: { ':now': { N: String(Math.floor(now / 1000)) } },
-      }),
-    );
+    const writes = storeWrites(plan.table, `bench#${crypto.randomUUID()}`, crypto.randomUUID());
+    await dynamodb.send(new PutItemCommand(writes.claim(Date.now())));
     const body = await exchange();
-    await dynamodb.send(
-      new UpdateItemCommand({
-        TableName: plan.table,
-        Key: { pk },
-        UpdateExpression:
-          'SET #state = :state, #statusCode = :statusCode, #headers = :headers, #body = :body, #expiresAt = :expiresAt REMOVE #lockedUntil',
-        ConditionExpression: '#attempt = :attempt AND #state = :inProgress',
-        ExpressionAttributeNames: {
-          '#state': 'state',
-          '#statusCode': 'statusCode',
-          '#headers': 'headers',
-          '#body': 'body',
-          '#expiresAt': 'expiresAt',
-          '#lockedUntil': 'lockedUntil',
-          '#attempt': 'attempt',
-        },
-        ExpressionAttributeValues: {
-          ':state': { S: 'complete' },
-          ':statusCode': { N: '200' },
-          ':headers': { S: '{"Content-Type":"application/json"}' },
-          ':body': { S: body },
-          ':expiresAt': { N: String(Math.ceil(Date.now() / 1000) + 86_400) },
-          ':attempt': attempt,
-          ':inProgress': { S: 'in_progress' },
-        },
-      }),
-    );
+    await dynamodb.send(new UpdateItemCommand(writes.answer(Date.now(), body)));
   }
 
   async function exchange(call: UpstreamCall): Promise<string> {

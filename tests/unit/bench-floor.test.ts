@@ -1,0 +1,48 @@
+import type { AttributeValue, DynamoDBClient } from '@aws-sdk/client-dynamodb';
+import { describe, expect, it } from 'vitest';
+import { storeWrites } from '../../bench/warm.ts';
+import { IdempotencyStore } from '../../lib/idempotency/store.ts';
+
+/** A write's shape: everything but the values themselves (keys, timestamps, ids differ by design). */
+function shape(write: object) {
+  const input = write as Record<string, unknown>;
+  const types = (values: unknown) =>
+    Object.fromEntries(
+      Object.entries((values ?? {}) as Record<string, AttributeValue>).map(([name, value]) => [
+        name,
+        Object.keys(value),
+      ]),
+    );
+  return {
+    TableName: input.TableName,
+    ConditionExpression: input.ConditionExpression,
+    UpdateExpression: input.UpdateExpression,
+    ExpressionAttributeNames: input.ExpressionAttributeNames,
+    ExpressionAttributeValues: types(input.ExpressionAttributeValues),
+    Item: types(input.Item),
+    Key: types(input.Key),
+  };
+}
+
+describe("the bench's warm floor", () => {
+  it('sends the same two writes as the idempotency store for a first attempt that gets an answer', async () => {
+    const sent: object[] = [];
+    const client = {
+      send: async (command: { input: object }) => {
+        sent.push(command.input);
+        return {};
+      },
+    } as unknown as DynamoDBClient;
+    const store = new IdempotencyStore({ client, table: 'table', ttlSeconds: 86_400 });
+
+    const begun = await store.begin('charge#caller#key', 'f'.repeat(64), Date.now() + 25_000);
+    if (!('acquired' in begun)) throw new Error('the fake table refused the claim');
+    const answer = { statusCode: 200, headers: { 'Content-Type': 'application/json' }, body: '{}' };
+    await store.finish(begun.acquired, 'complete', answer);
+    const floor = storeWrites('table', 'bench#key', 'attempt');
+
+    expect(sent).toHaveLength(2);
+    expect(shape(floor.claim(Date.now()))).toEqual(shape(sent[0]!));
+    expect(shape(floor.answer(Date.now(), '{}'))).toEqual(shape(sent[1]!));
+  });
+});
