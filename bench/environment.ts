@@ -8,7 +8,7 @@ import {
 import { ROUTE_SCOPES, TEST_AUTH_ENV, tokenFor } from '../tests/helpers/auth.ts';
 import { apiEvent } from '../tests/helpers/events.ts';
 import { IDEMPOTENT_ROUTES, ROUTES, type RouteName } from '../tests/helpers/routes.ts';
-import { startFakeSecretsManager } from '../tests/helpers/secrets-manager.ts';
+import { gatewaySecret, startFakeSecretsManager } from '../tests/helpers/secrets-manager.ts';
 import { validRequest } from '../tests/resilience/fixtures.ts';
 
 const TABLE = 'payhere-payments-api-bench-idempotency';
@@ -36,15 +36,7 @@ export async function startBenchEnvironment() {
   const dynamodb = await startLocalDynamoDB();
   await createIdempotencyTable(dynamodb.endpoint, TABLE);
   const secrets = await startFakeSecretsManager();
-  secrets.secrets.set(
-    SECRET_ID,
-    JSON.stringify({
-      app_id: SANDBOX_CREDENTIALS.appId,
-      app_secret: SANDBOX_CREDENTIALS.appSecret,
-      merchant_id: SANDBOX_CREDENTIALS.merchantId,
-      merchant_secret: SANDBOX_CREDENTIALS.merchantSecret,
-    }),
-  );
+  secrets.secrets.set(SECRET_ID, gatewaySecret(SANDBOX_CREDENTIALS));
   const env: Record<string, string> = {
     ...LOCAL_AWS_ENVIRONMENT,
     ...TEST_AUTH_ENV,

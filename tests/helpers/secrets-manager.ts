@@ -5,6 +5,7 @@
  */
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
+import { SANDBOX_CREDENTIALS } from '../../sandbox/server.ts';
 
 export interface FakeSecretsManager {
   endpoint: string;
@@ -77,4 +78,36 @@ export async function startFakeSecretsManager(): Promise<FakeSecretsManager> {
       await new Promise((resolve) => server.close(resolve));
     },
   };
+}
+
+/** The gateway secret's JSON as an operator stores it (the fields lib/secrets.ts reads). */
+export function gatewaySecret(
+  credentials: { appId: string; appSecret: string },
+  merchantSecret: string = SANDBOX_CREDENTIALS.merchantSecret,
+): string {
+  return JSON.stringify({
+    app_id: credentials.appId,
+    app_secret: credentials.appSecret,
+    merchant_id: SANDBOX_CREDENTIALS.merchantId,
+    merchant_secret: merchantSecret,
+  });
+}
+
+/**
+ * Configure the functions of this test process as deployed: no gateway credentials in the
+ * environment, only GATEWAY_SECRET_ID, read through the loopback Secrets Manager.
+ */
+export function useSecretCredentials(secrets: FakeSecretsManager, secretId: string): void {
+  for (const name of [
+    'GATEWAY_APP_ID',
+    'GATEWAY_APP_SECRET',
+    'GATEWAY_MERCHANT_ID',
+    'GATEWAY_MERCHANT_SECRET',
+  ]) {
+    delete process.env[name];
+  }
+  Object.assign(process.env, {
+    GATEWAY_SECRET_ID: secretId,
+    AWS_ENDPOINT_URL_SECRETS_MANAGER: secrets.endpoint,
+  });
 }

@@ -2,12 +2,17 @@ import { randomBytes } from 'node:crypto';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, beforeEach, describe, expect, it, vi } from 'vitest';
-import { SANDBOX_CREDENTIALS, type Sandbox, SEED, startSandbox } from '../../sandbox/server.ts';
+import { type Sandbox, SEED, startSandbox } from '../../sandbox/server.ts';
 import { testToken } from '../helpers/auth.ts';
 import type { Answer } from '../helpers/events.ts';
 import { type CallOptions, call } from '../helpers/gateway.ts';
 import type { RouteName } from '../helpers/routes.ts';
-import { type FakeSecretsManager, startFakeSecretsManager } from '../helpers/secrets-manager.ts';
+import {
+  type FakeSecretsManager,
+  gatewaySecret,
+  startFakeSecretsManager,
+  useSecretCredentials,
+} from '../helpers/secrets-manager.ts';
 
 /**
  * The leak canary: the service runs its flows, failures included, with recognisable secrets (the
@@ -26,12 +31,7 @@ const CARD_NUMBER = '4916217501611292';
 const SUBJECT = 'canary-client';
 
 const secretOf = (credentials: { appId: string; appSecret: string }) =>
-  JSON.stringify({
-    app_id: credentials.appId,
-    app_secret: credentials.appSecret,
-    merchant_id: SANDBOX_CREDENTIALS.merchantId,
-    merchant_secret: MERCHANT_SECRET,
-  });
+  gatewaySecret(credentials, MERCHANT_SECRET);
 
 // --- what is captured ---------------------------------------------------------------------
 
@@ -95,20 +95,11 @@ beforeAll(async () => {
   secrets.secrets.set(SECRET_ID, secretOf(FIRST));
   target = await startSandbox({ rateLimit: false, credentials: FIRST });
   const proxyUrl = await startRecordingProxy();
-  for (const name of [
-    'GATEWAY_APP_ID',
-    'GATEWAY_APP_SECRET',
-    'GATEWAY_MERCHANT_ID',
-    'GATEWAY_MERCHANT_SECRET',
-  ]) {
-    delete process.env[name];
-  }
+  useSecretCredentials(secrets, SECRET_ID);
   Object.assign(process.env, {
     LOG_LEVEL: 'debug',
     GATEWAY_BASE_URL: proxyUrl,
-    GATEWAY_SECRET_ID: SECRET_ID,
     GATEWAY_RATE_LIMIT: '10000/1000',
-    AWS_ENDPOINT_URL_SECRETS_MANAGER: secrets.endpoint,
     AWS_SECRET_ACCESS_KEY: AWS_SECRET_KEY,
   });
 });

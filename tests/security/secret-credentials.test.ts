@@ -1,7 +1,12 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { SANDBOX_CREDENTIALS, type Sandbox, startSandbox } from '../../sandbox/server.ts';
+import { type Sandbox, startSandbox } from '../../sandbox/server.ts';
 import { call } from '../helpers/gateway.ts';
-import { type FakeSecretsManager, startFakeSecretsManager } from '../helpers/secrets-manager.ts';
+import {
+  type FakeSecretsManager,
+  gatewaySecret,
+  startFakeSecretsManager,
+  useSecretCredentials,
+} from '../helpers/secrets-manager.ts';
 
 /**
  * A function configured as deployed: GATEWAY_SECRET_ID and no credentials in the environment.
@@ -11,13 +16,6 @@ import { type FakeSecretsManager, startFakeSecretsManager } from '../helpers/sec
 const SECRET_ID = 'payhere-payments-api/test/gateway';
 const FIRST = { appId: 'app-first', appSecret: 'CANARY-SECRET-first-0c41' };
 const ROTATED = { appId: 'app-rotated', appSecret: 'CANARY-SECRET-rotated-9b7e' };
-const secretOf = (credentials: { appId: string; appSecret: string }) =>
-  JSON.stringify({
-    app_id: credentials.appId,
-    app_secret: credentials.appSecret,
-    merchant_id: SANDBOX_CREDENTIALS.merchantId,
-    merchant_secret: SANDBOX_CREDENTIALS.merchantSecret,
-  });
 
 let secrets: FakeSecretsManager;
 let sandbox: Sandbox;
@@ -25,19 +23,10 @@ let sandbox: Sandbox;
 beforeAll(async () => {
   secrets = await startFakeSecretsManager();
   sandbox = await startSandbox({ rateLimit: false, credentials: FIRST });
-  for (const name of [
-    'GATEWAY_APP_ID',
-    'GATEWAY_APP_SECRET',
-    'GATEWAY_MERCHANT_ID',
-    'GATEWAY_MERCHANT_SECRET',
-  ]) {
-    delete process.env[name];
-  }
+  useSecretCredentials(secrets, SECRET_ID);
   Object.assign(process.env, {
     GATEWAY_BASE_URL: sandbox.url,
-    GATEWAY_SECRET_ID: SECRET_ID,
     GATEWAY_RATE_LIMIT: '10000/1000',
-    AWS_ENDPOINT_URL_SECRETS_MANAGER: secrets.endpoint,
   });
 });
 afterAll(async () => {
@@ -62,7 +51,7 @@ describe('a function reading its gateway credentials from Secrets Manager', () =
   });
 
   it('works once the secret is fixed, reading it once for many requests', async () => {
-    secrets.secrets.set(SECRET_ID, secretOf(FIRST));
+    secrets.secrets.set(SECRET_ID, gatewaySecret(FIRST));
     const readsBefore = secrets.reads();
 
     for (let i = 0; i < 3; i++) expect((await call('listSubscriptions')).statusCode).toBe(200);
@@ -75,7 +64,7 @@ describe('a function reading its gateway credentials from Secrets Manager', () =
     const { port } = sandbox;
     await sandbox.close();
     sandbox = await startSandbox({ port, rateLimit: false, credentials: ROTATED });
-    secrets.secrets.set(SECRET_ID, secretOf(ROTATED));
+    secrets.secrets.set(SECRET_ID, gatewaySecret(ROTATED));
     const readsBefore = secrets.reads();
 
     const answer = await call('listSubscriptions');

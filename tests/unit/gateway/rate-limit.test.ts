@@ -52,16 +52,20 @@ function busiestWindow(starts: number[], windowMs: number): number {
   return busiest;
 }
 
+/** A limiter of `limit` calls per `windowMs` on a test clock. */
+function limiterOn(
+  time: { now: () => number; sleep: (ms: number) => Promise<void> },
+  limit: number,
+  windowMs = 10_000,
+) {
+  return new SlidingWindowLimiter({ limit, windowMs, now: time.now, sleep: time.sleep });
+}
+
 describe('SlidingWindowLimiter', () => {
   it('lets the first `limit` calls start at once', async () => {
     // Prepare
     const time = steppingClock();
-    const limiter = new SlidingWindowLimiter({
-      limit: 20,
-      windowMs: 10_000,
-      now: time.now,
-      sleep: time.sleep,
-    });
+    const limiter = limiterOn(time, 20);
 
     // Act
     for (let i = 0; i < 20; i++) await limiter.acquire(0);
@@ -74,12 +78,7 @@ describe('SlidingWindowLimiter', () => {
   it('never starts more than `limit` calls in any window, one caller after another', async () => {
     // Prepare
     const time = steppingClock();
-    const limiter = new SlidingWindowLimiter({
-      limit: 20,
-      windowMs: 10_000,
-      now: time.now,
-      sleep: time.sleep,
-    });
+    const limiter = limiterOn(time, 20);
     const starts: number[] = [];
 
     // Act
@@ -97,12 +96,7 @@ describe('SlidingWindowLimiter', () => {
   it('waits only until the oldest start leaves the window', async () => {
     // Prepare
     const time = steppingClock();
-    const limiter = new SlidingWindowLimiter({
-      limit: 3,
-      windowMs: 10_000,
-      now: time.now,
-      sleep: time.sleep,
-    });
+    const limiter = limiterOn(time, 3);
     await limiter.acquire(0);
     time.advance(2_000);
     await limiter.acquire(0);
@@ -118,12 +112,7 @@ describe('SlidingWindowLimiter', () => {
   it('never starts more than `limit` calls in any window, with 100 concurrent callers', async () => {
     // Prepare
     const time = virtualClock();
-    const limiter = new SlidingWindowLimiter({
-      limit: 20,
-      windowMs: 10_000,
-      now: time.now,
-      sleep: time.sleep,
-    });
+    const limiter = limiterOn(time, 20);
     const starts: number[] = [];
 
     // Act
@@ -142,12 +131,7 @@ describe('SlidingWindowLimiter', () => {
   it('rejects a call that cannot get a slot within maxWaitMs with 429 rate_limited and Retry-After, without waiting', async () => {
     // Prepare
     const time = steppingClock();
-    const limiter = new SlidingWindowLimiter({
-      limit: 2,
-      windowMs: 10_000,
-      now: time.now,
-      sleep: time.sleep,
-    });
+    const limiter = limiterOn(time, 2);
     await limiter.acquire(0);
     await limiter.acquire(0);
 
@@ -167,12 +151,7 @@ describe('SlidingWindowLimiter', () => {
   it('rounds Retry-After up to whole seconds, at least 1', async () => {
     // Prepare
     const time = steppingClock();
-    const limiter = new SlidingWindowLimiter({
-      limit: 1,
-      windowMs: 10_000,
-      now: time.now,
-      sleep: time.sleep,
-    });
+    const limiter = limiterOn(time, 1);
     await limiter.acquire(0);
 
     // Act
@@ -189,12 +168,7 @@ describe('SlidingWindowLimiter', () => {
   it('does not count a refused call against the window', async () => {
     // Prepare
     const time = steppingClock();
-    const limiter = new SlidingWindowLimiter({
-      limit: 2,
-      windowMs: 10_000,
-      now: time.now,
-      sleep: time.sleep,
-    });
+    const limiter = limiterOn(time, 2);
     await limiter.acquire(0);
     await limiter.acquire(0);
     await limiter.acquire(0).catch(() => undefined);
@@ -213,7 +187,7 @@ describe('SlidingWindowLimiter', () => {
   it('refuses concurrent callers whose wait would exceed maxWaitMs while the others get slots', async () => {
     // Prepare
     const time = virtualClock();
-    const limiter = new SlidingWindowLimiter({ limit: 5, windowMs: 1_000, now: time.now, sleep: time.sleep });
+    const limiter = limiterOn(time, 5, 1_000);
 
     // Act
     const outcomes = Promise.allSettled(
