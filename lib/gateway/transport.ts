@@ -1,4 +1,4 @@
-import { Client, type Dispatcher, Pool } from 'undici';
+import { Pool } from 'undici';
 
 export interface UpstreamRequest {
   method: 'GET' | 'POST';
@@ -83,16 +83,17 @@ function errorCode(error: unknown): string | undefined {
 
 export interface TransportOptions {
   connectTimeoutMs: number;
-  /** Answers larger than this are abandoned: no PayHere answer comes close. */
-  maxResponseBytes?: number;
 }
+
+/** Answers larger than this are abandoned: no PayHere answer comes close. */
+const MAX_RESPONSE_BYTES = 4 * 1024 * 1024;
 
 /** One keep-alive pool for the gateway's origin; every call carries its own deadline. */
 export class Transport {
   readonly #origin: string;
   readonly #basePath: string;
   readonly #options: { connect: { timeout: number }; maxResponseSize: number };
-  readonly #pool: Pool;
+  #pool: Pool;
   /** When the pool last finished an exchange: its sockets were alive then. */
   #lastExchangeAt = 0;
 
@@ -100,11 +101,12 @@ export class Transport {
     const url = new URL(baseUrl);
     this.#origin = url.origin;
     this.#basePath = url.pathname.replace(/\/+$/, '');
-    this.#options = {
-      connect: { timeout: options.connectTimeoutMs },
-      maxResponseSize: options.maxResponseBytes ?? 4 * 1024 * 1024,
-    };
-    this.#pool = new Pool(this.#origin, {
+    this.#options = { connect: { timeout: options.connectTimeoutMs }, maxResponseSize: MAX_RESPONSE_BYTES };
+    this.#pool = this.#newPool();
+  }
+
+  #newPool(): Pool {
+    return new Pool(this.#origin, {
       ...this.#options,
       connections: 16,
       keepAliveTimeout: 4_000,
@@ -115,12 +117,14 @@ export class Transport {
   async send(request: UpstreamRequest): Promise<UpstreamResponse> {
     const remaining = Math.floor(request.deadline - Date.now());
     if (remaining <= 0) throw new TransportError('timeout', 'DEADLINE_EXCEEDED', undefined);
-    const stale = Date.now() - this.#lastExchangeAt > STALE_AFTER_IDLE_MS;
-    // One handshake is cheaper than a charge whose outcome is unknown.
-    const dispatcher: Dispatcher =
-      request.unsafeToRepeat && stale ? new Client(this.#origin, this.#options) : this.#pool;
+    if (request.unsafeToRepeat && Date.now() - this.#lastExchangeAt > STALE_AFTER_IDLE_MS) {
+      // The idle sockets may be dead: one handshake is cheaper than a charge whose outcome is
+      // unknown. The new pool's connection then serves the requests that follow.
+      void this.#pool.close().catch(() => {});
+      this.#pool = this.#newPool();
+    }
     try {
-      const response = await dispatcher.request({
+      const response = await this.#pool.request({
         method: request.method,
         path: this.#basePath + request.path,
         headers: request.headers,
@@ -130,12 +134,10 @@ export class Transport {
         signal: AbortSignal.timeout(remaining),
       });
       const body = await response.body.text();
-      if (dispatcher === this.#pool) this.#lastExchangeAt = Date.now();
+      this.#lastExchangeAt = Date.now();
       return { status: response.statusCode, headers: response.headers, body };
     } catch (error) {
       throw classifyTransportError(error);
-    } finally {
-      if (dispatcher !== this.#pool) void dispatcher.destroy().catch(() => {});
     }
   }
 

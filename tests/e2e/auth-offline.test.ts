@@ -2,10 +2,10 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { SANDBOX_CREDENTIALS, type Sandbox, SEED, startSandbox } from '../../sandbox/server.ts';
+import { type Sandbox, SEED, startSandbox } from '../../sandbox/server.ts';
 import { type LocalIssuer, startIssuer } from '../../scripts/issuer.ts';
-import { type Offline, startOffline } from '../../scripts/offline.ts';
-import { freePort } from '../helpers/ports.ts';
+import type { Offline } from '../../scripts/offline.ts';
+import { startOfflineAgainst } from '../helpers/offline.ts';
 
 /**
  * Authentication as a client meets it: HTTP → serverless-offline → bundled handler, with the keys
@@ -21,19 +21,10 @@ beforeAll(async () => {
   dir = await mkdtemp(path.join(tmpdir(), 'payhere-e2e-issuer-'));
   issuer = await startIssuer({ file: path.join(dir, 'issuer.json') });
   sandbox = await startSandbox({ rateLimit: false });
-  offline = await startOffline({
-    port: await freePort(),
-    lambdaPort: await freePort(),
-    env: {
-      GATEWAY_BASE_URL: sandbox.url,
-      GATEWAY_APP_ID: SANDBOX_CREDENTIALS.appId,
-      GATEWAY_APP_SECRET: SANDBOX_CREDENTIALS.appSecret,
-      LOG_LEVEL: 'silent',
-      ESBUILD_WORK_FOLDER: '.esbuild-auth-e2e',
-      ...issuer.env,
-    },
-  });
-  api = `${offline.baseUrl}/gateway/api`;
+  ({ offline, api } = await startOfflineAgainst(sandbox, {
+    ESBUILD_WORK_FOLDER: '.esbuild-auth-e2e',
+    ...issuer.env,
+  }));
 }, 120_000);
 
 afterAll(async () => {

@@ -1,9 +1,9 @@
 import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { SANDBOX_CREDENTIALS, type Sandbox, SEED, startSandbox } from '../../sandbox/server.ts';
-import { type Offline, startOffline } from '../../scripts/offline.ts';
+import { type Sandbox, SEED, startSandbox } from '../../sandbox/server.ts';
+import type { Offline } from '../../scripts/offline.ts';
 import { ALL_TEST_SCOPES, TEST_AUTH_ENV, tokenFor } from '../helpers/auth.ts';
-import { freePort } from '../helpers/ports.ts';
+import { startOfflineAgainst } from '../helpers/offline.ts';
 
 /** The whole path a client takes: HTTP → serverless-offline → bundled handler → sandbox over loopback. */
 let sandbox: Sandbox;
@@ -12,18 +12,7 @@ let api: string;
 
 beforeAll(async () => {
   sandbox = await startSandbox({ rateLimit: false });
-  offline = await startOffline({
-    port: await freePort(),
-    lambdaPort: await freePort(),
-    env: {
-      GATEWAY_BASE_URL: sandbox.url,
-      GATEWAY_APP_ID: SANDBOX_CREDENTIALS.appId,
-      GATEWAY_APP_SECRET: SANDBOX_CREDENTIALS.appSecret,
-      LOG_LEVEL: 'silent',
-      ...TEST_AUTH_ENV,
-    },
-  });
-  api = `${offline.baseUrl}/gateway/api`;
+  ({ offline, api } = await startOfflineAgainst(sandbox, TEST_AUTH_ENV));
 }, 120_000);
 
 afterAll(async () => {

@@ -102,7 +102,7 @@ describe('an unreachable gateway', () => {
 });
 
 describe('keep-alive sockets and money requests', () => {
-  it('never puts a money request on a socket that sat idle long enough to be dead', async () => {
+  it('never puts a money request on a socket that sat idle long enough to be dead, and keeps the new one', async () => {
     let connections = 0;
     const server = createServer((_, res) => res.end('{}'));
     server.on('connection', () => connections++);
@@ -129,10 +129,14 @@ describe('keep-alive sockets and money requests', () => {
       await send(true); // idle: a fresh connection of its own
       const afterIdleMoney = connections;
       await setTimeout(20);
-      await send(false); // reads keep using the pool
-      expect({ warm, afterIdleMoney, afterRead: connections }).toEqual({
+      await send(true); // that connection was just used: money requests keep it
+      const nextMoney = connections;
+      await setTimeout(20);
+      await send(false); // reads use it too
+      expect({ warm, afterIdleMoney, nextMoney, afterRead: connections }).toEqual({
         warm: 1,
         afterIdleMoney: 2,
+        nextMoney: 2,
         afterRead: 2,
       });
     } finally {
