@@ -1,27 +1,29 @@
 import { describe, expect, it } from 'vitest';
 import {
   ConflictError,
-  ForbiddenError,
   GatewayError,
   GatewayRejectedError,
   GatewayTimeoutError,
   GatewayUnavailableError,
   InternalError,
   NotFoundError,
+  notSent,
   OutcomeUnknownError,
   RateLimitedError,
-  UnauthorizedError,
 } from '../../lib/errors.ts';
 import { classifyFailure } from '../../lib/idempotency/failure.ts';
 
 describe('classifyFailure', () => {
   it.each([
-    ['a connect failure (503 gateway_unavailable)', new GatewayUnavailableError()],
-    ['our own rate limit or PayHere’s 429', new RateLimitedError('slow down', 3)],
-    ['a refused caller (401)', new UnauthorizedError()],
-    ['a caller without the scope (403)', new ForbiddenError('payments:write')],
+    ['a connect failure (503 gateway_unavailable)', notSent(new GatewayUnavailableError())],
+    ['our own rate limit or PayHere’s 429', notSent(new RateLimitedError('slow down', 3))],
+    ['a gateway error marked as refused before processing', notSent(new GatewayError())],
   ])('releases the key after %s: nothing was sent', (_, error) => {
     expect(classifyFailure(error)).toBe('not_sent');
+  });
+
+  it('keeps an unmarked 503 gateway_unavailable as outcome_unknown: only the gateway client can prove nothing was sent', () => {
+    expect(classifyFailure(new GatewayUnavailableError())).toBe('unknown');
   });
 
   it.each([
