@@ -35,18 +35,22 @@ export function required(env: Env, name: string): string {
   return value;
 }
 
-function gatewayBaseUrl(env: Env): string {
-  const value = required(env, 'GATEWAY_BASE_URL');
-  let url: URL;
+/** `value` (the trimmed value of `name`) if it is an absolute http(s) URL, or a ConfigError naming `name`. */
+export function httpUrl(name: string, value: string): string {
+  let protocol: string | undefined;
   try {
-    url = new URL(value);
+    protocol = new URL(value).protocol;
   } catch {
-    throw new ConfigError('Invalid configuration: GATEWAY_BASE_URL must be an absolute http(s) URL.');
+    // reported below
   }
-  if (url.protocol !== 'https:' && url.protocol !== 'http:') {
-    throw new ConfigError('Invalid configuration: GATEWAY_BASE_URL must be an absolute http(s) URL.');
+  if (protocol !== 'https:' && protocol !== 'http:') {
+    throw new ConfigError(`Invalid configuration: ${name} must be an absolute http(s) URL.`);
   }
-  return value.replace(/\/+$/, '');
+  return value;
+}
+
+function gatewayBaseUrl(env: Env): string {
+  return httpUrl('GATEWAY_BASE_URL', required(env, 'GATEWAY_BASE_URL')).replace(/\/+$/, '');
 }
 
 /** `GATEWAY_RATE_LIMIT` = `<requests>/<milliseconds>`; PayHere's limit (20 per 10 s) by default. */

@@ -4,6 +4,7 @@
  * DYNAMODB_PORT or a free port), then the API through serverless-offline on PORT (3000).
  * A local token issuer (scripts/issuer.ts) signs the tokens the API accepts: `npm run -s token`.
  */
+import { loadConfig } from '../lib/config.ts';
 import { SANDBOX_CREDENTIALS, type Sandbox, startSandbox } from '../sandbox/server.ts';
 import { ALL_SCOPES, startIssuer } from './issuer.ts';
 import {
@@ -19,9 +20,8 @@ const lambdaPort = Number(process.env.OFFLINE_LAMBDA_PORT ?? port + 2);
 
 async function gatewayEnvironment(): Promise<{ env: Record<string, string>; sandbox?: Sandbox }> {
   if (process.env.GATEWAY_BASE_URL) {
-    for (const name of ['GATEWAY_APP_ID', 'GATEWAY_APP_SECRET']) {
-      if (!process.env[name]) throw new Error(`GATEWAY_BASE_URL is set: set ${name} as well.`);
-    }
+    // The functions' own check, so a bad setting fails here rather than in every cold start.
+    loadConfig(process.env);
     console.log(`Gateway: ${process.env.GATEWAY_BASE_URL} (no sandbox started)`);
     return { env: {} };
   }

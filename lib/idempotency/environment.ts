@@ -1,5 +1,5 @@
 import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
-import { ConfigError } from '../config.ts';
+import { ConfigError, type Env, httpUrl, required } from '../config.ts';
 import { IdempotencyStore } from './store.ts';
 
 /** SPEC.md: the first complete answer is kept at least 24 hours. */
@@ -13,12 +13,9 @@ export interface IdempotencyConfig {
   endpoint?: string;
 }
 
-type Env = Record<string, string | undefined>;
-
 /** Read and check the store's configuration; a bad value names its variable, never its value. */
 export function loadIdempotencyConfig(env: Env): IdempotencyConfig {
-  const table = env.IDEMPOTENCY_TABLE?.trim();
-  if (!table) throw new ConfigError('Missing configuration: set IDEMPOTENCY_TABLE.');
+  const table = required(env, 'IDEMPOTENCY_TABLE');
   const ttl = env.IDEMPOTENCY_TTL_SECONDS?.trim();
   const ttlSeconds = ttl ? Number(ttl) : MIN_TTL_SECONDS;
   if ((ttl && !/^\d+$/.test(ttl)) || !Number.isSafeInteger(ttlSeconds) || ttlSeconds < MIN_TTL_SECONDS) {
@@ -27,9 +24,7 @@ export function loadIdempotencyConfig(env: Env): IdempotencyConfig {
     );
   }
   const endpoint = env.DYNAMODB_ENDPOINT?.trim();
-  if (endpoint && !isHttpUrl(endpoint)) {
-    throw new ConfigError('Invalid configuration: DYNAMODB_ENDPOINT must be an absolute http(s) URL.');
-  }
+  if (endpoint) httpUrl('DYNAMODB_ENDPOINT', endpoint);
   return {
     table,
     ttlSeconds,
@@ -38,43 +33,19 @@ export function loadIdempotencyConfig(env: Env): IdempotencyConfig {
   };
 }
 
-function isHttpUrl(value: string): boolean {
-  try {
-    const { protocol } = new URL(value);
-    return protocol === 'http:' || protocol === 'https:';
-  } catch {
-    return false;
-  }
-}
-
-const clients = new Map<string, DynamoDBClient>();
-
 /**
- * One client per container: constructing it opens no connection and resolves no credentials
- * (both happen on the first request), so this is cheap at module scope. Timeouts are explicit:
- * the SDK's defaults would wait far longer than a request's budget.
+ * The container's idempotency store, built from the environment at start-up (a bad variable fails
+ * here). Building the client opens no connection and resolves no credentials (both happen on the
+ * first request). Timeouts are explicit: the SDK's defaults would wait far longer than a
+ * request's budget.
  */
-function clientFor(config: IdempotencyConfig): DynamoDBClient {
-  const id = `${config.region}|${config.endpoint ?? ''}`;
-  let client = clients.get(id);
-  if (!client) {
-    client = new DynamoDBClient({
-      region: config.region,
-      ...(config.endpoint ? { endpoint: config.endpoint } : {}),
-      maxAttempts: 3,
-      requestHandler: { connectionTimeout: 1_000, requestTimeout: 2_000 },
-    });
-    clients.set(id, client);
-  }
-  return client;
-}
-
-/** The container's idempotency store, built from the environment at start-up (a bad variable fails here). */
 export function idempotencyStoreFromEnvironment(env: Env = process.env): IdempotencyStore {
   const config = loadIdempotencyConfig(env);
-  return new IdempotencyStore({
-    client: clientFor(config),
-    table: config.table,
-    ttlSeconds: config.ttlSeconds,
+  const client = new DynamoDBClient({
+    region: config.region,
+    ...(config.endpoint ? { endpoint: config.endpoint } : {}),
+    maxAttempts: 3,
+    requestHandler: { connectionTimeout: 1_000, requestTimeout: 2_000 },
   });
+  return new IdempotencyStore({ client, table: config.table, ttlSeconds: config.ttlSeconds });
 }

@@ -101,3 +101,21 @@ describe('the README, as written', () => {
     }
   });
 });
+
+describe('npm start against an outside gateway', () => {
+  it.each([
+    ['an address that is not a URL', { GATEWAY_BASE_URL: 'notaurl' }, /GATEWAY_BASE_URL must be an absolute/],
+    ['a gateway without credentials', { GATEWAY_BASE_URL: 'http://127.0.0.1:9' }, /set GATEWAY_APP_ID/],
+  ])('refuses %s before starting anything, naming the variable', async (_, gateway, message) => {
+    const outside: NodeJS.ProcessEnv = { ...process.env, ...gateway };
+    for (const name of ['GATEWAY_APP_ID', 'GATEWAY_APP_SECRET', 'GATEWAY_SECRET_ID']) delete outside[name];
+
+    const failure = await run(process.execPath, ['scripts/start.ts'], { cwd: root, env: outside }).then(
+      () => undefined,
+      (error: { stderr: string }) => error,
+    );
+
+    expect(failure, 'npm start ran with a gateway it cannot use').toBeDefined();
+    expect(failure!.stderr).toMatch(message);
+  });
+});
