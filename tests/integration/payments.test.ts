@@ -52,6 +52,37 @@ describe('charge', () => {
     ]);
   });
 
+  it('does not report a PAYMENT as paid when the gateway answers with an authorization code (3)', async () => {
+    const order = charge();
+    sandbox.faults.inject('charge', {
+      kind: 'status',
+      status: 200,
+      contentType: 'application/json',
+      body: JSON.stringify({
+        status: 1,
+        msg: 'Automatic payment charged successfully',
+        data: {
+          order_id: order.order_id,
+          items: order.items,
+          currency: order.currency,
+          amount: order.amount,
+          custom_1: null,
+          custom_2: null,
+          payment_id: 320025071281,
+          status_code: 3,
+          status_message: 'Successfully authorized the test tokenized payment.',
+          md5sig: null,
+          authorization_token: '8c3a4e1f-1b2c-4d5e-8f90-a1b2c3d4e5f6',
+        },
+      }),
+    });
+
+    const answer = await call('charge', { body: order });
+
+    expect(answer.statusCode).toBe(202);
+    expect(answer.body.status).toBe(0);
+  });
+
   it('holds an AUTHORIZE charge and returns the authorization token for a capture', async () => {
     const answer = await call('charge', { body: charge({ type: 'AUTHORIZE', amount: 100 }) });
 
@@ -151,6 +182,46 @@ describe('capture', () => {
       msg: 'Successfully captured payment',
       data: { status_code: 2, amount: 100, captured_amount: 80, order_id: 'Order12345' },
     });
+  });
+
+  /** PayHere's capture answer (envelope status 1) with the given outcome. */
+  const captureAnswer = (statusCode: number, statusMessage: string) => ({
+    kind: 'status' as const,
+    status: 200,
+    contentType: 'application/json',
+    body: JSON.stringify({
+      status: 1,
+      msg: 'Capture processed',
+      data: {
+        status_code: statusCode,
+        status_message: statusMessage,
+        payment_id: 320025071280,
+        currency: 'LKR',
+        amount: 100,
+        captured_amount: 80,
+        items: null,
+        order_id: 'Order12345',
+        md5sig: null,
+        custom_1: null,
+        custom_2: null,
+      },
+    }),
+  });
+
+  it.each([
+    [-2, 'Capture declined by the issuer', 402, -1],
+    [-1, 'Capture canceled', 402, -1],
+    [0, 'Capture pending', 202, 0],
+  ])('follows a capture answer with status_code %i: HTTP %i', async (code, message, httpStatus, status) => {
+    sandbox.faults.inject('capture', captureAnswer(code, message));
+
+    const answer = await call('capture', {
+      body: { authorization_token: token, amount: 80, description: 'x' },
+    });
+
+    expect(answer.statusCode).toBe(httpStatus);
+    expect(answer.body).toMatchObject({ status, data: { status_code: code } });
+    if (httpStatus === 402) expect(answer.body.msg).toBe(message);
   });
 
   it('accepts the reason as `description` and sends it upstream as deduction_details', async () => {
