@@ -19,7 +19,13 @@ beforeAll(async () => {
   // `npm run package` runs exactly this; no AWS credentials are needed to package.
   await run(process.execPath, [slsBin, 'package', '--stage', 'test', '--package', out], {
     cwd: path.resolve(import.meta.dirname, '../..'),
-    env: { ...process.env, ESBUILD_WORK_FOLDER: '.esbuild-package-test' },
+    // Deployed defaults: nothing in this environment may override them.
+    env: {
+      ...process.env,
+      ESBUILD_WORK_FOLDER: '.esbuild-package-test',
+      GATEWAY_RATE_LIMIT: undefined,
+      IDEMPOTENCY_TTL_SECONDS: undefined,
+    },
   });
   template = JSON.parse(await readFile(path.join(out, 'cloudformation-template-update-stack.json'), 'utf8'));
 }, 120_000);
@@ -123,6 +129,19 @@ describe('the idempotency table in the packaged template', () => {
 
     for (const statement of defaultStatements) {
       for (const action of [statement.Action].flat()) expect(moneyActions).toContain(action);
+    }
+  });
+});
+
+describe('deployed defaults', () => {
+  it("keep every function under PayHere's 20 requests per 10 s and idempotent answers for 24 h", () => {
+    const functions = Object.values(template.Resources).filter((r) => r.Type === 'AWS::Lambda::Function');
+
+    for (const fn of functions) {
+      expect(fn.Properties.Environment.Variables).toMatchObject({
+        GATEWAY_RATE_LIMIT: '20/10000',
+        IDEMPOTENCY_TTL_SECONDS: '86400',
+      });
     }
   });
 });

@@ -136,6 +136,16 @@ describe('charge', () => {
     expect(sandbox.counters().token ?? 0).toBe(0);
   });
 
+  it.each(['capture', 'refund'] as const)(
+    'answers 415 on %s too for a body not declared as JSON',
+    async (route) => {
+      const answer = await call(route, { body: '{}', headers: { 'Content-Type': 'text/plain' } });
+
+      expect(answer.statusCode).toBe(415);
+      expect(answer.body).toMatchObject({ status: -1, data: { code: 'unsupported_media_type' } });
+    },
+  );
+
   it('answers 415 for a body that is not declared as JSON, and 400 invalid_json for broken JSON', async () => {
     const wrongType = await call('charge', {
       body: 'type=PAYMENT',

@@ -27,6 +27,8 @@ const ROTATED = { appId: `CANARY-APPID-${tag()}`, appSecret: `CANARY-SECRET-${ta
 const MERCHANT_SECRET = `CANARY-MERCHANT-${tag()}`;
 const AWS_SECRET_KEY = `CANARY-AWSKEY-${tag()}`;
 const CUSTOMER_TOKEN = `CANARYCUSTOMER${tag()}`;
+/** SPEC.md: full request bodies are never logged; this rides in every charge body. */
+const BODY_MARKER = `CANARY-BODY-${tag()}`;
 const CARD_NUMBER = '4916217501611292';
 const SUBJECT = 'canary-client';
 
@@ -134,6 +136,7 @@ const charge = (overrides: Record<string, unknown> = {}) => ({
   currency: 'LKR',
   amount: 345.67,
   customer_token: SEED.customerTokens.success,
+  custom_1: BODY_MARKER,
   ...overrides,
 });
 
@@ -246,6 +249,7 @@ describe('what was written and sent', () => {
     FIRST.appId,
     ROTATED.appId,
     CUSTOMER_TOKEN,
+    BODY_MARKER,
     SEED.customerTokens.success,
     SEED.customerTokens.declined,
     SEED.authorizationTokens.captured,
