@@ -35,7 +35,6 @@ export interface ValidRequest<Body, Path> {
   caller: Caller;
   /** Epoch ms by which all upstream work must be done. */
   deadline: number;
-  event: Event;
   context: Context;
 }
 
@@ -90,7 +89,6 @@ export function route<Body = undefined, Path = undefined>(
       path: (path?.ok ? path.value : undefined) as Path,
       caller: callerOf(context),
       deadline: requestDeadline(context.getRemainingTimeInMillis?.()),
-      event,
       context,
     };
     if (options.idempotency && key?.ok) {

@@ -48,8 +48,6 @@ export interface GatewayClientOptions {
   transport: Transport;
   credentials: CredentialsProvider;
   limiter: SlidingWindowLimiter;
-  random?: () => number;
-  sleep?: (ms: number) => Promise<void>;
 }
 
 const CREDENTIALS_REJECTED =
@@ -63,15 +61,11 @@ export class GatewayClient {
   readonly #credentials: CredentialsProvider;
   readonly #limiter: SlidingWindowLimiter;
   readonly #tokens: TokenCache;
-  readonly #random: () => number;
-  readonly #sleep: (ms: number) => Promise<void>;
 
   constructor(options: GatewayClientOptions) {
     this.#transport = options.transport;
     this.#credentials = options.credentials;
     this.#limiter = options.limiter;
-    this.#random = options.random ?? Math.random;
-    this.#sleep = options.sleep ?? defaultSleep;
     this.#tokens = new TokenCache((deadline) => this.#fetchToken(deadline));
   }
 
@@ -96,7 +90,7 @@ export class GatewayClient {
         continue;
       }
       const { unusable } = outcome;
-      if (!(await this.#backoff(call, unusable, retries))) {
+      if (!(await backoff(call.money, call.deadline, unusable, retries))) {
         if (call.money && mayHaveReachedGateway(unusable.failure)) throw new LostAnswerError(unusable.error);
         throw unusable.error;
       }
@@ -141,15 +135,6 @@ export class GatewayClient {
     return interpretAnswer(response, call.allowNotFound === true);
   }
 
-  /** Wait before a retry if the policy and the deadline allow one. */
-  async #backoff(call: GatewayCall, unusable: Unusable, retries: number): Promise<boolean> {
-    if (!isRetryable(unusable.failure, call.money, retries)) return false;
-    const delay = retryDelayMs(retries, unusable.retryAfterMs, this.#random);
-    if (Date.now() + delay >= call.deadline) return false;
-    await this.#sleep(delay);
-    return true;
-  }
-
   async #fetchToken(deadline: number): Promise<{ value: string; expiresInSeconds: number }> {
     for (let attempt = 0; attempt < 2; attempt++) {
       const credentials = await this.#credentials.get();
@@ -187,10 +172,23 @@ export class GatewayClient {
       } catch (error) {
         unusable = transportFailure(error);
       }
-      const call = { method: 'POST', path: '', money: false, deadline } as const;
-      if (!(await this.#backoff(call, unusable, retries))) throw unusable.error;
+      if (!(await backoff(false, deadline, unusable, retries))) throw unusable.error;
     }
   }
+}
+
+/** Wait before a retry if the policy and the deadline allow one. */
+async function backoff(
+  money: boolean,
+  deadline: number,
+  unusable: Unusable,
+  retries: number,
+): Promise<boolean> {
+  if (!isRetryable(unusable.failure, money, retries)) return false;
+  const delay = retryDelayMs(retries, unusable.retryAfterMs, Math.random);
+  if (Date.now() + delay >= deadline) return false;
+  await defaultSleep(delay);
+  return true;
 }
 
 /** A 429 was refused before processing; any other unusable answer may hide a processed request. */
