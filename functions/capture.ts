@@ -1,7 +1,7 @@
+import { paymentOutcomeResponse } from '#lib/envelope/payment-outcome.ts';
 import { payHereFromEnvironment } from '#lib/gateway/index.ts';
-import { route } from '#lib/http.ts';
+import { route } from '#lib/http/route.ts';
 import { idempotencyStoreFromEnvironment } from '#lib/idempotency/environment.ts';
-import { paymentOutcomeResponse } from '#lib/payment-outcome.ts';
 import { CaptureRequest, captureUpstreamBody } from '#lib/schemas/capture.ts';
 
 const payhere = payHereFromEnvironment();

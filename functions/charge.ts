@@ -1,7 +1,7 @@
+import { paymentOutcomeResponse } from '#lib/envelope/payment-outcome.ts';
 import { type PayHere, payHereFromEnvironment } from '#lib/gateway/index.ts';
-import { route } from '#lib/http.ts';
+import { route } from '#lib/http/route.ts';
 import { idempotencyStoreFromEnvironment } from '#lib/idempotency/environment.ts';
-import { paymentOutcomeResponse } from '#lib/payment-outcome.ts';
 import { ChargeRequest } from '#lib/schemas/charge.ts';
 
 const payhere = payHereFromEnvironment();

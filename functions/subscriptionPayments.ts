@@ -1,6 +1,6 @@
-import { ok } from '#lib/envelope.ts';
+import { ok } from '#lib/envelope/envelope.ts';
 import { payHereFromEnvironment } from '#lib/gateway/index.ts';
-import { route } from '#lib/http.ts';
+import { route } from '#lib/http/route.ts';
 import { SubscriptionPath } from '#lib/schemas/paths.ts';
 
 const payhere = payHereFromEnvironment();

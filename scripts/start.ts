@@ -4,7 +4,7 @@
  * DYNAMODB_PORT or a free port), then the API through serverless-offline on PORT (3000).
  * A local token issuer (scripts/issuer.ts) signs the tokens the API accepts: `npm run -s token`.
  */
-import { loadConfig } from '../lib/config.ts';
+import { loadConfig } from '../lib/config/config.ts';
 import { SANDBOX_CREDENTIALS, type Sandbox, startSandbox } from '../sandbox/server.ts';
 import { ALL_SCOPES, startIssuer } from './issuer.ts';
 import {

@@ -1,4 +1,4 @@
-import type { CredentialsProvider } from '../config.ts';
+import type { CredentialsProvider } from '../config/config.ts';
 import {
   ApiError,
   GatewayError,
@@ -6,7 +6,7 @@ import {
   GatewayUnavailableError,
   notSent,
   RateLimitedError,
-} from '../errors.ts';
+} from '../envelope/errors.ts';
 import { type Failure, isRetryable, parseRetryAfter, retryDelayMs } from './policy.ts';
 import { defaultSleep, type SlidingWindowLimiter } from './rate-limit.ts';
 import { OAuthError, TokenAnswer, UpstreamEnvelope } from './schemas.ts';

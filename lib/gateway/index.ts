@@ -1,5 +1,10 @@
-import { type Config, type CredentialsProvider, environmentCredentials, loadConfig } from '../config.ts';
-import { secretCredentials } from '../secrets.ts';
+import {
+  type Config,
+  type CredentialsProvider,
+  environmentCredentials,
+  loadConfig,
+} from '../config/config.ts';
+import { secretCredentials } from '../config/secrets.ts';
 import { GatewayClient } from './client.ts';
 import { PayHere } from './payhere.ts';
 import { SlidingWindowLimiter } from './rate-limit.ts';

@@ -4,7 +4,7 @@ import {
   GatewayRejectedError,
   NotFoundError,
   OutcomeUnknownError,
-} from '../errors.ts';
+} from '../envelope/errors.ts';
 import type { ChargeRequest } from '../schemas/charge.ts';
 import { type GatewayAnswer, type GatewayCall, type GatewayClient, LostAnswerError } from './client.ts';
 import { findReconciledCharge } from './reconcile.ts';

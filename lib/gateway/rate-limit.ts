@@ -1,4 +1,4 @@
-import { RateLimitedError } from '../errors.ts';
+import { RateLimitedError } from '../envelope/errors.ts';
 
 export interface RateLimitOptions {
   limit: number;

@@ -1,5 +1,5 @@
 import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
-import { ConfigError, type Env, httpUrl, required } from '../config.ts';
+import { ConfigError, type Env, httpUrl, required } from '../config/config.ts';
 import { IdempotencyStore } from './store.ts';
 
 /** SPEC.md: the first complete answer is kept at least 24 hours. */

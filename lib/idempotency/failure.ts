@@ -1,4 +1,4 @@
-import { ApiError, OutcomeUnknownError } from '../errors.ts';
+import { ApiError, OutcomeUnknownError } from '../envelope/errors.ts';
 
 /**
  * What a failed attempt means for its idempotency record:

@@ -1,15 +1,13 @@
 import { createHash } from 'node:crypto';
 import type { APIGatewayProxyResult, Context } from 'aws-lambda';
-import type { Caller } from '../caller.ts';
-import { MAX_REQUEST_BUDGET_MS, RESPONSE_RESERVE_MS } from '../deadline.ts';
-import { errorResponse } from '../error-response.ts';
+import { errorResponse } from '../envelope/error-response.ts';
 import {
   GatewayUnavailableError,
   IdempotencyInProgressError,
   IdempotencyKeyReusedError,
   OutcomeUnknownError,
-} from '../errors.ts';
-import { describeError, log } from '../log.ts';
+} from '../envelope/errors.ts';
+import { describeError, log } from '../log/log.ts';
 import { classifyFailure } from './failure.ts';
 import { requestFingerprint } from './fingerprint.ts';
 import type { IdempotencyRecord, IdempotencyStore, StoredResponse } from './store.ts';
@@ -18,11 +16,12 @@ type Result = APIGatewayProxyResult;
 
 export const REPLAYED_HEADER = 'Idempotent-Replayed';
 
-/** What the wrapper needs of a validated request (lib/http.ts's ValidRequest has all of it). */
+/** What the wrapper needs of a validated request (lib/http/route.ts's ValidRequest has all of it). */
 export interface IdempotentRequest {
   body: unknown;
   path: unknown;
-  caller: Caller;
+  /** Keys are scoped to the caller's identity. */
+  caller: { sub: string };
   context: Context;
 }
 
@@ -232,9 +231,12 @@ export function recordKey(operation: string, sub: string, idempotencyKey: string
   return `${operation}#${caller}#${idempotencyKey}`;
 }
 
+/** A context without a clock (never in Lambda or serverless-offline) holds the key this long. */
+const DEFAULT_LOCK_MS = 25_000;
+
 /** Until when this invocation can hold the key: the Lambda's own hard deadline. */
 function remainingMs(context: Context): number {
-  return context.getRemainingTimeInMillis?.() ?? MAX_REQUEST_BUDGET_MS + RESPONSE_RESERVE_MS;
+  return context.getRemainingTimeInMillis?.() ?? DEFAULT_LOCK_MS;
 }
 
 function retryAfterSeconds(lockRemainingMs: number): number {

@@ -1,6 +1,6 @@
 import { afterEach, describe, expect, it, vi } from 'vitest';
-import { loadAuthConfig } from '../../lib/auth/config.ts';
-import { ConfigError } from '../../lib/config.ts';
+import { ConfigError } from '../../lib/config/config.ts';
+import { loadAuthConfig } from '../../lib/http/auth/config.ts';
 import { TEST_AUTH_ENV, TEST_KEY } from '../helpers/auth.ts';
 
 const base = { AUTH_ISSUER: 'https://issuer.example', AUTH_AUDIENCE: 'payments-api' };

@@ -2,9 +2,13 @@ import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { JWK } from 'jose';
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it, vi } from 'vitest';
-import { loadAuthConfig } from '../../lib/auth/config.ts';
-import { createTokenVerifier, JWKS_REFRESH_COOLDOWN_MS, type TokenVerifier } from '../../lib/auth/verify.ts';
-import { ApiError } from '../../lib/errors.ts';
+import { ApiError } from '../../lib/envelope/errors.ts';
+import { loadAuthConfig } from '../../lib/http/auth/config.ts';
+import {
+  createTokenVerifier,
+  JWKS_REFRESH_COOLDOWN_MS,
+  type TokenVerifier,
+} from '../../lib/http/auth/verify.ts';
 import { TEST_AUDIENCE, TEST_ISSUER, testKey, testToken } from '../helpers/auth.ts';
 
 /**

@@ -5,8 +5,8 @@ import path from 'node:path';
 import { promisify } from 'node:util';
 import { decodeJwt } from 'jose';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { loadAuthConfig } from '../../lib/auth/config.ts';
-import { createTokenVerifier } from '../../lib/auth/verify.ts';
+import { loadAuthConfig } from '../../lib/http/auth/config.ts';
+import { createTokenVerifier } from '../../lib/http/auth/verify.ts';
 import { type LocalIssuer, startIssuer } from '../../scripts/issuer.ts';
 
 /** `npm start`'s issuer and `npm run token`: what the token script prints, the local API accepts. */

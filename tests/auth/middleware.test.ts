@@ -1,8 +1,8 @@
 import type { APIGatewayProxyEvent, APIGatewayProxyResult, Context } from 'aws-lambda';
 import { beforeAll, describe, expect, it } from 'vitest';
 import * as z from 'zod/mini';
-import { callerOf } from '../../lib/caller.ts';
-import type { ValidRequest } from '../../lib/http.ts';
+import { callerOf } from '../../lib/http/caller.ts';
+import type { ValidRequest } from '../../lib/http/route.ts';
 import { TEST_AUTH_ENV, tokenFor } from '../helpers/auth.ts';
 import { apiEvent, invoke, lambdaContext } from '../helpers/events.ts';
 
@@ -16,7 +16,7 @@ let probe: Handler;
 
 beforeAll(async () => {
   Object.assign(process.env, TEST_AUTH_ENV);
-  const { route } = await import('../../lib/http.ts');
+  const { route } = await import('../../lib/http/route.ts');
   probe = route(
     { scope: 'payments:write', body: z.strictObject({ amount: z.number() }) },
     async (request) => {

@@ -1,11 +1,11 @@
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
-import { loadAuthConfig } from '../../lib/auth/config.ts';
+import type { ApiError } from '../../lib/envelope/errors.ts';
+import { loadAuthConfig } from '../../lib/http/auth/config.ts';
 import {
   CLOCK_TOLERANCE_SECONDS,
   createTokenVerifier,
   VERIFIED_TOKEN_TTL_MS,
-} from '../../lib/auth/verify.ts';
-import type { ApiError } from '../../lib/errors.ts';
+} from '../../lib/http/auth/verify.ts';
 import { TEST_AUTH_ENV, testToken } from '../helpers/auth.ts';
 
 /**

@@ -80,7 +80,7 @@ export async function startFakeSecretsManager(): Promise<FakeSecretsManager> {
   };
 }
 
-/** The gateway secret's JSON as an operator stores it (the fields lib/secrets.ts reads). */
+/** The gateway secret's JSON as an operator stores it (the fields lib/config/secrets.ts reads). */
 export function gatewaySecret(
   credentials: { appId: string; appSecret: string },
   merchantSecret: string = SANDBOX_CREDENTIALS.merchantSecret,

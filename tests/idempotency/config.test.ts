@@ -1,5 +1,5 @@
 import { afterEach, describe, expect, it, vi } from 'vitest';
-import { ConfigError } from '../../lib/config.ts';
+import { ConfigError } from '../../lib/config/config.ts';
 import { idempotencyStoreFromEnvironment, loadIdempotencyConfig } from '../../lib/idempotency/environment.ts';
 
 describe('loadIdempotencyConfig', () => {

@@ -10,7 +10,7 @@ import {
   notSent,
   OutcomeUnknownError,
   RateLimitedError,
-} from '../../lib/errors.ts';
+} from '../../lib/envelope/errors.ts';
 import { classifyFailure } from '../../lib/idempotency/failure.ts';
 
 describe('classifyFailure', () => {

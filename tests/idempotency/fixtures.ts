@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { inject } from 'vitest';
-import type { Caller } from '../../lib/caller.ts';
+import type { Caller } from '../../lib/http/caller.ts';
 import { IdempotencyStore } from '../../lib/idempotency/store.ts';
 import type { ChargeRequest } from '../../lib/schemas/charge.ts';
 import { SEED } from '../../sandbox/server.ts';
@@ -45,7 +45,7 @@ export function testStore(now?: () => number, client = localClient()): Idempoten
   });
 }
 
-/** A validated request as lib/http.ts's route() hands it on, for calling the wrapper directly. */
+/** A validated request as lib/http/route.ts's route() hands it on, for calling the wrapper directly. */
 export function validRequest<Body, Path = undefined>(
   body: Body,
   options: { path?: Path; sub?: string; remainingMs?: number } = {},

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { readIdempotencyKey } from '../../lib/idempotency/key.ts';
+import { readIdempotencyKey } from '../../lib/http/idempotency-key.ts';
 
 const withHeader = (name: string, ...values: string[]) => ({
   headers: { [name]: values.at(-1)! },

@@ -1,13 +1,13 @@
 import { randomUUID } from 'node:crypto';
 import type { APIGatewayProxyResult } from 'aws-lambda';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
-import { loadConfig } from '../../lib/config.ts';
-import { GatewayError, GatewayTimeoutError, OutcomeUnknownError } from '../../lib/errors.ts';
+import { loadConfig } from '../../lib/config/config.ts';
+import { GatewayError, GatewayTimeoutError, OutcomeUnknownError } from '../../lib/envelope/errors.ts';
+import { paymentOutcomeResponse } from '../../lib/envelope/payment-outcome.ts';
 import { createPayHere, type PayHere } from '../../lib/gateway/index.ts';
 import { requestFingerprint } from '../../lib/idempotency/fingerprint.ts';
 import { type IdempotencyOptions, recordKey, runIdempotent } from '../../lib/idempotency/idempotent.ts';
 import { IdempotencyStore } from '../../lib/idempotency/store.ts';
-import { paymentOutcomeResponse } from '../../lib/payment-outcome.ts';
 import type { ChargeRequest } from '../../lib/schemas/charge.ts';
 import type { Sandbox } from '../../sandbox/server.ts';
 import { startTestGateway } from '../helpers/gateway.ts';

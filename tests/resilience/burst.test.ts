@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { loadConfig } from '../../lib/config.ts';
-import { RateLimitedError } from '../../lib/errors.ts';
+import { loadConfig } from '../../lib/config/config.ts';
+import { RateLimitedError } from '../../lib/envelope/errors.ts';
 import { CONNECT_TIMEOUT_MS, createPayHere } from '../../lib/gateway/index.ts';
 import { Transport, type UpstreamRequest } from '../../lib/gateway/transport.ts';
 import { SANDBOX_CREDENTIALS, type Sandbox, startSandbox } from '../../sandbox/server.ts';

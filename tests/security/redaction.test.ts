@@ -1,6 +1,6 @@
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
-import { log, setLogContext } from '../../lib/log.ts';
-import { redact, redactText } from '../../lib/redact.ts';
+import { log, setLogContext } from '../../lib/log/log.ts';
+import { redact, redactText } from '../../lib/log/redact.ts';
 
 describe('redact: by field name', () => {
   it.each([

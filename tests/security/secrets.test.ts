@@ -1,7 +1,7 @@
 import { SecretsManagerClient } from '@aws-sdk/client-secrets-manager';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
-import { GatewayUnavailableError } from '../../lib/errors.ts';
-import { SECRET_MAX_AGE_MS, secretCredentials } from '../../lib/secrets.ts';
+import { SECRET_MAX_AGE_MS, secretCredentials } from '../../lib/config/secrets.ts';
+import { GatewayUnavailableError } from '../../lib/envelope/errors.ts';
 import { freePort } from '../helpers/ports.ts';
 import { type FakeSecretsManager, startFakeSecretsManager } from '../helpers/secrets-manager.ts';
 

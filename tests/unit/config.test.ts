@@ -1,6 +1,6 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { ConfigError, environmentCredentials, loadConfig } from '../../lib/config.ts';
+import { ConfigError, environmentCredentials, loadConfig } from '../../lib/config/config.ts';
 
 const SECRET = 's3cr3t-Qm9vYmFyLWFwcC1zZWNyZXQ';
 

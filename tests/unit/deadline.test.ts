@@ -1,6 +1,6 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { MAX_REQUEST_BUDGET_MS, RESPONSE_RESERVE_MS, requestDeadline } from '../../lib/deadline.ts';
+import { MAX_REQUEST_BUDGET_MS, RESPONSE_RESERVE_MS, requestDeadline } from '../../lib/http/deadline.ts';
 
 const NOW = Date.UTC(2024, 5, 1, 4, 30);
 

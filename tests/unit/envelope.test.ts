@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { ok, respond } from '../../lib/envelope.ts';
+import { ok, respond } from '../../lib/envelope/envelope.ts';
 
 describe('respond', () => {
   it('answers the HTTP status with the envelope as a JSON body', () => {

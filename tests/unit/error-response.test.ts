@@ -1,7 +1,7 @@
 import httpJsonBodyParser from '@middy/http-json-body-parser';
 import fc from 'fast-check';
 import { beforeEach, describe, expect, it, vi } from 'vitest';
-import { errorResponse } from '../../lib/error-response.ts';
+import { errorResponse } from '../../lib/envelope/error-response.ts';
 import {
   ConflictError,
   GatewayTimeoutError,
@@ -10,7 +10,7 @@ import {
   OutcomeUnknownError,
   RateLimitedError,
   UnauthorizedError,
-} from '../../lib/errors.ts';
+} from '../../lib/envelope/errors.ts';
 
 // errorResponse logs one JSON line per call; keep the test output readable.
 beforeEach(() => {

@@ -17,7 +17,7 @@ import {
   RateLimitedError,
   UnauthorizedError,
   UnsupportedMediaTypeError,
-} from '../../lib/errors.ts';
+} from '../../lib/envelope/errors.ts';
 
 // SPEC.md's failure table: HTTP status, envelope status, code.
 const table: [string, () => ApiError, number, number, string][] = [

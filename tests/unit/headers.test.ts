@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { headerValues } from '../../lib/headers.ts';
+import { headerValues } from '../../lib/http/headers.ts';
 
 describe('headerValues', () => {
   it('finds a header whatever its letter case, in either map', () => {

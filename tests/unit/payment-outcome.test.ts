@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { paymentOutcomeResponse } from '../../lib/payment-outcome.ts';
+import { paymentOutcomeResponse } from '../../lib/envelope/payment-outcome.ts';
 
 const PAYMENT = [2] as const;
 const AUTHORIZE = [2, 3] as const;

@@ -1,12 +1,12 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import type * as z from 'zod/mini';
-import type { FieldError } from '../../lib/errors.ts';
+import type { FieldError } from '../../lib/envelope/errors.ts';
+import { parse } from '../../lib/http/validation.ts';
 import { CaptureRequest, captureUpstreamBody } from '../../lib/schemas/capture.ts';
 import { ChargeRequest } from '../../lib/schemas/charge.ts';
 import { OrderPath, SubscriptionPath } from '../../lib/schemas/paths.ts';
 import { RefundRequest, refundUpstreamBody } from '../../lib/schemas/refund.ts';
-import { parse } from '../../lib/validation.ts';
 
 // Request schemas against SPEC.md "Requests": every rule accepted at its bounds, rejected past them,
 // and every bad field named in the `errors` array.

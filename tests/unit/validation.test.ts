@@ -1,9 +1,9 @@
 import { describe, expect, it } from 'vitest';
 import * as z from 'zod/mini';
-import { InvalidRequestError } from '../../lib/errors.ts';
+import { InvalidRequestError } from '../../lib/envelope/errors.ts';
+import { parse } from '../../lib/http/validation.ts';
 import { ChargeRequest } from '../../lib/schemas/charge.ts';
 import { OrderPath } from '../../lib/schemas/paths.ts';
-import { parse } from '../../lib/validation.ts';
 
 const Line = z.strictObject({ name: z.string().check(z.minLength(1)), quantity: z.int().check(z.gte(1)) });
 const Order = z.strictObject({

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { RateLimitedError } from '../../../lib/errors.ts';
+import { RateLimitedError } from '../../../lib/envelope/errors.ts';
 import { SlidingWindowLimiter } from '../../../lib/gateway/rate-limit.ts';
 
 const T0 = Date.UTC(2024, 5, 1, 4, 30, 0);

@@ -1,6 +1,6 @@
 import type { MiddlewareObj } from '@middy/core';
 import type { APIGatewayProxyEvent, APIGatewayProxyResult } from 'aws-lambda';
-import { type FieldError, InvalidRequestError, PayloadTooLargeError } from './errors.ts';
+import { type FieldError, InvalidRequestError, PayloadTooLargeError } from '../envelope/errors.ts';
 
 type Event = APIGatewayProxyEvent;
 type Result = APIGatewayProxyResult;

@@ -1,7 +1,7 @@
 import type { APIGatewayProxyResult } from 'aws-lambda';
+import { describeError, log } from '../log/log.ts';
 import { respond } from './envelope.ts';
 import { ApiError, InternalError, InvalidJsonError, UnsupportedMediaTypeError } from './errors.ts';
-import { describeError, log } from './log.ts';
 
 /** The one place where any error becomes SPEC.md's envelope and HTTP status. */
 export function errorResponse(error: unknown): APIGatewayProxyResult {

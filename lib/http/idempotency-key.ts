@@ -1,6 +1,6 @@
 import type { APIGatewayProxyEvent } from 'aws-lambda';
-import type { FieldError } from '../errors.ts';
-import { headerValues } from '../headers.ts';
+import type { FieldError } from '../envelope/errors.ts';
+import { headerValues } from './headers.ts';
 
 /** The header as SPEC.md names it; errors name it so, whatever letter case the client used. */
 export const IDEMPOTENCY_HEADER = 'Idempotency-Key';

@@ -1,5 +1,5 @@
 import type * as z from 'zod/mini';
-import type { FieldError } from './errors.ts';
+import type { FieldError } from '../envelope/errors.ts';
 
 type Issue = z.core.$ZodIssue;
 type RawIssue = z.core.$ZodRawIssue;

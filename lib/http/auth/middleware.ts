@@ -1,9 +1,9 @@
 import type { MiddlewareObj } from '@middy/core';
 import type { APIGatewayProxyEvent, APIGatewayProxyResult } from 'aws-lambda';
+import { ForbiddenError, UnauthorizedError } from '../../envelope/errors.ts';
+import { log, setLogContext } from '../../log/log.ts';
 import type { CallerContext } from '../caller.ts';
-import { ForbiddenError, UnauthorizedError } from '../errors.ts';
 import { headerValues } from '../headers.ts';
-import { log, setLogContext } from '../log.ts';
 import { loadAuthConfig } from './config.ts';
 import type { Scope } from './scopes.ts';
 import { createTokenVerifier, type TokenVerifier } from './verify.ts';

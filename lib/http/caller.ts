@@ -10,7 +10,7 @@ export interface Caller {
 export type CallerContext = Context & { caller?: Caller };
 
 /**
- * The authenticated caller. Authentication runs first in every stack (lib/auth/middleware.ts),
+ * The authenticated caller. Authentication runs first in every stack (lib/http/auth/middleware.ts),
  * so a request without one is a bug: failing beats treating it as some shared anonymous caller,
  * whose idempotency keys every other anonymous request could replay.
  */

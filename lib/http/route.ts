@@ -2,14 +2,14 @@ import middy, { type MiddlewareObj } from '@middy/core';
 import httpJsonBodyParser from '@middy/http-json-body-parser';
 import type { APIGatewayProxyEvent, APIGatewayProxyResult, Context } from 'aws-lambda';
 import type * as z from 'zod/mini';
+import { errorResponse } from '../envelope/error-response.ts';
+import { type FieldError, InvalidRequestError } from '../envelope/errors.ts';
+import { type IdempotencyOptions, runIdempotent } from '../idempotency/idempotent.ts';
 import { authenticate } from './auth/middleware.ts';
 import type { Scope } from './auth/scopes.ts';
 import { type Caller, callerOf } from './caller.ts';
 import { requestDeadline } from './deadline.ts';
-import { errorResponse } from './error-response.ts';
-import { type FieldError, InvalidRequestError } from './errors.ts';
-import { type IdempotencyOptions, runIdempotent } from './idempotency/idempotent.ts';
-import { readIdempotencyKey } from './idempotency/key.ts';
+import { readIdempotencyKey } from './idempotency-key.ts';
 import { guardRequest } from './request-guard.ts';
 import { parse } from './validation.ts';
 
@@ -68,7 +68,7 @@ export function route<Body = undefined, Path = undefined>(
   options: RouteOptions<Body, Path>,
   handler: (request: ValidRequest<Body, Path>) => Promise<Result>,
 ) {
-  // No early-timeout race: lib/deadline.ts already ends upstream work well before Lambda's timeout,
+  // No early-timeout race: lib/http/deadline.ts already ends upstream work well before Lambda's timeout,
   // and the race costs a timer per request and would answer the last moments with a 500.
   const stack = middy<Event, Result>({ timeoutEarlyInMillis: 0 })
     .use(envelopeErrors())

@@ -6,8 +6,8 @@ import {
   type JWTVerifyGetKey,
   jwtVerify,
 } from 'jose';
+import { GatewayUnavailableError, UnauthorizedError } from '../../envelope/errors.ts';
 import type { Caller } from '../caller.ts';
-import { GatewayUnavailableError, UnauthorizedError } from '../errors.ts';
 import type { AuthConfig } from './config.ts';
 import { scopesOf } from './scopes.ts';
 

@@ -1,5 +1,5 @@
 import type { JSONWebKeySet } from 'jose';
-import { ConfigError, type Env, required } from '../config.ts';
+import { ConfigError, type Env, required } from '../../config/config.ts';
 
 /** Who issues the tokens the service accepts, and where their public keys are. */
 export interface AuthConfig {

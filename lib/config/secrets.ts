@@ -1,8 +1,8 @@
 import { GetSecretValueCommand, SecretsManagerClient } from '@aws-sdk/client-secrets-manager';
 import * as z from 'zod/mini';
+import { GatewayUnavailableError } from '../envelope/errors.ts';
+import { log } from '../log/log.ts';
 import type { CredentialsProvider, GatewayCredentials } from './config.ts';
-import { GatewayUnavailableError } from './errors.ts';
-import { log } from './log.ts';
 
 /** SPEC.md: credentials are looked up again at least this often (rotation takes effect within it). */
 export const SECRET_MAX_AGE_MS = 5 * 60_000;
