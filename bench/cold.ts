@@ -2,7 +2,7 @@ import { execFile } from 'node:child_process';
 import { writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { promisify } from 'node:util';
-import type { RouteName } from '../tests/helpers/routes.ts';
+import type { GatewayRouteName } from '../tests/helpers/routes.ts';
 import { OUT, ROOT } from './build.ts';
 import type { BenchEnvironment } from './environment.ts';
 
@@ -13,7 +13,7 @@ export interface ColdTarget {
   label: string;
   bundle: string;
   /** The route whose request the bundle answers first (floors answer it without looking). */
-  route: RouteName;
+  route: GatewayRouteName;
 }
 
 export interface ColdSample {

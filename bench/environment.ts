@@ -1,17 +1,14 @@
 import { randomUUID } from 'node:crypto';
 import { SANDBOX_CREDENTIALS, startSandbox } from '../sandbox/server.ts';
-import {
-  createIdempotencyTable,
-  LOCAL_AWS_ENVIRONMENT,
-  startLocalDynamoDB,
-} from '../scripts/local-dynamodb.ts';
+import { createTable, LOCAL_AWS_ENVIRONMENT, startLocalDynamoDB } from '../scripts/local-dynamodb.ts';
 import { ROUTE_SCOPES, TEST_AUTH_ENV, tokenFor } from '../tests/helpers/auth.ts';
 import { apiEvent } from '../tests/helpers/events.ts';
-import { IDEMPOTENT_ROUTES, ROUTES, type RouteName } from '../tests/helpers/routes.ts';
+import { type GatewayRouteName, IDEMPOTENT_ROUTES, ROUTES } from '../tests/helpers/routes.ts';
 import { gatewaySecret, startFakeSecretsManager } from '../tests/helpers/secrets-manager.ts';
 import { validRequest } from '../tests/resilience/fixtures.ts';
 
 const TABLE = 'payhere-payments-api-bench-idempotency';
+const LEDGER_TABLE = 'payhere-payments-api-bench-ledger';
 const SECRET_ID = 'payhere-payments-api/bench/gateway';
 
 /** The upstream call a route makes: what the bare-undici floor sends to the same sandbox. */
@@ -34,7 +31,8 @@ export interface Prepared {
 export async function startBenchEnvironment() {
   const sandbox = await startSandbox({ rateLimit: false });
   const dynamodb = await startLocalDynamoDB();
-  await createIdempotencyTable(dynamodb.endpoint, TABLE);
+  await createTable(dynamodb.endpoint, TABLE);
+  await createTable(dynamodb.endpoint, LEDGER_TABLE);
   const secrets = await startFakeSecretsManager();
   secrets.secrets.set(SECRET_ID, gatewaySecret(SANDBOX_CREDENTIALS));
   const env: Record<string, string> = {
@@ -44,6 +42,7 @@ export async function startBenchEnvironment() {
     GATEWAY_SECRET_ID: SECRET_ID,
     AWS_ENDPOINT_URL_SECRETS_MANAGER: secrets.endpoint,
     IDEMPOTENCY_TABLE: TABLE,
+    LEDGER_TABLE,
     DYNAMODB_ENDPOINT: dynamodb.endpoint,
     // The bench measures our code, not PayHere's limit of 20 calls per 10 s.
     GATEWAY_RATE_LIMIT: '1000000/1000',
@@ -51,10 +50,11 @@ export async function startBenchEnvironment() {
   };
 
   /** A fresh, valid request for `route` (a new order, a new hold to capture...) and its upstream call. */
-  async function prepare(route: RouteName): Promise<Prepared> {
+  async function prepare(route: GatewayRouteName): Promise<Prepared> {
     const request = await validRequest(sandbox, route);
     const headers: Record<string, string> = {
-      Authorization: `Bearer ${await tokenFor(ROUTE_SCOPES[route])}`,
+      // The merchant: the bench measures the gateway path, not the ownership checks of customers.
+      Authorization: `Bearer ${await tokenFor(`${ROUTE_SCOPES[route]} merchant`)}`,
     };
     if (IDEMPOTENT_ROUTES.includes(route)) headers['Idempotency-Key'] = randomUUID();
     const event = apiEvent({
@@ -83,7 +83,7 @@ export type BenchEnvironment = Awaited<ReturnType<typeof startBenchEnvironment>>
 const V1 = '/merchant/v1';
 
 function upstreamOf(
-  route: RouteName,
+  route: GatewayRouteName,
   id: string | undefined,
   body: Record<string, unknown> | undefined,
 ): UpstreamCall {

@@ -5,7 +5,7 @@
 import { writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { pathToFileURL } from 'node:url';
-import { IDEMPOTENT_ROUTES, ROUTES, type RouteName } from '../tests/helpers/routes.ts';
+import { GATEWAY_ROUTES, type GatewayRouteName, IDEMPOTENT_ROUTES } from '../tests/helpers/routes.ts';
 import { bundle, EMPTY_HANDLER, floorSource, LIBRARIES, packageFunctions, ROOT } from './build.ts';
 import { measureCold } from './cold.ts';
 import { startBenchEnvironment } from './environment.ts';
@@ -26,7 +26,7 @@ const WARM_UP = 100;
 const WARM_ROUNDS = 3;
 const ECONOMY_REQUESTS = 1000;
 
-const names = Object.keys(ROUTES) as RouteName[];
+const names: GatewayRouteName[] = [...GATEWAY_ROUTES];
 const failures: string[] = [];
 const lines: string[] = [];
 const say = (line = '') => {
@@ -38,7 +38,13 @@ const say = (line = '') => {
 console.error('packaging...');
 const packaged = await packageFunctions(names);
 const floors = new Map<string, Awaited<ReturnType<typeof bundle>>>();
-const sizes: Array<{ name: RouteName; zip: number; js: number; floorKey: string; libraries: string[] }> = [];
+const sizes: Array<{
+  name: GatewayRouteName;
+  zip: number;
+  js: number;
+  floorKey: string;
+  libraries: string[];
+}> = [];
 for (const fn of packaged) {
   const rebuilt = await bundle(fn.name, { file: path.join(ROOT, 'functions', `${fn.name}.ts`) });
   if (rebuilt.jsBytes !== fn.jsBytes) {
@@ -50,7 +56,7 @@ for (const fn of packaged) {
   const floorKey = libraries.join('+');
   if (!floors.has(floorKey))
     floors.set(floorKey, await bundle(`floor-${floors.size}`, { source: floorSource(libraries) }));
-  sizes.push({ name: fn.name as RouteName, zip: fn.zipBytes, js: fn.jsBytes, floorKey, libraries });
+  sizes.push({ name: fn.name as GatewayRouteName, zip: fn.zipBytes, js: fn.jsBytes, floorKey, libraries });
 }
 const empty = await bundle('empty', { source: EMPTY_HANDLER });
 
@@ -85,13 +91,13 @@ try {
   console.error(`cold starts: ${coldRuns} fresh processes per bundle...`);
   const floorLabels = new Map([...floors.keys()].map((key, i) => [key, `floor-${i}`]));
   const targets = [
-    ...packaged.map((fn) => ({ label: fn.name, bundle: fn.bundle, route: fn.name as RouteName })),
+    ...packaged.map((fn) => ({ label: fn.name, bundle: fn.bundle, route: fn.name as GatewayRouteName })),
     ...[...floors.entries()].map(([key, built]) => ({
       label: floorLabels.get(key)!,
       bundle: built.bundle,
-      route: 'listSubscriptions' as RouteName,
+      route: 'listSubscriptions' as GatewayRouteName,
     })),
-    { label: 'empty', bundle: empty.bundle, route: 'listSubscriptions' as RouteName },
+    { label: 'empty', bundle: empty.bundle, route: 'listSubscriptions' as GatewayRouteName },
   ];
   const cold = await measureCold(targets, coldRuns, environment);
   const importMedian = (label: string) => median(cold.get(label)!.map((s) => s.importMs));
@@ -144,7 +150,7 @@ try {
   );
   say('|---|---|---|---|---|---|---|---|---|---|---|');
   for (const fn of packaged) {
-    const name = fn.name as RouteName;
+    const name = fn.name as GatewayRouteName;
     const all: WarmSamples = { handlerMs: [], floorMs: [], minimalMs: [], statusCodes: [] };
     const byRound: number[] = [];
     for (let round = 0; round < WARM_ROUNDS; round++) {
@@ -170,7 +176,7 @@ try {
   }
 
   // 4. Upstream economy: what 1,000 warm requests cost the gateway and Secrets Manager.
-  const economyRoutes: RouteName[] = [
+  const economyRoutes: GatewayRouteName[] = [
     'retrievePayments',
     'listSubscriptions',
     'getSubscription',
@@ -178,7 +184,7 @@ try {
     'charge',
   ];
   Object.assign(process.env, environment.env);
-  const handlers = new Map<RouteName, Awaited<ReturnType<typeof loadHandler>>>();
+  const handlers = new Map<GatewayRouteName, Awaited<ReturnType<typeof loadHandler>>>();
   for (const name of economyRoutes)
     handlers.set(name, await loadHandler(packaged.find((fn) => fn.name === name)!.bundle));
   // Every container takes its token and its secret once, as it would on its first request.

@@ -11,7 +11,7 @@ import {
 } from '@aws-sdk/client-dynamodb';
 import { Pool } from 'undici';
 import { SANDBOX_CREDENTIALS } from '../sandbox/server.ts';
-import { IDEMPOTENT_ROUTES, type RouteName } from '../tests/helpers/routes.ts';
+import { type GatewayRouteName, IDEMPOTENT_ROUTES } from '../tests/helpers/routes.ts';
 import { OUT, ROOT } from './build.ts';
 import type { BenchEnvironment, Prepared, UpstreamCall } from './environment.ts';
 
@@ -20,7 +20,7 @@ const CHILD = path.join(ROOT, 'bench', 'warm-child.ts');
 
 /** What the warm runner needs: requests prepared ahead, and where the floor sends its own. */
 export interface WarmPlan {
-  route: RouteName;
+  route: GatewayRouteName;
   bundle: string;
   warmUp: number;
   /** On money routes `minimal` is a third request of its own (a hold can be captured once). */
@@ -168,7 +168,7 @@ export function bareFloor(plan: Pick<WarmPlan, 'sandboxUrl' | 'dynamodbEndpoint'
   }
 
   return {
-    async send(route: RouteName, call: UpstreamCall, writes: FloorWrites = 'same'): Promise<void> {
+    async send(route: GatewayRouteName, call: UpstreamCall, writes: FloorWrites = 'same'): Promise<void> {
       if (!IDEMPOTENT_ROUTES.includes(route)) await exchange(call);
       else if (writes === 'same') await sameWrites(() => exchange(call));
       else await minimalWrites(() => exchange(call));
@@ -187,7 +187,7 @@ export function bareFloor(plan: Pick<WarmPlan, 'sandboxUrl' | 'dynamodbEndpoint'
  * this one, so their work and garbage never land in the handler's timings.
  */
 export async function measureWarm(
-  route: RouteName,
+  route: GatewayRouteName,
   bundle: string,
   environment: BenchEnvironment,
   count: number,

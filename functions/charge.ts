@@ -1,31 +1,48 @@
 import { paymentOutcomeResponse } from '#lib/envelope/payment-outcome.ts';
-import { type PayHere, payHereFromEnvironment } from '#lib/gateway/index.ts';
+import type { ValidRequest } from '#lib/http/route.ts';
 import { route } from '#lib/http/route.ts';
 import { idempotencyStoreFromEnvironment } from '#lib/idempotency/environment.ts';
+import { recordKey } from '#lib/idempotency/idempotent.ts';
+import { visibleTo } from '#lib/orders/access.ts';
+import type { ChargeAnswer, ChargeInput } from '#lib/orders/charge.ts';
+import { chargingFromEnvironment } from '#lib/orders/environment.ts';
 import { ChargeRequest } from '#lib/schemas/charge.ts';
 
-const payhere = payHereFromEnvironment();
+const charging = chargingFromEnvironment();
 const store = idempotencyStoreFromEnvironment();
 
+type Charge = ValidRequest<ChargeRequest, undefined>;
+
+const input = (request: Charge): ChargeInput => ({
+  actor: request.caller,
+  owner: request.owner,
+  body: request.body,
+  deadline: request.deadline,
+  chargeKey: recordKey('charge', request.caller.sub, request.idempotencyKey!),
+});
+
 // An AUTHORIZE hold may come back as 3, as PayHere's authorization notifications use.
-const chargeAnswer = (body: ChargeRequest, { msg, data }: Awaited<ReturnType<PayHere['charge']>>) =>
-  paymentOutcomeResponse(data, msg, body.type === 'AUTHORIZE' ? [2, 3] : [2]);
+const answer = ({ body, caller }: Charge, { msg, data }: ChargeAnswer) =>
+  paymentOutcomeResponse(visibleTo(caller, data), msg, body.type === 'AUTHORIZE' ? [2, 3] : [2]);
 
 /**
  * POST /gateway/api/payments/charge: charge (PAYMENT) or hold (AUTHORIZE) a pre-approved customer.
- * PayHere does not deduplicate: a repeat with the same Idempotency-Key never charges again, and
- * a charge whose outcome is unknown is settled from the order's payments.
+ * A customer charges only its own saved card, at the price the merchant set for the order; an
+ * order has at most one successful, pending or unknown payment. PayHere does not deduplicate: a
+ * repeat with the same Idempotency-Key never charges again, and a charge whose outcome is unknown
+ * is settled from the order's payments.
  */
 export const handler = route(
   {
-    scope: 'payments:write',
+    scope: 'payments:charge',
     body: ChargeRequest,
+    createsOrders: true,
     idempotency: {
       operation: 'charge',
       store,
-      reconcile: async ({ body, deadline }, startedAt) =>
-        chargeAnswer(body, await payhere.reconcileCharge(body, startedAt, deadline)),
+      reconcile: async (request, startedAt) =>
+        answer(request, await charging.reconcile(input(request), startedAt)),
     },
   },
-  async ({ body, deadline }) => chargeAnswer(body, await payhere.charge(body, deadline)),
+  async (request) => answer(request, await charging.charge(input(request))),
 );

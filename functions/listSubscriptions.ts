@@ -1,11 +1,18 @@
 import { ok } from '#lib/envelope/envelope.ts';
 import { payHereFromEnvironment } from '#lib/gateway/index.ts';
 import { route } from '#lib/http/route.ts';
+import { visibleTo } from '#lib/orders/access.ts';
+import { ownershipFromEnvironment } from '#lib/orders/environment.ts';
 
 const payhere = payHereFromEnvironment();
+const ownership = ownershipFromEnvironment();
 
-/** GET /gateway/api/subscriptions: every subscription of the merchant. */
-export const handler = route({ scope: 'subscriptions:read' }, async ({ deadline }) => {
+/** GET /gateway/api/subscriptions: the merchant's subscriptions, or a customer's own. */
+export const handler = route({ scope: 'subscriptions:read' }, async ({ caller, deadline }) => {
+  const allowed = await ownership.subscriptions(caller);
+  if (allowed !== 'all' && allowed.size === 0) return ok('Found 0 subscriptions', []);
   const { msg, data } = await payhere.listSubscriptions(deadline);
-  return ok(msg, data);
+  if (allowed === 'all') return ok(msg, data);
+  const own = data.filter((subscription) => allowed.has(String(subscription.subscription_id)));
+  return ok(`Found ${own.length} subscriptions`, visibleTo(caller, own));
 });

@@ -41,11 +41,15 @@ export interface StateOptions {
   merchantSecret: string;
 }
 
+/**
+ * PayHere never hands out an id twice: the counters outlive a reset of the seeded data (and are
+ * shared by every sandbox in a process), so a client's records of earlier ids stay unambiguous.
+ */
+const ids = { nextPaymentId: FIRST_PAYMENT_ID, nextRefundNumber: FIRST_REFUND_NUMBER };
+
 export class GatewayState {
   readonly #options: StateOptions;
   readonly #data: SeedData;
-  #nextPaymentId = FIRST_PAYMENT_ID;
-  #nextRefundNumber = FIRST_REFUND_NUMBER;
   // Lookups by key, in the order payments were made: a long run (the bench makes tens of
   // thousands) must not turn every search into a scan.
   readonly #byPaymentId = new Map<number, StoredPayment>();
@@ -177,7 +181,7 @@ export class GatewayState {
     payment.refundedCents += requestedCents;
     // PayHere refunds asynchronously; the sandbox stays at the first step.
     payment.record.status = 'REFUND REQUESTED';
-    return ok('Successfully processed the refund', this.#nextRefundNumber++);
+    return ok('Successfully processed the refund', ids.nextRefundNumber++);
   }
 
   listSubscriptions(): Envelope {
@@ -282,7 +286,7 @@ export class GatewayState {
   }
 
   #newPaymentId(): number {
-    return this.#nextPaymentId++;
+    return ids.nextPaymentId++;
   }
 
   /** PayHere's dates are Sri Lanka local time without a zone. */

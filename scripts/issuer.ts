@@ -16,7 +16,9 @@ const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 export const ISSUER_FILE = process.env.LOCAL_ISSUER_FILE || path.join(root, '.local', 'issuer.json');
 export const LOCAL_AUDIENCE = 'payhere-payments-api';
 export const JWKS_PATH = '/.well-known/jwks.json';
-export const ALL_SCOPES = 'payments:read payments:write subscriptions:read subscriptions:write';
+/** A merchant token: every route's scope and `merchant`, which lifts the ownership rules. */
+export const ALL_SCOPES =
+  'payments:read payments:charge payments:capture payments:refund subscriptions:read subscriptions:write merchant';
 const ALGORITHM = 'ES256';
 
 /** What signs a token: the issuer's name, the audience, and the private key with its id. */

@@ -1,6 +1,6 @@
 /**
  * A DynamoDB-compatible server (dynalite, in memory) on loopback for `npm start` and the tests,
- * with the idempotency table created. No AWS account, no Docker, no mock.
+ * with the service's tables created. No AWS account, no Docker, no mock.
  */
 import type { AddressInfo } from 'node:net';
 import { CreateTableCommand, DynamoDBClient } from '@aws-sdk/client-dynamodb';
@@ -11,6 +11,14 @@ import dynalite from 'dynalite';
  * (`${self:service}-${sls:stage}-idempotency`); tests/e2e checks that the two agree.
  */
 export const LOCAL_IDEMPOTENCY_TABLE = 'payhere-payments-api-local-idempotency';
+/** The ledger's table for `--stage local` (`${self:service}-${sls:stage}-ledger`). */
+export const LOCAL_LEDGER_TABLE = 'payhere-payments-api-local-ledger';
+
+/** What the functions read to find the local tables (serverless.yml gives the same names for `--stage local`). */
+export const LOCAL_TABLES_ENVIRONMENT = {
+  IDEMPOTENCY_TABLE: LOCAL_IDEMPOTENCY_TABLE,
+  LEDGER_TABLE: LOCAL_LEDGER_TABLE,
+} as const;
 
 /**
  * Credentials and region for talking to dynalite, which checks neither. Fake on purpose: they keep
@@ -46,10 +54,10 @@ export async function startLocalDynamoDB(options: { port?: number } = {}): Promi
 }
 
 /**
- * The idempotency table as serverless.yml declares it (key `pk`). dynalite has no TTL deletion;
- * the store treats expired items as absent anyway, as it must with DynamoDB's lazy deletion.
+ * A table as serverless.yml declares the service's tables (key `pk`). dynalite has no TTL deletion;
+ * the stores treat expired items as absent anyway, as they must with DynamoDB's lazy deletion.
  */
-export async function createIdempotencyTable(endpoint: string, table: string): Promise<void> {
+export async function createTable(endpoint: string, table: string): Promise<void> {
   const client = new DynamoDBClient({
     endpoint,
     region: LOCAL_AWS_ENVIRONMENT.AWS_REGION,
@@ -70,4 +78,9 @@ export async function createIdempotencyTable(endpoint: string, table: string): P
   } finally {
     client.destroy();
   }
+}
+
+/** Every table the functions use, under the names `--stage local` gives them. */
+export async function createLocalTables(endpoint: string): Promise<void> {
+  await Promise.all(Object.values(LOCAL_TABLES_ENVIRONMENT).map((table) => createTable(endpoint, table)));
 }

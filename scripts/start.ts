@@ -7,12 +7,7 @@
 import { loadConfig } from '../lib/config/config.ts';
 import { SANDBOX_CREDENTIALS, type Sandbox, startSandbox } from '../sandbox/server.ts';
 import { ALL_SCOPES, startIssuer } from './issuer.ts';
-import {
-  createIdempotencyTable,
-  LOCAL_AWS_ENVIRONMENT,
-  LOCAL_IDEMPOTENCY_TABLE,
-  startLocalDynamoDB,
-} from './local-dynamodb.ts';
+import { createLocalTables, LOCAL_AWS_ENVIRONMENT, startLocalDynamoDB } from './local-dynamodb.ts';
 import { startOffline } from './offline.ts';
 
 const port = Number(process.env.PORT ?? 3000);
@@ -41,10 +36,10 @@ async function gatewayEnvironment(): Promise<{ env: Record<string, string>; sand
 
 async function main(): Promise<void> {
   const { env, sandbox } = await gatewayEnvironment();
-  // The idempotency store: dynalite in memory on loopback, with fake credentials it does not check.
+  // The idempotency store and the ledger: dynalite in memory on loopback, with fake credentials it does not check.
   const dynamodb = await startLocalDynamoDB({ port: Number(process.env.DYNAMODB_PORT ?? 0) });
-  await createIdempotencyTable(dynamodb.endpoint, LOCAL_IDEMPOTENCY_TABLE);
-  console.log(`Idempotency store: local DynamoDB (dynalite) at ${dynamodb.endpoint}`);
+  await createLocalTables(dynamodb.endpoint);
+  console.log(`Idempotency store and ledger: local DynamoDB (dynalite) at ${dynamodb.endpoint}`);
   // A fresh key pair per start, never on disk outside the git-ignored .local/ (for `npm run token`).
   const issuer = await startIssuer({ port: Number(process.env.ISSUER_PORT ?? 0) });
   console.log(`Token issuer: ${issuer.issuer} (keys at ${issuer.jwksUrl})`);
@@ -59,7 +54,7 @@ async function main(): Promise<void> {
   const token = await issuer.sign({ scope: ALL_SCOPES });
   console.log(`
 API ready at ${base}
-A token with all four scopes, valid for an hour (more: npm run -s token -- --scope "payments:read" --expires-in 600):
+A merchant token (every scope), valid for an hour (a customer's: npm run -s token -- --sub alice --scope "payments:read payments:charge"):
   ${token}
 Try:
   curl -s -H "Authorization: Bearer ${token}" ${base}/payments/LP8006126139

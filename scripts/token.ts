@@ -1,14 +1,15 @@
 /**
  * `npm run -s token -- [--scope "<scopes>"] [--expires-in <seconds>] [--sub <subject>]`: prints a
  * token that the API started by `npm start` accepts, signed with the local issuer's key
- * (.local/issuer.json, or LOCAL_ISSUER_FILE). Defaults: all four scopes, one hour, subject
- * `local-developer`.
+ * (.local/issuer.json, or LOCAL_ISSUER_FILE). Defaults: a merchant token (every scope and
+ * `merchant`), one hour, subject `local-developer`; `--scope` without `merchant` makes a customer's.
  */
 import { parseArgs } from 'node:util';
 import { ALL_SCOPES, readIssuerFile, signToken } from './issuer.ts';
 
 const USAGE =
-  'Usage: npm run -s token -- [--scope "payments:read payments:write"] [--expires-in 3600] [--sub me]';
+  'Usage: npm run -s token -- [--scope "payments:read payments:charge"] [--expires-in 3600] [--sub me]\n' +
+  'Without --scope: a merchant token with every scope. A customer token is one without `merchant`.';
 
 async function main(): Promise<void> {
   const { values } = parseArgs({

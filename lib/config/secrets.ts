@@ -2,7 +2,12 @@ import { GetSecretValueCommand, SecretsManagerClient } from '@aws-sdk/client-sec
 import * as z from 'zod/mini';
 import { GatewayUnavailableError } from '../envelope/errors.ts';
 import { log } from '../log/log.ts';
-import type { CredentialsProvider, GatewayCredentials } from './config.ts';
+import {
+  type Config,
+  type CredentialsProvider,
+  environmentCredentials,
+  type GatewayCredentials,
+} from './config.ts';
 
 /** SPEC.md: credentials are looked up again at least this often (rotation takes effect within it). */
 export const SECRET_MAX_AGE_MS = 5 * 60_000;
@@ -113,4 +118,10 @@ export function secretCredentials(options: SecretCredentialsOptions): Credential
       cached = undefined;
     },
   };
+}
+
+/** Where the configuration says the credentials are: the environment (local runs) or the secret. */
+export function credentialsFor(config: Config): CredentialsProvider {
+  if (config.credentials.source === 'env') return environmentCredentials(config.credentials.value);
+  return secretCredentials({ secretId: config.credentials.secretId });
 }

@@ -78,8 +78,15 @@ export class UnauthorizedError extends ApiError {
 }
 
 export class ForbiddenError extends ApiError {
-  constructor(scope: string) {
-    super(403, -2, 'forbidden', `The token is valid but lacks the scope ${scope} that this route requires.`);
+  constructor(message: string) {
+    super(403, -2, 'forbidden', message);
+  }
+}
+
+/** The order cannot take this request: it already has a payment, or the body disagrees with its price. */
+export class OrderConflictError extends ApiError {
+  constructor(message: string, errors?: FieldError[]) {
+    super(409, -1, 'order_conflict', message, errors ? { details: { errors } } : {});
   }
 }
 

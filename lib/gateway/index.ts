@@ -1,10 +1,5 @@
-import {
-  type Config,
-  type CredentialsProvider,
-  environmentCredentials,
-  loadConfig,
-} from '../config/config.ts';
-import { secretCredentials } from '../config/secrets.ts';
+import { type Config, type CredentialsProvider, loadConfig } from '../config/config.ts';
+import { credentialsFor } from '../config/secrets.ts';
 import { GatewayClient } from './client.ts';
 import { PayHere } from './payhere.ts';
 import { SlidingWindowLimiter } from './rate-limit.ts';
@@ -36,11 +31,6 @@ export function createPayHere(config: Config, options: PayHereOptions = {}): Pay
       }),
     }),
   );
-}
-
-function credentialsFor(config: Config): CredentialsProvider {
-  if (config.credentials.source === 'env') return environmentCredentials(config.credentials.value);
-  return secretCredentials({ secretId: config.credentials.secretId });
 }
 
 /** The container's PayHere client, built from the environment at start-up (a bad variable fails here). */

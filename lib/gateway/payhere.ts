@@ -5,9 +5,10 @@ import {
   NotFoundError,
   OutcomeUnknownError,
 } from '../envelope/errors.ts';
+import { log } from '../log/log.ts';
 import type { ChargeRequest } from '../schemas/charge.ts';
 import { type GatewayAnswer, type GatewayCall, type GatewayClient, LostAnswerError } from './client.ts';
-import { findReconciledCharge } from './reconcile.ts';
+import { type ChargeWindow, chargeCandidates } from './reconcile.ts';
 import {
   CaptureResult,
   ChargeResult,
@@ -19,6 +20,9 @@ import {
 } from './schemas.ts';
 
 const V1 = '/merchant/v1';
+
+/** Claims a payment found by reconciliation for the lost charge; false when another charge holds it. */
+export type AdoptPayment = (payment: PaymentRecord) => Promise<boolean>;
 
 export interface Result<T> {
   msg: string;
@@ -38,11 +42,21 @@ export class PayHere {
     this.#client = client;
   }
 
-  async charge(request: ChargeRequest, deadline: number): Promise<Result<ChargeResult>> {
-    const startedAt = Date.now();
+  /**
+   * Send a charge. Its upstream deadline (`window.until`, by default chargeDeadline) leaves time to
+   * reconcile a lost answer before `deadline`: a lost answer is settled from the order's payments;
+   * `adopt` claims the payment found for this charge (the ledger's conditional write) and refuses
+   * one another charge adopted.
+   */
+  async charge(
+    request: ChargeRequest,
+    deadline: number,
+    options: { window?: ChargeWindow; adopt?: AdoptPayment } = {},
+  ): Promise<Result<ChargeResult>> {
+    const window = options.window ?? { sentAt: Date.now(), until: chargeDeadline(deadline) };
     const call = { method: 'POST', path: `${V1}/payment/charge`, body: request, money: true } as const;
     try {
-      const { envelope } = await this.#client.call({ ...call, deadline: chargeDeadline(deadline) });
+      const { envelope } = await this.#client.call({ ...call, deadline: window.until });
       if (envelope.status === -1) throw new GatewayRejectedError(rejection(envelope.msg, 'charge'));
       const result = envelope.status === 1 ? ChargeResult.safeParse(envelope.data) : undefined;
       if (!result?.success)
@@ -50,18 +64,20 @@ export class PayHere {
       return { msg: envelope.msg || 'Automatic payment charged successfully', data: result.data };
     } catch (error) {
       if (!(error instanceof LostAnswerError)) throw error;
-      return this.reconcileCharge(request, startedAt, deadline, error);
+      return this.reconcileCharge(request, window, deadline, options.adopt, error);
     }
   }
 
   /**
    * A charge whose answer was lost may have happened: the order's payments are the only record.
-   * A matching payment is the charge's outcome; otherwise the outcome stays unknown.
+   * Exactly one payment in the charge's window, received and adopted by no other charge, is its
+   * outcome; anything else stays unknown (several candidates are logged as a possible duplicate).
    */
   async reconcileCharge(
     request: ChargeRequest,
-    startedAt: number,
+    window: ChargeWindow,
     deadline: number,
+    adopt: AdoptPayment = async () => true,
     cause?: unknown,
   ): Promise<Result<ChargeResult>> {
     // A hold is no payment: the order search cannot show it, so its outcome stays unknown.
@@ -75,8 +91,28 @@ export class PayHere {
       if (!(error instanceof NotFoundError)) throw chargeOutcomeUnknown(request.order_id, error);
       payments = [];
     }
-    const found = findReconciledCharge(payments, request, startedAt);
+    const candidates = chargeCandidates(payments, request, window);
+    if (candidates.length > 1) {
+      log.warn('possible duplicate charge: several payments match one lost charge', {
+        orderId: request.order_id,
+        paymentIds: candidates.map((payment) => payment.payment_id),
+      });
+      throw new OutcomeUnknownError(
+        `The gateway did not answer the charge, and order ${request.order_id} shows several payments that could be it. ` +
+          "Do not charge again: the merchant must check the order's payments.",
+        cause,
+      );
+    }
+    const found = candidates[0];
     if (!found) throw chargeOutcomeUnknown(request.order_id, cause);
+    if (found.status !== 'RECEIVED') {
+      throw new OutcomeUnknownError(
+        `The gateway did not answer the charge; order ${request.order_id} shows payment ${found.payment_id}, ` +
+          `now ${found.status}, so the order is not paid. Do not charge again before checking it.`,
+        cause,
+      );
+    }
+    if (!(await adopt(found))) throw chargeOutcomeUnknown(request.order_id, cause);
     return {
       msg: 'The gateway did not answer the charge, but its records show the payment was received.',
       data: {
@@ -243,7 +279,8 @@ export class PayHere {
   }
 }
 
-function chargeDeadline(deadline: number): number {
+/** The upstream deadline of a charge: time is kept back to reconcile a lost answer by `deadline`. */
+export function chargeDeadline(deadline: number): number {
   const now = Date.now();
   return Math.max(now + (deadline - now) / 2, deadline - RECONCILE_RESERVE_MS);
 }

@@ -10,26 +10,33 @@ export function gatewayDateToEpoch(date: unknown): number | undefined {
   return Number.isNaN(epoch) ? undefined : epoch;
 }
 
+/** When a lost charge can have been processed: from when it was sent until its deadline (epoch ms). */
+export interface ChargeWindow {
+  sentAt: number;
+  until: number;
+}
+
 /**
- * The payment a lost charge produced, if the order's records show one: same order, amount and
- * currency, dated (readably) no earlier than the charge was sent (PayHere allows reused order ids, so an
- * older payment of the same order is not this charge). The newest match wins.
+ * The payments a lost charge may have produced: same order, amount and currency, dated (readably)
+ * within the charge's window, to the second as PayHere dates are. PayHere allows reused order ids,
+ * so an older payment of the order is not this charge, nor is one made after the charge could no
+ * longer be processed. Without a readable date a payment does not count: a gateway clock running
+ * behind ours then gives an honest "unknown", never a false success. Newest first.
  */
-export function findReconciledCharge(
+export function chargeCandidates(
   payments: readonly PaymentRecord[],
   request: Pick<ChargeRequest, 'order_id' | 'amount' | 'currency'>,
-  sentAt: number,
-): PaymentRecord | undefined {
-  const matches = payments.filter((payment) => {
-    if (payment.order_id !== request.order_id) return false;
-    if (payment.currency !== request.currency) return false;
-    if (Math.round(payment.amount * 100) !== Math.round(request.amount * 100)) return false;
-    // An older payment of a reused order id must never pass for this charge: without a readable
-    // date, or dated before the charge was sent (to the second, as PayHere dates are), it does
-    // not count. A gateway clock running behind ours then gives an honest "unknown", never a
-    // false success.
-    const at = gatewayDateToEpoch(payment.date);
-    return at !== undefined && at >= Math.floor(sentAt / 1000) * 1000;
-  });
-  return matches.sort((a, b) => Number(b.payment_id) - Number(a.payment_id))[0];
+  window: ChargeWindow,
+): PaymentRecord[] {
+  const from = Math.floor(window.sentAt / 1000) * 1000;
+  const until = Math.ceil(window.until / 1000) * 1000;
+  return payments
+    .filter((payment) => {
+      if (payment.order_id !== request.order_id) return false;
+      if (payment.currency !== request.currency) return false;
+      if (Math.round(payment.amount * 100) !== Math.round(request.amount * 100)) return false;
+      const at = gatewayDateToEpoch(payment.date);
+      return at !== undefined && at >= from && at <= until;
+    })
+    .sort((a, b) => Number(b.payment_id) - Number(a.payment_id));
 }

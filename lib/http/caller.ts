@@ -1,9 +1,16 @@
 import type { Context } from 'aws-lambda';
 
-/** Who is calling: the verified token's subject and scopes. */
+/**
+ * A customer (a user of the merchant's app) acts only on what it owns; the merchant (a token
+ * holding the `merchant` scope) acts on everything.
+ */
+export type Role = 'merchant' | 'customer';
+
+/** Who is calling: the verified token's subject, scopes and role. */
 export interface Caller {
   sub: string;
   scopes: readonly string[];
+  role: Role;
 }
 
 /** The Lambda context as the middleware stack passes it on, with the caller once authenticated. */

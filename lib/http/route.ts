@@ -9,7 +9,9 @@ import { authenticate } from './auth/middleware.ts';
 import type { Scope } from './auth/scopes.ts';
 import { type Caller, callerOf } from './caller.ts';
 import { requestDeadline } from './deadline.ts';
+import { headerValues } from './headers.ts';
 import { readIdempotencyKey } from './idempotency-key.ts';
+import { readOnBehalfOf } from './on-behalf-of.ts';
 import { guardRequest } from './request-guard.ts';
 import { parse } from './validation.ts';
 
@@ -17,8 +19,10 @@ type Event = APIGatewayProxyEvent;
 type Result = APIGatewayProxyResult;
 
 export interface RouteOptions<Body, Path> {
-  /** The scope the caller's token must hold (SPEC.md "Authentication and authorization"). */
+  /** The scope the caller's token must hold (SPEC.md "Callers, roles and ownership"). */
   scope: Scope;
+  /** The route creates orders: a merchant may name their owner with On-Behalf-Of. */
+  createsOrders?: boolean;
   /** The body schema; only body-carrying routes parse JSON (middy's parser breaks bodiless GETs). */
   body?: z.ZodMiniType<Body>;
   path?: z.ZodMiniType<Path>;
@@ -33,9 +37,34 @@ export interface ValidRequest<Body, Path> {
   body: Body;
   path: Path;
   caller: Caller;
+  /** Who owns what this request creates: the customer named by On-Behalf-Of, else the caller. */
+  owner: string;
+  /** Set when On-Behalf-Of named the owner: part of the request, so part of its fingerprint. */
+  onBehalfOf?: string;
+  /** The request's Idempotency-Key (money routes). */
+  idempotencyKey?: string;
+  /** The API's base URL as this request reached it, e.g. `https://api.example.com/prod`. */
+  apiBaseUrl: string;
   /** Epoch ms by which all upstream work must be done. */
   deadline: number;
   context: Context;
+}
+
+const LOOPBACK = /^(127\.0\.0\.1|localhost|\[::1\])(:\d+)?$/;
+
+/**
+ * API Gateway names the domain the client called in requestContext.domainName (a custom domain
+ * included), and requestContext.path carries the stage or base path before the route's path.
+ * serverless-offline fills domainName with a placeholder, so its Host header stands in there.
+ */
+export function apiBaseUrl(event: Event): string {
+  const context = event.requestContext;
+  const domain = /^[A-Za-z0-9.-]+(:\d+)?$/.test(context?.domainName ?? '')
+    ? context.domainName!
+    : (headerValues(event, 'host')[0] ?? 'localhost');
+  const fullPath = context?.path ?? '';
+  const prefix = fullPath.endsWith(event.path) ? fullPath.slice(0, fullPath.length - event.path.length) : '';
+  return `${LOOPBACK.test(domain) ? 'http' : 'https'}://${domain}${prefix}`;
 }
 
 /**
@@ -76,6 +105,8 @@ export function route<Body = undefined, Path = undefined>(
     .use(guardRequest({ takesBody: options.body !== undefined, takesPath: options.path !== undefined }));
   if (options.body) stack.use(normalizeHeaders()).use(httpJsonBodyParser({ disableContentTypeError: false }));
   return stack.handler(async (event, context) => {
+    const caller = callerOf(context);
+    const onBehalfOf = readOnBehalfOf(event, caller, options.createsOrders === true);
     const errors: FieldError[] = [];
     const path = options.path ? parse(options.path, event.pathParameters ?? {}, 'path') : undefined;
     if (path && !path.ok) errors.push(...path.errors);
@@ -87,7 +118,11 @@ export function route<Body = undefined, Path = undefined>(
     const request: ValidRequest<Body, Path> = {
       body: (body?.ok ? body.value : undefined) as Body,
       path: (path?.ok ? path.value : undefined) as Path,
-      caller: callerOf(context),
+      caller,
+      owner: onBehalfOf ?? caller.sub,
+      ...(onBehalfOf === undefined ? {} : { onBehalfOf }),
+      ...(key?.ok ? { idempotencyKey: key.key } : {}),
+      apiBaseUrl: apiBaseUrl(event),
       deadline: requestDeadline(context.getRemainingTimeInMillis?.()),
       context,
     };

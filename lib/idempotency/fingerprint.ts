@@ -28,9 +28,15 @@ export function canonicalJson(value: unknown): string {
 
 /**
  * What a repeat must match to be "the same request": the validated body and path parameters
- * (not the raw text). The route and the caller are part of the record's key, not of this.
+ * (not the raw text), and the customer a merchant acts for. The route and the caller are part of
+ * the record's key, not of this.
  */
-export function requestFingerprint(request: { body: unknown; path: unknown }): string {
-  const canonical = canonicalJson({ body: request.body ?? null, path: request.path ?? null });
+export function requestFingerprint(request: { body: unknown; path: unknown; onBehalfOf?: string }): string {
+  const canonical = canonicalJson({
+    body: request.body ?? null,
+    path: request.path ?? null,
+    // Only when present, so that every other request keeps the fingerprint it always had.
+    ...(request.onBehalfOf === undefined ? {} : { onBehalfOf: request.onBehalfOf }),
+  });
   return createHash('sha256').update(canonical).digest('hex');
 }

@@ -22,6 +22,8 @@ export interface IdempotentRequest {
   path: unknown;
   /** Keys are scoped to the caller's identity. */
   caller: { sub: string };
+  /** The customer a merchant acts for: part of what makes two requests the same. */
+  onBehalfOf?: string;
   context: Context;
 }
 

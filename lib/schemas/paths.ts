@@ -11,3 +11,5 @@ export const SubscriptionPath = z.strictObject({
       safeIntegerDigits('a subscription id'),
     ),
 });
+
+export const CheckoutPath = z.strictObject({ order_id: printable(1, 64) });

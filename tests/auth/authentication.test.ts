@@ -137,7 +137,7 @@ describe('a token that must be refused with 401', () => {
 
   it('with a tampered payload (scope widened after signing)', async () => {
     const [header, , signature] = (await tokenFor('subscriptions:read')).split('.');
-    const widened = b64url(claims({ scope: 'subscriptions:read payments:write' }));
+    const widened = b64url(claims({ scope: 'subscriptions:read payments:charge merchant' }));
 
     expectUnauthorized(await bearer(`${header}.${widened}.${signature}`));
   });

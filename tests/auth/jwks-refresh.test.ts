@@ -73,7 +73,11 @@ describe('keys from AUTH_JWKS_URL', () => {
     const token = await tokenOf(first);
 
     for (let i = 0; i < 5; i++)
-      expect(await verifier.verify(token)).toEqual({ sub: 'jwks-tester', scopes: ['payments:read'] });
+      expect(await verifier.verify(token)).toEqual({
+        sub: 'jwks-tester',
+        scopes: ['payments:read'],
+        role: 'customer',
+      });
 
     expect(fetches).toBe(1);
   });

@@ -71,7 +71,16 @@ describe('npm run token', () => {
 
     expect(await verifier().verify(printed)).toEqual({
       sub: 'local-developer',
-      scopes: ['payments:read', 'payments:write', 'subscriptions:read', 'subscriptions:write'],
+      scopes: [
+        'payments:read',
+        'payments:charge',
+        'payments:capture',
+        'payments:refund',
+        'subscriptions:read',
+        'subscriptions:write',
+        'merchant',
+      ],
+      role: 'merchant',
     });
     expect(claims.exp! - claims.iat!).toBe(3600);
   });
@@ -79,7 +88,7 @@ describe('npm run token', () => {
   it('takes --scope, --expires-in and --sub', async () => {
     const { stdout } = await token([
       '--scope',
-      'payments:write payments:read',
+      'payments:charge payments:read',
       '--expires-in',
       '120',
       '--sub',
@@ -89,7 +98,8 @@ describe('npm run token', () => {
 
     expect(await verifier().verify(stdout.trim())).toEqual({
       sub: 'alice',
-      scopes: ['payments:write', 'payments:read'],
+      scopes: ['payments:charge', 'payments:read'],
+      role: 'customer',
     });
     expect(claims.exp! - claims.iat!).toBe(120);
   });

@@ -18,7 +18,7 @@ beforeAll(async () => {
   Object.assign(process.env, TEST_AUTH_ENV);
   const { route } = await import('../../lib/http/route.ts');
   probe = route(
-    { scope: 'payments:write', body: z.strictObject({ amount: z.number() }) },
+    { scope: 'payments:charge', body: z.strictObject({ amount: z.number() }) },
     async (request) => {
       seen.push(request);
       return { statusCode: 200, body: JSON.stringify({ status: 1, msg: 'ok', data: null }) };
@@ -30,15 +30,15 @@ const event = (headers: Record<string, string>, body: unknown = { amount: 1 }) =
   apiEvent({ method: 'POST', resource: '/probe', body, headers });
 
 describe('the authenticated caller', () => {
-  it("is handed to the handler: the token's sub and scopes", async () => {
+  it("is handed to the handler: the token's sub, scopes and role", async () => {
     seen = [];
-    const token = await tokenFor('payments:write payments:read');
+    const token = await tokenFor('payments:charge payments:read');
 
     const answer = await invoke(probe, event({ Authorization: `Bearer ${token}` }));
 
     expect(answer.statusCode).toBe(200);
     expect(seen.map((request) => request.caller)).toEqual([
-      { sub: 'test-client', scopes: ['payments:write', 'payments:read'] },
+      { sub: 'test-client', scopes: ['payments:charge', 'payments:read'], role: 'customer' },
     ]);
   });
 

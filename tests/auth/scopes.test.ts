@@ -5,9 +5,10 @@ import { type CallOptions, call, useTestGateway } from '../helpers/gateway.ts';
 import { ROUTES, type RouteName } from '../helpers/routes.ts';
 
 /**
- * Every route against every scope: a token holding only the route's scope gets the route's real
- * answer (200 from the sandbox); a token holding only any other scope gets 403 and the gateway
- * sees nothing. The expected scopes are SPEC.md's table (tests/helpers/auth.ts), not the handlers'.
+ * Every route against every scope, as the merchant: a token holding only the route's scope and
+ * `merchant` gets the route's real answer (200 or 201); a token holding only any other scope (and
+ * `merchant`) gets 403 and the gateway sees nothing. `merchant` alone grants no route. The expected
+ * scopes are SPEC.md's table (tests/helpers/auth.ts), not the handlers'.
  */
 const sandbox = useTestGateway();
 
@@ -37,10 +38,18 @@ const VALID: Record<RouteName, () => CallOptions> = {
   subscriptionPayments: () => ({ id: String(SEED.subscriptions.active) }),
   retrySubscription: () => ({ id: String(SEED.subscriptions.failed) }),
   cancelSubscription: () => ({ id: String(SEED.subscriptions.active) }),
+  createCheckout: () => ({
+    body: { kind: 'payment', items: 'Taxi Hire 123', currency: 'LKR', amount: 345.67 },
+  }),
+  getCheckout: () => ({ id: `Scope-missing-${Math.random().toString(36).slice(2, 10)}` }),
 };
 
-const callWithScope = async (route: RouteName, scope: unknown) => {
-  const token = await testToken({ scope: scope as string, sub: 'scope-tester' });
+/** What each route answers a merchant when allowed (getCheckout: the order asked for does not exist). */
+const ALLOWED_STATUS: Partial<Record<RouteName, number>> = { createCheckout: 201, getCheckout: 404 };
+
+const callWithScope = async (route: RouteName, scope: unknown, merchant = true) => {
+  const claim = merchant && typeof scope === 'string' ? `${scope} merchant` : scope;
+  const token = await testToken({ scope: claim as string, sub: 'scope-tester' });
   const options = VALID[route]();
   return call(route, { ...options, headers: { Authorization: `Bearer ${token}` } });
 };
@@ -52,17 +61,25 @@ describe('each route requires exactly its scope', () => {
     ALL_TEST_SCOPES.map((scope) => ({ route, scope, allowed: ROUTE_SCOPES[route] === scope })),
   );
 
-  it('covers nine routes and four scopes, one allowed scope per route', () => {
-    expect(matrix).toHaveLength(36);
-    expect(matrix.filter((cell) => cell.allowed)).toHaveLength(9);
+  it('covers eleven routes and six scopes, one allowed scope per route', () => {
+    expect(matrix).toHaveLength(66);
+    expect(matrix.filter((cell) => cell.allowed)).toHaveLength(11);
   });
 
-  it.each(matrix.filter((cell) => cell.allowed))('$route with only $scope: 200', async ({ route, scope }) => {
-    const answer = await callWithScope(route, scope);
+  it.each(matrix.filter((cell) => cell.allowed))(
+    '$route with only $scope: allowed',
+    async ({ route, scope }) => {
+      const answer = await callWithScope(route, scope);
 
-    expect(answer.statusCode).toBe(200);
-    expect(answer.body.status).toBe(1);
-    expect(gatewayCalls()).toBeGreaterThan(0);
+      expect(answer.statusCode).toBe(ALLOWED_STATUS[route] ?? 200);
+    },
+  );
+
+  it.each(Object.keys(ROUTES) as RouteName[])('%s with merchant alone: 403', async (route) => {
+    const answer = await callWithScope(route, 'merchant', false);
+
+    expect(answer.statusCode).toBe(403);
+    expect(gatewayCalls()).toBe(0);
   });
 
   it.each(matrix.filter((cell) => !cell.allowed))(
@@ -97,7 +114,7 @@ describe('the scope claim', () => {
     ['a scope claim that is an array', ['subscriptions:read']],
     ['a wildcard', '*'],
   ])('%s grants nothing: 403', async (_, scope) => {
-    const answer = await callWithScope('listSubscriptions', scope);
+    const answer = await callWithScope('listSubscriptions', scope, false);
 
     expect(answer.statusCode).toBe(403);
     expect(answer.body.data).toEqual({ code: 'forbidden' });

@@ -59,7 +59,7 @@ describe('authentication through serverless-offline', () => {
   });
 
   it('a token from the local issuer without the route scope: 403 forbidden in the envelope', async () => {
-    const token = await issuer.sign({ scope: 'payments:read payments:write' });
+    const token = await issuer.sign({ scope: 'payments:read payments:charge merchant' });
 
     const answer = await get('/subscriptions', { authorization: `Bearer ${token}` });
 
@@ -72,8 +72,8 @@ describe('authentication through serverless-offline', () => {
     });
   });
 
-  it('a token with the route scope: 200 from the gateway', async () => {
-    const token = await issuer.sign({ scope: 'subscriptions:read' });
+  it('a merchant token with the route scope: 200 from the gateway', async () => {
+    const token = await issuer.sign({ scope: 'subscriptions:read merchant' });
 
     const list = await get('/subscriptions', { authorization: `Bearer ${token}` });
     const one = await get(`/subscriptions/${SEED.subscriptions.active}`, {

@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type Sandbox, SEED, startSandbox } from '../../sandbox/server.ts';
 import type { Offline } from '../../scripts/offline.ts';
-import { ALL_TEST_SCOPES, TEST_AUTH_ENV, tokenFor } from '../helpers/auth.ts';
+import { MERCHANT_SCOPES, TEST_AUTH_ENV, tokenFor } from '../helpers/auth.ts';
 import { startOfflineAgainst } from '../helpers/offline.ts';
 
 /** The whole path a client takes: HTTP → serverless-offline → bundled handler → sandbox over loopback. */
@@ -26,7 +26,7 @@ async function request(method: string, path: string, body?: unknown, headers: Re
   const response = await fetch(`${api}${path}`, {
     method,
     headers: {
-      authorization: `Bearer ${await tokenFor(ALL_TEST_SCOPES.join(' '))}`,
+      authorization: `Bearer ${await tokenFor(MERCHANT_SCOPES)}`,
       ...(body === undefined ? {} : { 'content-type': 'application/json' }),
       ...(method === 'POST' && !hasKey ? { 'idempotency-key': randomUUID() } : {}),
       ...headers,
@@ -148,7 +148,7 @@ describe('idempotency through serverless-offline', () => {
     const answer = await fetch(`${api}/payments/charge`, {
       method: 'POST',
       headers: {
-        authorization: `Bearer ${await tokenFor('payments:write')}`,
+        authorization: `Bearer ${await tokenFor('payments:charge merchant')}`,
         'content-type': 'application/json',
       },
       body: JSON.stringify({ type: 'PAYMENT' }),

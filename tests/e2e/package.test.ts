@@ -52,7 +52,7 @@ describe('osls package', () => {
       .map((r) => r.Properties.HttpMethod)
       .sort();
 
-    expect(functions).toHaveLength(9);
+    expect(functions).toHaveLength(Object.keys(ROUTES).length);
     for (const fn of functions) {
       expect(fn.Properties.Runtime).toBe('nodejs24.x');
       expect(fn.Properties.Architectures).toEqual(['arm64']);
@@ -66,69 +66,142 @@ describe('osls package', () => {
   });
 });
 
-describe('the idempotency table in the packaged template', () => {
-  const MONEY_FUNCTIONS = ['Charge', 'Capture', 'Refund', 'RetrySubscription'];
-  const ITEM_ACTIONS = ['dynamodb:DeleteItem', 'dynamodb:GetItem', 'dynamodb:PutItem', 'dynamodb:UpdateItem'];
+/**
+ * SPEC.md "Least privilege": what each function may send to each table, written out here from what
+ * its code does (lib/idempotency/store.ts, lib/ledger/store.ts), so that a role granting more fails.
+ */
+const ACCESS: Record<string, { idempotency?: string[]; ledger?: string[]; secret: boolean }> = {
+  charge: {
+    idempotency: ['DeleteItem', 'GetItem', 'PutItem', 'UpdateItem'],
+    ledger: ['GetItem', 'PutItem', 'UpdateItem'],
+    secret: true,
+  },
+  capture: {
+    idempotency: ['DeleteItem', 'GetItem', 'PutItem', 'UpdateItem'],
+    ledger: ['GetItem'],
+    secret: true,
+  },
+  refund: {
+    idempotency: ['DeleteItem', 'GetItem', 'PutItem', 'UpdateItem'],
+    ledger: ['GetItem'],
+    secret: true,
+  },
+  retrySubscription: {
+    idempotency: ['DeleteItem', 'GetItem', 'PutItem', 'UpdateItem'],
+    ledger: ['GetItem'],
+    secret: true,
+  },
+  retrievePayments: { ledger: ['GetItem'], secret: true },
+  listSubscriptions: { ledger: ['GetItem'], secret: true },
+  getSubscription: { ledger: ['GetItem'], secret: true },
+  subscriptionPayments: { ledger: ['GetItem'], secret: true },
+  cancelSubscription: { ledger: ['GetItem'], secret: true },
+  createCheckout: { ledger: ['GetItem', 'PutItem'], secret: true },
+  getCheckout: { ledger: ['GetItem'], secret: false },
+};
 
-  const roleOf = (name: string) =>
-    template.Resources[`${name}LambdaFunction`]!.Properties.Role['Fn::GetAtt'][0];
-  const statementsOf = (role: string): any[] =>
-    template.Resources[role]!.Properties.Policies.flatMap((policy: any) => policy.PolicyDocument.Statement);
-  const touchesDynamoDB = (statement: any) =>
-    [statement.Action].flat().some((action: string) => action.startsWith('dynamodb:'));
+const logicalName = (name: string) => `${name[0]!.toUpperCase()}${name.slice(1)}`;
+const roleOf = (name: string) =>
+  template.Resources[`${logicalName(name)}LambdaFunction`]!.Properties.Role['Fn::GetAtt'][0];
+const statementsOf = (role: string): any[] =>
+  template.Resources[role]!.Properties.Policies.flatMap((policy: any) => policy.PolicyDocument.Statement);
 
-  it('is on-demand, keyed by pk, expires items by TTL and keeps point-in-time recovery', () => {
-    const tables = Object.values(template.Resources).filter((r) => r.Type === 'AWS::DynamoDB::Table');
+describe('the tables in the packaged template', () => {
+  const tables = () =>
+    Object.fromEntries(
+      Object.entries(template.Resources).filter(([, resource]) => resource.Type === 'AWS::DynamoDB::Table'),
+    ) as Record<string, { Properties: any; DeletionPolicy?: string; UpdateReplacePolicy?: string }>;
 
-    expect(tables).toHaveLength(1);
-    expect(tables[0]!.Properties).toMatchObject({
+  it('are the idempotency store and the ledger, nothing else', () => {
+    expect(Object.keys(tables()).sort()).toEqual(['IdempotencyTable', 'LedgerTable']);
+  });
+
+  it('keep idempotency records on demand, keyed by pk, expired by TTL, with point-in-time recovery, retained', () => {
+    const table = tables().IdempotencyTable!;
+
+    expect(table.Properties).toMatchObject({
       TableName: 'payhere-payments-api-test-idempotency',
       BillingMode: 'PAY_PER_REQUEST',
       KeySchema: [{ AttributeName: 'pk', KeyType: 'HASH' }],
       TimeToLiveSpecification: { AttributeName: 'expiresAt', Enabled: true },
       PointInTimeRecoverySpecification: { PointInTimeRecoveryEnabled: true },
     });
+    expect(table.DeletionPolicy).toBe('Retain');
   });
 
-  it('gives every function the table name, and no deployed function a local endpoint', () => {
+  it('keep the ledger on demand, keyed by pk, never expired, with point-in-time recovery, retained and protected', () => {
+    const table = tables().LedgerTable!;
+
+    expect(table.Properties).toMatchObject({
+      TableName: 'payhere-payments-api-test-ledger',
+      BillingMode: 'PAY_PER_REQUEST',
+      DeletionProtectionEnabled: true,
+      KeySchema: [{ AttributeName: 'pk', KeyType: 'HASH' }],
+      PointInTimeRecoverySpecification: { PointInTimeRecoveryEnabled: true },
+    });
+    expect(table.Properties.TimeToLiveSpecification).toBeUndefined();
+    expect(table.DeletionPolicy).toBe('Retain');
+    expect(table.UpdateReplacePolicy).toBe('Retain');
+  });
+
+  it('are named to every function, and no deployed function has a local endpoint', () => {
     const functions = Object.values(template.Resources).filter((r) => r.Type === 'AWS::Lambda::Function');
 
     for (const fn of functions) {
-      expect(fn.Properties.Environment.Variables.IDEMPOTENCY_TABLE).toBe(
-        'payhere-payments-api-test-idempotency',
-      );
+      expect(fn.Properties.Environment.Variables).toMatchObject({
+        IDEMPOTENCY_TABLE: 'payhere-payments-api-test-idempotency',
+        LEDGER_TABLE: 'payhere-payments-api-test-ledger',
+      });
       expect(fn.Properties.Environment.Variables.DYNAMODB_ENDPOINT ?? '').toBe('');
     }
   });
+});
 
-  it('lets only the money functions use the table, with exactly the four item operations on it', () => {
-    const moneyRoles = new Set(MONEY_FUNCTIONS.map(roleOf));
-    const otherRoles = new Set(
-      Object.keys(template.Resources)
-        .filter((id) => id.endsWith('LambdaFunction'))
-        .map((id) => id.replace(/LambdaFunction$/, ''))
-        .filter((name) => !MONEY_FUNCTIONS.includes(name))
-        .map(roleOf),
-    );
-
-    expect(moneyRoles.size).toBe(1);
-    const [moneyRole] = moneyRoles;
-    expect(otherRoles.has(moneyRole!)).toBe(false);
-    const tableStatements = statementsOf(moneyRole!).filter(touchesDynamoDB);
-    expect(tableStatements).toHaveLength(1);
-    expect([tableStatements[0].Action].flat().sort()).toEqual(ITEM_ACTIONS);
-    expect(tableStatements[0].Resource).toEqual([{ 'Fn::GetAtt': ['IdempotencyTable', 'Arn'] }]);
-    for (const role of otherRoles) expect(statementsOf(role).filter(touchesDynamoDB)).toEqual([]);
+describe('each function role', () => {
+  it('covers every function, and no two functions share one', () => {
+    expect(Object.keys(ACCESS).sort()).toEqual(Object.keys(ROUTES).sort());
+    expect(new Set(Object.keys(ACCESS).map(roleOf)).size).toBe(Object.keys(ACCESS).length);
+    expect(template.Resources.IamRoleLambdaExecution).toBeUndefined();
   });
 
-  it('gives the money role every permission the default role has (a provider-level statement must reach it too)', () => {
-    const moneyRole = roleOf('Charge');
-    const defaultStatements = statementsOf('IamRoleLambdaExecution');
-    // The default role's log statements name the same log groups with a Fn::Sub; compare by action.
-    const moneyActions = new Set(statementsOf(moneyRole).flatMap((statement) => [statement.Action].flat()));
+  it.each(Object.keys(ACCESS))('%s reaches exactly the tables, actions and secret it uses', (name) => {
+    const statements = statementsOf(roleOf(name));
+    const onTable = (table: string) =>
+      statements
+        .filter(
+          (statement) =>
+            JSON.stringify(statement.Resource) === JSON.stringify([{ 'Fn::GetAtt': [table, 'Arn'] }]),
+        )
+        .flatMap((statement) => [statement.Action].flat())
+        .sort();
+    const dynamoActions = statements
+      .flatMap((statement) => [statement.Action].flat())
+      .filter((a: string) => a.startsWith('dynamodb:'));
+    const secretActions = statements
+      .flatMap((statement) => [statement.Action].flat())
+      .filter((a: string) => a.startsWith('secretsmanager:'));
+    const access = ACCESS[name]!;
 
-    for (const statement of defaultStatements) {
-      for (const action of [statement.Action].flat()) expect(moneyActions).toContain(action);
+    expect(onTable('IdempotencyTable')).toEqual(
+      (access.idempotency ?? []).map((action) => `dynamodb:${action}`),
+    );
+    expect(onTable('LedgerTable')).toEqual((access.ledger ?? []).map((action) => `dynamodb:${action}`));
+    expect(dynamoActions).toHaveLength((access.idempotency ?? []).length + (access.ledger ?? []).length);
+    expect(secretActions).toEqual(access.secret ? ['secretsmanager:GetSecretValue'] : []);
+  });
+
+  it.each(Object.keys(ACCESS))('%s writes only its own log group', (name) => {
+    const logStatements = statementsOf(roleOf(name)).filter((statement) =>
+      [statement.Action].flat().some((action: string) => action.startsWith('logs:')),
+    );
+
+    expect(logStatements.length).toBeGreaterThan(0);
+    for (const statement of logStatements) {
+      for (const resource of statement.Resource) {
+        expect(resource['Fn::Sub']).toMatch(
+          new RegExp(`:log-group:/aws/lambda/payhere-payments-api-test-${name}:\\*`),
+        );
+      }
     }
   });
 });

@@ -12,18 +12,24 @@ export const TEST_AUDIENCE = 'payhere-payments-api-test';
 
 /** SPEC.md's scope per route, written out here so that a handler declaring another one fails. */
 export const ROUTE_SCOPES: Record<RouteName, string> = {
-  charge: 'payments:write',
-  capture: 'payments:write',
-  refund: 'payments:write',
+  charge: 'payments:charge',
+  capture: 'payments:capture',
+  refund: 'payments:refund',
   retrievePayments: 'payments:read',
   listSubscriptions: 'subscriptions:read',
   getSubscription: 'subscriptions:read',
   subscriptionPayments: 'subscriptions:read',
   retrySubscription: 'subscriptions:write',
   cancelSubscription: 'subscriptions:write',
+  createCheckout: 'payments:charge',
+  getCheckout: 'payments:read',
 };
 
+/** Every route scope; `merchant` is not one (it grants no route by itself). */
 export const ALL_TEST_SCOPES = [...new Set(Object.values(ROUTE_SCOPES))];
+
+/** A merchant's token scope: every route, no ownership limits. */
+export const MERCHANT_SCOPES = [...ALL_TEST_SCOPES, 'merchant'].join(' ');
 
 /** A fresh ES256 key pair; `kid` names it in the JWKS and in token headers. */
 export function testKey(kid: string): {
@@ -75,13 +81,13 @@ export function tokenFor(scope: string): Promise<string> {
   return token;
 }
 
-/** `headers` with the route's bearer token added, unless they carry an Authorization header already. */
+/** `headers` with a merchant token for the route's scope added, unless they carry an Authorization header already. */
 export async function withToken(
   name: RouteName,
   headers: Record<string, string> = {},
 ): Promise<Record<string, string>> {
   if (Object.keys(headers).some((header) => header.toLowerCase() === 'authorization')) return headers;
-  return { Authorization: `Bearer ${await tokenFor(ROUTE_SCOPES[name])}`, ...headers };
+  return { Authorization: `Bearer ${await tokenFor(`${ROUTE_SCOPES[name]} merchant`)}`, ...headers };
 }
 
 /** Before a handler module loads: trust the test issuer, unless the test configured another one. */

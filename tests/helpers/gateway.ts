@@ -61,13 +61,20 @@ function headersOf(name: RouteName, options: CallOptions): Record<string, string
   return { ...given, 'Idempotency-Key': options.idempotencyKey ?? randomUUID() };
 }
 
+/** The one path parameter of a route template: `id`, or `order_id` for checkouts. */
+function pathParameterOf(resource: string): string {
+  return /\{(\w+)\}/.exec(resource)?.[1] ?? 'id';
+}
+
 /** Call a route's handler in-process with a realistic API Gateway event, with a token for the route's scope. */
 export async function call(name: RouteName, options: CallOptions = {}): Promise<Answer> {
   const route = ROUTES[name];
   const headers = await withToken(name, headersOf(name, options));
   const event = apiEvent({
     ...route,
-    ...(options.id === undefined ? {} : { pathParameters: { id: options.id } }),
+    ...(options.id === undefined
+      ? {}
+      : { pathParameters: { [pathParameterOf(route.resource)]: options.id } }),
     ...(options.body === undefined ? {} : { body: options.body }),
     ...(headers ? { headers } : {}),
     ...(options.replaceHeaders ? { replaceHeaders: true } : {}),

@@ -11,9 +11,26 @@ export const ROUTES = {
   subscriptionPayments: { method: 'GET', resource: '/gateway/api/subscriptions/{id}/payments' },
   retrySubscription: { method: 'POST', resource: '/gateway/api/subscriptions/{id}/retry' },
   cancelSubscription: { method: 'DELETE', resource: '/gateway/api/subscriptions/{id}' },
+  createCheckout: { method: 'POST', resource: '/gateway/api/checkouts' },
+  getCheckout: { method: 'GET', resource: '/gateway/api/checkouts/{order_id}' },
 } as const satisfies Record<string, Pick<EventOptions, 'method' | 'resource'>>;
 
 export type RouteName = keyof typeof ROUTES;
+
+/** The routes that call PayHere (createCheckout and getCheckout answer from the ledger). */
+export const GATEWAY_ROUTES = [
+  'charge',
+  'capture',
+  'refund',
+  'retrievePayments',
+  'listSubscriptions',
+  'getSubscription',
+  'subscriptionPayments',
+  'retrySubscription',
+  'cancelSubscription',
+] as const satisfies readonly RouteName[];
+
+export type GatewayRouteName = (typeof GATEWAY_ROUTES)[number];
 
 /** The money routes that require an Idempotency-Key (SPEC.md "Idempotency"); cancel, a DELETE, does not. */
 export const IDEMPOTENT_ROUTES: readonly RouteName[] = ['charge', 'capture', 'refund', 'retrySubscription'];

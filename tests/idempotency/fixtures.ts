@@ -50,7 +50,11 @@ export function validRequest<Body, Path = undefined>(
   body: Body,
   options: { path?: Path; sub?: string; remainingMs?: number } = {},
 ) {
-  const caller: Caller = { sub: options.sub ?? 'test-caller', scopes: ['payments:write'] };
+  const caller: Caller = {
+    sub: options.sub ?? 'test-caller',
+    scopes: ['payments:charge', 'merchant'],
+    role: 'merchant',
+  };
   const context = lambdaContext(options.remainingMs ?? 25_000);
   return {
     body,

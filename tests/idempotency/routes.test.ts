@@ -230,7 +230,7 @@ describe('a lost answer repeated with the same key', () => {
 describe('the caller behind a key', () => {
   it('is the token subject: the same key from two users is two requests, from one user a replay', async () => {
     const key = randomUUID();
-    const as = async (sub: string) => `Bearer ${await testToken({ scope: 'payments:write', sub })}`;
+    const as = async (sub: string) => `Bearer ${await testToken({ scope: 'payments:charge merchant', sub })}`;
     const body = chargeBody();
 
     const alice = await call('charge', {
@@ -238,8 +238,9 @@ describe('the caller behind a key', () => {
       headers: { Authorization: await as('alice') },
       idempotencyKey: key,
     });
+    // Another order: bob's request differs, so a key shared across callers would answer 422.
     const bob = await call('charge', {
-      body,
+      body: chargeBody(),
       headers: { Authorization: await as('bob') },
       idempotencyKey: key,
     });

@@ -54,7 +54,8 @@ function chargeRoute(store: IdempotencyStore): IdempotencyOptions<Charge> {
   return {
     operation: 'charge',
     store,
-    reconcile: ({ body, deadline }, startedAt) => answer(payhere.reconcileCharge(body, startedAt, deadline)),
+    reconcile: ({ body, deadline }, startedAt) =>
+      answer(payhere.reconcileCharge(body, { sentAt: startedAt, until: startedAt + 20_000 }, deadline)),
   };
 }
 

@@ -1,4 +1,8 @@
 import { describe, expect, it } from 'vitest';
+
+// The merchant allows the sample's notify_url (SPEC.md "notify_url"); read when the handler loads.
+process.env.NOTIFY_URL_ORIGINS = 'https://www.abc.com';
+
 import { SEED } from '../../sandbox/server.ts';
 import { call, useTestGateway } from '../helpers/gateway.ts';
 

@@ -3,6 +3,9 @@ import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { call } from '../helpers/gateway.ts';
 
+// The merchant allows the sample's notify_url (SPEC.md "notify_url"); read when the handler loads.
+process.env.NOTIFY_URL_ORIGINS = 'https://www.abc.com';
+
 /**
  * Another PayHere-compatible gateway, behind a path prefix: it records every request exactly as
  * it arrives and answers with GATEWAY.md's samples. What it records is the service's wire contract.

@@ -1,11 +1,11 @@
 import { randomUUID } from 'node:crypto';
 import { type Sandbox, SEED } from '../../sandbox/server.ts';
 import type { CallOptions } from '../helpers/gateway.ts';
-import type { RouteName } from '../helpers/routes.ts';
+import type { GatewayRouteName } from '../helpers/routes.ts';
 import { accessToken, apiClient } from '../sandbox/helpers.ts';
 
 /** Which sandbox endpoint each route calls first. */
-export const UPSTREAM: Record<RouteName, string> = {
+export const UPSTREAM: Record<GatewayRouteName, string> = {
   charge: 'charge',
   capture: 'capture',
   refund: 'refund',
@@ -45,7 +45,7 @@ export function chargeBody(orderId = newOrderId(), type: 'PAYMENT' | 'AUTHORIZE'
  * a new authorization to capture, a new payment to refund. Set-up calls go straight to the
  * sandbox, so reset its counters afterwards.
  */
-export async function validRequest(sandbox: Sandbox, route: RouteName): Promise<CallOptions> {
+export async function validRequest(sandbox: Sandbox, route: GatewayRouteName): Promise<CallOptions> {
   switch (route) {
     case 'charge':
       return { body: chargeBody() };

@@ -2,7 +2,7 @@ import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import type { Fault } from '../../sandbox/server.ts';
 import { call, useTestGateway } from '../helpers/gateway.ts';
-import { ROUTES, type RouteName } from '../helpers/routes.ts';
+import { GATEWAY_ROUTES, type RouteName } from '../helpers/routes.ts';
 import { paymentsOf, UPSTREAM, validRequest } from './fixtures.ts';
 
 const sandbox = useTestGateway({ beforeEachTest: 'nothing' });
@@ -51,7 +51,7 @@ const injection = fc.record({
 });
 
 const scenario = fc.record({
-  route: fc.constantFrom(...(Object.keys(ROUTES) as RouteName[])),
+  route: fc.constantFrom(...GATEWAY_ROUTES),
   injections: fc.array(injection, { maxLength: 3 }),
 });
 

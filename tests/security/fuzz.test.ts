@@ -3,7 +3,15 @@ import type { APIGatewayProxyEvent, APIGatewayProxyResult } from 'aws-lambda';
 import fc from 'fast-check';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type Sandbox, SEED } from '../../sandbox/server.ts';
-import { ALL_TEST_SCOPES, ROUTE_SCOPES, TEST_KEY, testKey, testToken, tokenFor } from '../helpers/auth.ts';
+import {
+  ALL_TEST_SCOPES,
+  MERCHANT_SCOPES,
+  ROUTE_SCOPES,
+  TEST_KEY,
+  testKey,
+  testToken,
+  tokenFor,
+} from '../helpers/auth.ts';
 import { apiEvent, lambdaContext } from '../helpers/events.ts';
 import { handlerOf, startTestGateway } from '../helpers/gateway.ts';
 import { IDEMPOTENT_ROUTES, ROUTES, type RouteName } from '../helpers/routes.ts';
@@ -40,7 +48,7 @@ beforeAll(async () => {
   sandbox = await startTestGateway();
   await Promise.all(ROUTE_NAMES.map(handlerOf));
   const now = Math.floor(Date.now() / 1000);
-  const claims = { scope: ALL_TEST_SCOPES.join(' '), sub: 'fuzz' };
+  const claims = { scope: MERCHANT_SCOPES, sub: 'fuzz' };
   badTokens.push(
     await testToken({ ...claims, expiresInSeconds: -120 }),
     await testToken(claims, { issuer: 'https://evil.example' }),

@@ -3,7 +3,7 @@ import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, beforeEach, describe, expect, it, vi } from 'vitest';
 import { type Sandbox, SEED, startSandbox } from '../../sandbox/server.ts';
-import { testToken } from '../helpers/auth.ts';
+import { MERCHANT_SCOPES, testToken } from '../helpers/auth.ts';
 import type { Answer } from '../helpers/events.ts';
 import { type CallOptions, call } from '../helpers/gateway.ts';
 import type { RouteName } from '../helpers/routes.ts';
@@ -117,7 +117,7 @@ async function send(route: RouteName, options: CallOptions = {}, token?: string)
   const bearer =
     token ??
     (await testToken({
-      scope: 'payments:read payments:write subscriptions:read subscriptions:write',
+      scope: MERCHANT_SCOPES,
       sub: SUBJECT,
     }));
   callerTokens.push(bearer);

@@ -1,12 +1,13 @@
 /**
- * vitest globalSetup: one dynalite on loopback for the whole run, with the idempotency table under
- * the name serverless-offline gives it (`--stage local`), so in-process handlers and the e2e
- * functions share it. Tests never collide in it: every request carries a fresh random key.
+ * vitest globalSetup: one dynalite on loopback for the whole run, with the idempotency table and the
+ * ledger under the names serverless-offline gives them (`--stage local`), so in-process handlers and
+ * the e2e functions share them. Tests never collide in them: every request carries a fresh random
+ * key, and every order a test charges or creates has an id of its own (tests/helpers/orders.ts).
  */
 import type { TestProject } from 'vitest/node';
 import {
-  createIdempotencyTable,
-  LOCAL_IDEMPOTENCY_TABLE,
+  createLocalTables,
+  LOCAL_TABLES_ENVIRONMENT,
   startLocalDynamoDB,
 } from '../../scripts/local-dynamodb.ts';
 
@@ -14,13 +15,15 @@ declare module 'vitest' {
   export interface ProvidedContext {
     dynamodbEndpoint: string;
     idempotencyTable: string;
+    ledgerTable: string;
   }
 }
 
 export default async function setup(project: TestProject) {
   const dynamodb = await startLocalDynamoDB();
-  await createIdempotencyTable(dynamodb.endpoint, LOCAL_IDEMPOTENCY_TABLE);
+  await createLocalTables(dynamodb.endpoint);
   project.provide('dynamodbEndpoint', dynamodb.endpoint);
-  project.provide('idempotencyTable', LOCAL_IDEMPOTENCY_TABLE);
+  project.provide('idempotencyTable', LOCAL_TABLES_ENVIRONMENT.IDEMPOTENCY_TABLE);
+  project.provide('ledgerTable', LOCAL_TABLES_ENVIRONMENT.LEDGER_TABLE);
   return () => dynamodb.close();
 }

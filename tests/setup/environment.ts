@@ -1,11 +1,18 @@
 /**
  * vitest setupFiles: runs in each test worker before its test file, so the money handlers (imported
- * lazily by tests/helpers/gateway.ts) find the idempotency store at start-up, as in a deployment.
+ * lazily by tests/helpers/gateway.ts) find the idempotency store and the ledger at start-up, as in a
+ * deployment. Each test file gets a ledger table of its own: the ledger remembers orders and
+ * PayHere's ids for good, and the sandboxes of different files hand out the same ids.
  */
+import { randomUUID } from 'node:crypto';
 import { inject } from 'vitest';
-import { LOCAL_AWS_ENVIRONMENT } from '../../scripts/local-dynamodb.ts';
+import { createTable, LOCAL_AWS_ENVIRONMENT } from '../../scripts/local-dynamodb.ts';
+
+const ledgerTable = `${inject('ledgerTable')}-${randomUUID()}`;
+await createTable(inject('dynamodbEndpoint'), ledgerTable);
 
 Object.assign(process.env, LOCAL_AWS_ENVIRONMENT, {
   DYNAMODB_ENDPOINT: inject('dynamodbEndpoint'),
   IDEMPOTENCY_TABLE: inject('idempotencyTable'),
+  LEDGER_TABLE: ledgerTable,
 });

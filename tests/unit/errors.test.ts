@@ -31,7 +31,13 @@ const table: [string, () => ApiError, number, number, string][] = [
   ['InvalidJsonError', () => new InvalidJsonError(), 400, -1, 'invalid_json'],
   ['UnsupportedMediaTypeError', () => new UnsupportedMediaTypeError(), 415, -1, 'unsupported_media_type'],
   ['UnauthorizedError', () => new UnauthorizedError(), 401, -2, 'unauthorized'],
-  ['ForbiddenError', () => new ForbiddenError('payments:write'), 403, -2, 'forbidden'],
+  [
+    'ForbiddenError',
+    () => new ForbiddenError('The token lacks the scope payments:charge.'),
+    403,
+    -2,
+    'forbidden',
+  ],
   ['NotFoundError', () => new NotFoundError('No payments for order ORD-1.'), 404, -1, 'not_found'],
   ['ConflictError', () => new ConflictError('The authorization was already captured.'), 409, -1, 'conflict'],
   ['IdempotencyInProgressError', () => new IdempotencyInProgressError(2), 409, -1, 'idempotency_in_progress'],
@@ -107,8 +113,10 @@ describe('ApiError subclasses', () => {
     expect(new UnauthorizedError().headers).toEqual({ 'WWW-Authenticate': 'Bearer' });
   });
 
-  it('names the missing scope when forbidden', () => {
-    expect(new ForbiddenError('subscriptions:write').message).toContain('subscriptions:write');
+  it('says why when forbidden', () => {
+    expect(new ForbiddenError('Only a merchant token may act on behalf of a customer.').message).toBe(
+      'Only a merchant token may act on behalf of a customer.',
+    );
   });
 
   it('keeps the cause of a gateway failure for the log without putting it in the message', () => {

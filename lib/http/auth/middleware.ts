@@ -55,8 +55,10 @@ export function authenticate(
       setLogContext({ requestId });
       const caller = await verifier.verify(bearerToken(event));
       (context as CallerContext).caller = caller;
-      setLogContext({ requestId, caller: caller.sub });
-      if (!caller.scopes.includes(scope)) throw new ForbiddenError(scope);
+      setLogContext({ requestId, caller: caller.sub, role: caller.role });
+      if (!caller.scopes.includes(scope)) {
+        throw new ForbiddenError(`The token is valid but lacks the scope ${scope} that this route requires.`);
+      }
       log.debug('caller authenticated', { scope });
     },
   };

@@ -1,12 +1,20 @@
-/** The scopes a token's `scope` claim (space-separated) can grant; each route requires exactly one. */
-export const SCOPES = [
+/**
+ * The scopes a token's `scope` claim (space-separated) can grant (SPEC.md "Callers, roles and
+ * ownership"). Each route requires exactly one route scope; `merchant` grants no route by itself
+ * but, added to a route's scope, lifts the ownership rules: the caller is the merchant.
+ */
+export const ROUTE_SCOPES = [
   'payments:read',
-  'payments:write',
+  'payments:charge',
+  'payments:capture',
+  'payments:refund',
   'subscriptions:read',
   'subscriptions:write',
 ] as const;
 
-export type Scope = (typeof SCOPES)[number];
+export type Scope = (typeof ROUTE_SCOPES)[number];
+
+export const MERCHANT_SCOPE = 'merchant';
 
 /** The scopes a `scope` claim grants; anything but a string grants none. */
 export function scopesOf(claim: unknown): string[] {

@@ -9,7 +9,7 @@ import {
 import { GatewayUnavailableError, UnauthorizedError } from '../../envelope/errors.ts';
 import type { Caller } from '../caller.ts';
 import type { AuthConfig } from './config.ts';
-import { scopesOf } from './scopes.ts';
+import { MERCHANT_SCOPE, scopesOf } from './scopes.ts';
 
 /** Asymmetric signatures only: with HMAC, anyone holding the (public) key could mint tokens. */
 export const ACCEPTED_ALGORITHMS = [
@@ -81,7 +81,8 @@ function callerOf(payload: JWTPayload): Caller {
   if (typeof sub !== 'string' || sub === '' || sub.length > MAX_SUBJECT_LENGTH) {
     throw new UnauthorizedError(TOKEN_INVALID);
   }
-  return { sub, scopes: scopesOf(payload.scope) };
+  const scopes = scopesOf(payload.scope);
+  return { sub, scopes, role: scopes.includes(MERCHANT_SCOPE) ? 'merchant' : 'customer' };
 }
 
 /**

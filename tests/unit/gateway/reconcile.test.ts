@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { findReconciledCharge, gatewayDateToEpoch } from '../../../lib/gateway/reconcile.ts';
+import { chargeCandidates, gatewayDateToEpoch } from '../../../lib/gateway/reconcile.ts';
 import type { PaymentRecord } from '../../../lib/gateway/schemas.ts';
 
 /** 2024-06-01 10:00:00 in Sri Lanka (UTC+05:30) = 04:30:00 UTC. */
@@ -44,20 +44,23 @@ describe('gatewayDateToEpoch', () => {
   });
 });
 
-describe('findReconciledCharge', () => {
+/** The charge's window: sent at SENT_AT, to be processed within 10 s. */
+const WINDOW = { sentAt: SENT_AT, until: SENT_AT + 10_000 };
+
+describe('chargeCandidates', () => {
   it('finds the payment of the same order, amount and currency', () => {
     // Prepare
     const match = payment();
 
     // Act
-    const found = findReconciledCharge([match], REQUEST, SENT_AT);
+    const found = chargeCandidates([match], REQUEST, WINDOW);
 
     // Assess
-    expect(found).toBe(match);
+    expect(found).toEqual([match]);
   });
 
   it('finds nothing among no payments', () => {
-    expect(findReconciledCharge([], REQUEST, SENT_AT)).toBeUndefined();
+    expect(chargeCandidates([], REQUEST, WINDOW)).toEqual([]);
   });
 
   it.each([
@@ -65,44 +68,42 @@ describe('findReconciledCharge', () => {
     ['another amount', { amount: 1250.51 }],
     ['another currency', { currency: 'USD' }],
   ])('ignores a payment of %s', (_, overrides) => {
-    expect(findReconciledCharge([payment(overrides)], REQUEST, SENT_AT)).toBeUndefined();
+    expect(chargeCandidates([payment(overrides)], REQUEST, WINDOW)).toEqual([]);
   });
 
   it('compares amounts in cents, not as floats', () => {
-    // Prepare
     const match = payment({ amount: 0.1 + 0.2 });
 
-    // Act
-    const found = findReconciledCharge([match], { ...REQUEST, amount: 0.3 }, SENT_AT);
-
-    // Assess
-    expect(found).toBe(match);
+    expect(chargeCandidates([match], { ...REQUEST, amount: 0.3 }, WINDOW)).toEqual([match]);
   });
 
   it('accepts a payment dated in the second the charge was sent', () => {
     const match = payment({ date: '2024-06-01 10:00:00' });
 
-    expect(findReconciledCharge([match], REQUEST, SENT_AT + 999)).toBe(match);
+    expect(chargeCandidates([match], REQUEST, { ...WINDOW, sentAt: SENT_AT + 999 })).toEqual([match]);
   });
 
   it('ignores an older payment of the same order, even one second older', () => {
-    expect(
-      findReconciledCharge([payment({ date: '2024-06-01 09:59:59' })], REQUEST, SENT_AT),
-    ).toBeUndefined();
+    expect(chargeCandidates([payment({ date: '2024-06-01 09:59:59' })], REQUEST, WINDOW)).toEqual([]);
+  });
+
+  it('accepts a payment dated in the second the window ends, and none after it', () => {
+    const last = payment({ date: '2024-06-01 10:00:10' });
+    const late = payment({ date: '2024-06-01 10:00:11' });
+
+    expect(chargeCandidates([last, late], REQUEST, WINDOW)).toEqual([last]);
+  });
+
+  it('ignores a payment made long after the charge could be processed (a later charge of the order)', () => {
+    expect(chargeCandidates([payment({ date: '2024-06-01 10:05:00' })], REQUEST, WINDOW)).toEqual([]);
   });
 
   it('does not read the date as UTC (which would shift it by 5 h 30 min)', () => {
-    // Prepare: a payment made 3 h earlier in Sri Lanka time, whose wall clock is later than SENT_AT in UTC.
-    const older = payment({ date: '2024-06-01 07:00:00' });
-
-    // Act
-    const found = findReconciledCharge([older], REQUEST, SENT_AT);
-
-    // Assess
-    expect(found).toBeUndefined();
+    // A payment made 3 h earlier in Sri Lanka time, whose wall clock is later than SENT_AT in UTC.
+    expect(chargeCandidates([payment({ date: '2024-06-01 07:00:00' })], REQUEST, WINDOW)).toEqual([]);
   });
 
-  it('picks the newest matching payment by payment id, as a number', () => {
+  it('gives every match in the window, newest first by payment id as a number', () => {
     // Prepare
     const payments = [
       payment({ payment_id: '9', date: '2024-06-01 10:00:01' }),
@@ -112,32 +113,24 @@ describe('findReconciledCharge', () => {
     ];
 
     // Act
-    const found = findReconciledCharge(payments, REQUEST, SENT_AT);
+    const found = chargeCandidates(payments, REQUEST, WINDOW);
 
     // Assess
-    expect(found?.payment_id).toBe(10);
+    expect(found.map((p) => p.payment_id)).toEqual([10, '9', '8']);
   });
 
-  it('picks the newest of an old and a new payment of a reused order id: the new one', () => {
-    // Prepare
+  it('leaves an old payment of a reused order id out', () => {
     const old = payment({ payment_id: 320025000000001, date: '2024-05-01 09:00:00' });
     const current = payment({ payment_id: 320025071234567, date: '2024-06-01 10:00:03' });
 
-    // Act
-    const found = findReconciledCharge([current, old], REQUEST, SENT_AT);
-
-    // Assess
-    expect(found).toBe(current);
+    expect(chargeCandidates([current, old], REQUEST, WINDOW)).toEqual([current]);
   });
 
   it('does not reorder the records it was given', () => {
-    // Prepare
     const payments = [payment({ payment_id: 1 }), payment({ payment_id: 3 }), payment({ payment_id: 2 })];
 
-    // Act
-    findReconciledCharge(payments, REQUEST, SENT_AT);
+    chargeCandidates(payments, REQUEST, WINDOW);
 
-    // Assess
     expect(payments.map((p) => p.payment_id)).toEqual([1, 3, 2]);
   });
 });

@@ -1,0 +1,23 @@
+import { respond } from '#lib/envelope/envelope.ts';
+import { route } from '#lib/http/route.ts';
+import { checkoutsFromEnvironment } from '#lib/orders/environment.ts';
+import { CheckoutRequest } from '#lib/schemas/checkout.ts';
+
+const checkouts = checkoutsFromEnvironment();
+
+/**
+ * POST /gateway/api/checkouts: record an order and answer the parameters the app hands PayHere's
+ * SDK or checkout (the hash signed with the merchant secret, which the app never holds). 201 for a
+ * new order; 200 with the same data when the same order is created again.
+ */
+export const handler = route(
+  { scope: 'payments:charge', body: CheckoutRequest, createsOrders: true },
+  async ({ body, caller, owner, apiBaseUrl }) => {
+    const { created, data } = await checkouts.create({ actor: caller, owner, body, apiBaseUrl });
+    return respond(created ? 201 : 200, {
+      status: 1,
+      msg: created ? 'Checkout created' : 'Checkout already exists',
+      data,
+    });
+  },
+);

@@ -1,0 +1,11 @@
+import { ok } from '#lib/envelope/envelope.ts';
+import { route } from '#lib/http/route.ts';
+import { checkoutsFromEnvironment } from '#lib/orders/environment.ts';
+import { CheckoutPath } from '#lib/schemas/paths.ts';
+
+const checkouts = checkoutsFromEnvironment();
+
+/** GET /gateway/api/checkouts/{order_id}: an order as the ledger knows it, to its owner or the merchant. */
+export const handler = route({ scope: 'payments:read', path: CheckoutPath }, async ({ path, caller }) =>
+  ok(`Order ${path.order_id}`, await checkouts.view(caller, path.order_id)),
+);

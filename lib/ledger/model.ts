@@ -1,0 +1,98 @@
+/** What the ledger holds (lib/ledger/store.ts keeps it in DynamoDB); no dependencies, so schemas and views can use it. */
+
+export const ORDER_KINDS = ['payment', 'preapproval', 'authorize', 'recurring', 'charge'] as const;
+export type OrderKind = (typeof ORDER_KINDS)[number];
+
+export const ORDER_STATES = [
+  'created',
+  'pending',
+  'succeeded',
+  'failed',
+  'cancelled',
+  'chargedback',
+  'unknown',
+] as const;
+export type OrderState = (typeof ORDER_STATES)[number];
+
+/** The states in which an order has no payment that counts: a new charge may be attempted. */
+export const CHARGEABLE_STATES: readonly OrderState[] = ['created', 'failed', 'cancelled'];
+
+export interface Card {
+  method: string | null;
+  card_no: string | null;
+  card_expiry: string | null;
+}
+
+/** What the order's price is made of; a customer's charge must match it (SPEC.md "Prices"). */
+export interface Price {
+  items: string;
+  currency: string;
+  /** In cents; null for a pre-approval created without an amount. */
+  amountCents: number | null;
+}
+
+export interface Order extends Price {
+  orderId: string;
+  owner: string;
+  kind: OrderKind;
+  state: OrderState;
+  custom1: string | null;
+  custom2: string | null;
+  recurrence: string | null;
+  duration: string | null;
+  paymentId: string | null;
+  customerToken: string | null;
+  authorizationToken: string | null;
+  subscriptionId: string | null;
+  card: Card | null;
+  /** Epoch ms. */
+  createdAt: number;
+  updatedAt: number;
+  /** The charge that holds (or last held) the order's payment slot. */
+  charge: ChargeSlot | null;
+}
+
+export interface ChargeSlot {
+  /** The idempotency record key of the charge request: only it may finish or release the slot. */
+  key: string;
+  /** The request is being processed: no other charge may start. */
+  inflight: boolean;
+  /** Epoch ms: when the charge was sent, and the deadline by which it must have been processed. */
+  sentAt: number;
+  until: number;
+}
+
+export type ReferenceKind = 'payment' | 'authorization' | 'subscription' | 'customer_token';
+
+export interface Reference {
+  orderId: string;
+  owner: string;
+}
+
+export type NewOrder = Omit<Order, 'state' | 'createdAt' | 'updatedAt' | 'charge' | 'paymentId'> & {
+  paymentId?: null;
+};
+
+/** How a charge wants to take an order's payment slot (see claimCharge). */
+export interface ChargeClaim {
+  orderId: string;
+  /** The order's owner if the charge creates it. */
+  owner: string;
+  price: Price;
+  custom1: string | null;
+  custom2: string | null;
+  slot: Omit<ChargeSlot, 'inflight'>;
+  /**
+   * `merchant`: any order, created if absent, its price set by the charge. `customer-priced`: an
+   * existing `charge` order of `owner` at exactly `price`. `customer`: an order of `owner`, created
+   * if absent, its price set by the charge (CHARGE_PRICING=client).
+   */
+  rule: 'merchant' | 'customer-priced' | 'customer';
+}
+
+/** What the answer to a charge told: the order's new state and the ids PayHere gave. */
+export interface ChargeOutcome {
+  state: OrderState;
+  paymentId?: string | null;
+  authorizationToken?: string | null;
+}

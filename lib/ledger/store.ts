@@ -1,0 +1,403 @@
+import {
+  type AttributeValue,
+  type DynamoDBClient,
+  GetItemCommand,
+  PutItemCommand,
+  UpdateItemCommand,
+} from '@aws-sdk/client-dynamodb';
+import {
+  type Card,
+  type ChargeClaim,
+  type ChargeOutcome,
+  type NewOrder,
+  ORDER_KINDS,
+  ORDER_STATES,
+  type Order,
+  type OrderKind,
+  type OrderState,
+  type Reference,
+  type ReferenceKind,
+} from './model.ts';
+
+/**
+ * The ledger: every order the service created, with its owner, its price and what PayHere reported
+ * about it, and the index from the ids PayHere hands out (payments, holds, subscriptions, customer
+ * tokens) to their order. One DynamoDB table keyed by `pk`:
+ *
+ *   order#<order_id>            the order (Order below)
+ *   payment#<id>, authorization#<token>, subscription#<id>, customer_token#<token>
+ *                               a reference: { orderId, owner[, chargeKey] }
+ *   owner#<sub>                 the subscription ids a customer owns (listSubscriptions)
+ *
+ * Every write is conditional, so concurrent requests cannot take one order's payment slot twice,
+ * point one id at two orders, or move a state backwards.
+ */
+
+export interface LedgerStoreOptions {
+  client: DynamoDBClient;
+  table: string;
+  now?: () => number;
+}
+
+const orderKey = (orderId: string) => `order#${orderId}`;
+const referenceKey = (kind: ReferenceKind, id: string) => `${kind}#${id}`;
+const ownerKey = (owner: string) => `owner#${owner}`;
+
+export class LedgerStore {
+  readonly now: () => number;
+  readonly #client: DynamoDBClient;
+  readonly #table: string;
+
+  constructor(options: LedgerStoreOptions) {
+    this.#client = options.client;
+    this.#table = options.table;
+    this.now = options.now ?? Date.now;
+  }
+
+  /** The order as last written, read strongly consistent. */
+  async getOrder(orderId: string): Promise<Order | undefined> {
+    const item = await this.#get(orderKey(orderId));
+    return item ? fromOrderItem(item) : undefined;
+  }
+
+  /** Record a new order; if the order id is taken, the order that holds it. */
+  async createOrder(order: NewOrder): Promise<{ created: Order } | { existing: Order | undefined }> {
+    const now = this.now();
+    const created: Order = {
+      ...order,
+      paymentId: null,
+      state: 'created',
+      createdAt: now,
+      updatedAt: now,
+      charge: null,
+    };
+    const written = await this.#conditional(
+      new PutItemCommand({
+        TableName: this.#table,
+        Item: toOrderItem(created),
+        ConditionExpression: 'attribute_not_exists(pk)',
+      }),
+    );
+    return written ? { created } : { existing: await this.getOrder(order.orderId) };
+  }
+
+  /**
+   * Take the order's payment slot for one charge, creating the order if the rule allows: only when
+   * no charge is in flight and the order has no successful, pending or unknown payment. Returns the
+   * order as it now is, or undefined when the condition failed (the caller reads it to say why).
+   */
+  async claimCharge(claim: ChargeClaim): Promise<Order | undefined> {
+    const now = this.now();
+    const values: Record<string, AttributeValue> = {
+      ':key': { S: claim.slot.key },
+      ':orderId': { S: claim.orderId },
+      ':sentAt': number(claim.slot.sentAt),
+      ':until': number(claim.slot.until),
+      ':now': number(now),
+      ':owner': { S: claim.owner },
+      ':items': { S: claim.price.items },
+      ':currency': { S: claim.price.currency },
+      ':amount': nullableNumber(claim.price.amountCents),
+      ':created': { S: 'created' },
+      ':failed': { S: 'failed' },
+      ':cancelled': { S: 'cancelled' },
+    };
+    const chargeable = '#state IN (:created, :failed, :cancelled) AND attribute_not_exists(#inflight)';
+    let condition: string;
+    let set =
+      '#inflight = :key, #chargeKey = :key, #chargeSentAt = :sentAt, #chargeUntil = :until, #updatedAt = :now, ' +
+      '#state = if_not_exists(#state, :created), #createdAt = if_not_exists(#createdAt, :now)';
+    const creates =
+      '#orderId = :orderId, #owner = if_not_exists(#owner, :owner), #kind = if_not_exists(#kind, :charge)';
+    const prices =
+      '#items = :items, #currency = :currency, #amount = :amount, #custom1 = :custom1, #custom2 = :custom2';
+    values[':custom1'] = nullableString(claim.custom1);
+    values[':custom2'] = nullableString(claim.custom2);
+    values[':charge'] = { S: 'charge' };
+    if (claim.rule === 'merchant') {
+      condition = `attribute_not_exists(pk) OR (${chargeable})`;
+      set += `, ${creates}, ${prices}`;
+    } else if (claim.rule === 'customer') {
+      condition = `attribute_not_exists(pk) OR (#owner = :owner AND ${chargeable})`;
+      set += `, ${creates}, ${prices}`;
+    } else {
+      condition =
+        'attribute_exists(pk) AND #owner = :owner AND #kind = :charge AND #items = :items AND ' +
+        `#currency = :currency AND #amount = :amount AND ${chargeable}`;
+    }
+    // Names used by the expressions that need them; DynamoDB refuses unused ones.
+    const expression = `${set} ${condition}`;
+    try {
+      const { Attributes } = await this.#client.send(
+        new UpdateItemCommand({
+          TableName: this.#table,
+          Key: { pk: { S: orderKey(claim.orderId) } },
+          UpdateExpression: `SET ${set}`,
+          ConditionExpression: condition,
+          ExpressionAttributeNames: namesIn(expression),
+          ExpressionAttributeValues: valuesIn(expression, values),
+          ReturnValues: 'ALL_NEW',
+        }),
+      );
+      return Attributes ? fromOrderItem(Attributes) : undefined;
+    } catch (error) {
+      if (isConditionFailure(error)) return undefined;
+      throw error;
+    }
+  }
+
+  /**
+   * Record what the charge holding the slot learned, and free the slot. A state already final by
+   * other news (a notification) is not overwritten. False when the charge no longer holds the order.
+   */
+  async finishCharge(orderId: string, key: string, outcome: ChargeOutcome): Promise<boolean> {
+    const values: Record<string, AttributeValue> = {
+      ':key': { S: key },
+      ':state': { S: outcome.state },
+      ':now': number(this.now()),
+      ':succeeded': { S: 'succeeded' },
+      ':chargedback': { S: 'chargedback' },
+    };
+    let set = '#state = :state, #updatedAt = :now';
+    if (outcome.paymentId) {
+      set += ', #paymentId = :paymentId';
+      values[':paymentId'] = { S: outcome.paymentId };
+    }
+    if (outcome.authorizationToken) {
+      set += ', #authorizationToken = :authorizationToken';
+      values[':authorizationToken'] = { S: outcome.authorizationToken };
+    }
+    const condition = '#chargeKey = :key AND NOT (#state IN (:succeeded, :chargedback))';
+    const update = `SET ${set} REMOVE #inflight`;
+    return this.#conditional(
+      new UpdateItemCommand({
+        TableName: this.#table,
+        Key: { pk: { S: orderKey(orderId) } },
+        UpdateExpression: update,
+        ConditionExpression: condition,
+        ExpressionAttributeNames: namesIn(`${update} ${condition}`),
+        ExpressionAttributeValues: values,
+      }),
+    );
+  }
+
+  /** Free the slot of a charge that provably sent nothing: the order is as it was before. */
+  async releaseCharge(orderId: string, key: string): Promise<boolean> {
+    return this.#conditional(
+      new UpdateItemCommand({
+        TableName: this.#table,
+        Key: { pk: { S: orderKey(orderId) } },
+        UpdateExpression: 'REMOVE #inflight',
+        ConditionExpression: '#inflight = :key',
+        ExpressionAttributeNames: { '#inflight': 'inflight' },
+        ExpressionAttributeValues: { ':key': { S: key } },
+      }),
+    );
+  }
+
+  /**
+   * Point `kind`/`id` at its order. An id already pointing at the same order is fine; one pointing
+   * elsewhere is refused (false). With `chargeKey`, the id is also bound to that charge: a payment
+   * id is adopted by at most one charge.
+   */
+  async link(kind: ReferenceKind, id: string, reference: Reference, chargeKey?: string): Promise<boolean> {
+    const item: Record<string, AttributeValue> = {
+      pk: { S: referenceKey(kind, id) },
+      orderId: { S: reference.orderId },
+      owner: { S: reference.owner },
+      ...(chargeKey ? { chargeKey: { S: chargeKey } } : {}),
+    };
+    const condition = chargeKey
+      ? 'attribute_not_exists(pk) OR (#orderId = :orderId AND #chargeKey = :chargeKey)'
+      : 'attribute_not_exists(pk) OR (#orderId = :orderId AND #owner = :owner)';
+    return this.#conditional(
+      new PutItemCommand({
+        TableName: this.#table,
+        Item: item,
+        ConditionExpression: condition,
+        ExpressionAttributeNames: namesIn(condition),
+        ExpressionAttributeValues: {
+          ':orderId': { S: reference.orderId },
+          ...(chargeKey ? { ':chargeKey': { S: chargeKey } } : { ':owner': { S: reference.owner } }),
+        },
+      }),
+    );
+  }
+
+  /** The order and owner `kind`/`id` belongs to, if the ledger knows it. */
+  async lookup(kind: ReferenceKind, id: string): Promise<Reference | undefined> {
+    const item = await this.#get(referenceKey(kind, id));
+    if (!item) return undefined;
+    return { orderId: text(item, 'orderId'), owner: text(item, 'owner') };
+  }
+
+  /** Add a subscription to its owner's list (idempotent: the list is a set). */
+  async addSubscription(owner: string, subscriptionId: string): Promise<boolean> {
+    return this.#conditional(
+      new UpdateItemCommand({
+        TableName: this.#table,
+        Key: { pk: { S: ownerKey(owner) } },
+        UpdateExpression: 'SET #owner = :owner ADD #subscriptions :ids',
+        ConditionExpression: 'attribute_not_exists(pk) OR #owner = :owner',
+        ExpressionAttributeNames: { '#owner': 'owner', '#subscriptions': 'subscriptions' },
+        ExpressionAttributeValues: { ':owner': { S: owner }, ':ids': { SS: [subscriptionId] } },
+      }),
+    );
+  }
+
+  /** The subscription ids `owner` holds. */
+  async subscriptionsOf(owner: string): Promise<string[]> {
+    const item = await this.#get(ownerKey(owner));
+    return item?.subscriptions?.SS ?? [];
+  }
+
+  async #get(pk: string): Promise<Record<string, AttributeValue> | undefined> {
+    const { Item } = await this.#client.send(
+      new GetItemCommand({ TableName: this.#table, Key: { pk: { S: pk } }, ConsistentRead: true }),
+    );
+    return Item;
+  }
+
+  /** Send a conditional write: false when its condition failed, any other error thrown. */
+  async #conditional(command: PutItemCommand | UpdateItemCommand): Promise<boolean> {
+    try {
+      await this.#client.send(command as PutItemCommand);
+      return true;
+    } catch (error) {
+      if (isConditionFailure(error)) return false;
+      throw error;
+    }
+  }
+}
+
+/** Matched by name, as the SDK documents, not by class identity (bundles may hold two copies). */
+function isConditionFailure(error: unknown): boolean {
+  return (error as { name?: unknown } | null)?.name === 'ConditionalCheckFailedException';
+}
+
+/** Every attribute name an expression may use, as `#name` placeholders (several are reserved words). */
+const ATTRIBUTES = [
+  'owner',
+  'kind',
+  'state',
+  'items',
+  'currency',
+  'amount',
+  'custom1',
+  'custom2',
+  'inflight',
+  'chargeKey',
+  'chargeSentAt',
+  'chargeUntil',
+  'createdAt',
+  'updatedAt',
+  'paymentId',
+  'authorizationToken',
+  'orderId',
+] as const;
+
+function namesIn(expression: string): Record<string, string> {
+  return Object.fromEntries(
+    ATTRIBUTES.filter((name) => new RegExp(`#${name}\\b`).test(expression)).map((name) => [`#${name}`, name]),
+  );
+}
+
+function valuesIn(
+  expression: string,
+  values: Record<string, AttributeValue>,
+): Record<string, AttributeValue> {
+  return Object.fromEntries(
+    Object.entries(values).filter(([placeholder]) => new RegExp(`${placeholder}\\b`).test(expression)),
+  );
+}
+
+function number(value: number): AttributeValue {
+  return { N: String(value) };
+}
+
+function nullableNumber(value: number | null): AttributeValue {
+  return value === null ? { NULL: true } : number(value);
+}
+
+function nullableString(value: string | null): AttributeValue {
+  return value === null ? { NULL: true } : { S: value };
+}
+
+function toOrderItem(order: Order): Record<string, AttributeValue> {
+  return {
+    pk: { S: orderKey(order.orderId) },
+    orderId: { S: order.orderId },
+    owner: { S: order.owner },
+    kind: { S: order.kind },
+    state: { S: order.state },
+    items: { S: order.items },
+    currency: { S: order.currency },
+    amount: nullableNumber(order.amountCents),
+    custom1: nullableString(order.custom1),
+    custom2: nullableString(order.custom2),
+    recurrence: nullableString(order.recurrence),
+    duration: nullableString(order.duration),
+    customerToken: nullableString(order.customerToken),
+    authorizationToken: nullableString(order.authorizationToken),
+    subscriptionId: nullableString(order.subscriptionId),
+    card: order.card === null ? { NULL: true } : { S: JSON.stringify(order.card) },
+    createdAt: number(order.createdAt),
+    updatedAt: number(order.updatedAt),
+  };
+}
+
+function text(item: Record<string, AttributeValue>, name: string): string {
+  const value = item[name]?.S;
+  if (value === undefined) throw new Error(`ledger item without ${name}`);
+  return value;
+}
+
+function optionalText(item: Record<string, AttributeValue>, name: string): string | null {
+  return item[name]?.S ?? null;
+}
+
+function optionalNumber(item: Record<string, AttributeValue>, name: string): number | null {
+  const value = item[name]?.N;
+  return value === undefined ? null : Number(value);
+}
+
+/** Read an order back; an item this module did not write is an error, not something to guess at. */
+function fromOrderItem(item: Record<string, AttributeValue>): Order {
+  const kind = text(item, 'kind');
+  const state = text(item, 'state');
+  if (!(ORDER_KINDS as readonly string[]).includes(kind))
+    throw new Error(`ledger order of unknown kind ${kind}`);
+  if (!(ORDER_STATES as readonly string[]).includes(state))
+    throw new Error(`ledger order in unknown state ${state}`);
+  const card = optionalText(item, 'card');
+  const chargeKey = optionalText(item, 'chargeKey');
+  return {
+    orderId: text(item, 'orderId'),
+    owner: text(item, 'owner'),
+    kind: kind as OrderKind,
+    state: state as OrderState,
+    items: text(item, 'items'),
+    currency: text(item, 'currency'),
+    amountCents: optionalNumber(item, 'amount'),
+    custom1: optionalText(item, 'custom1'),
+    custom2: optionalText(item, 'custom2'),
+    recurrence: optionalText(item, 'recurrence'),
+    duration: optionalText(item, 'duration'),
+    paymentId: optionalText(item, 'paymentId'),
+    customerToken: optionalText(item, 'customerToken'),
+    authorizationToken: optionalText(item, 'authorizationToken'),
+    subscriptionId: optionalText(item, 'subscriptionId'),
+    card: card === null ? null : (JSON.parse(card) as Card),
+    createdAt: optionalNumber(item, 'createdAt') ?? 0,
+    updatedAt: optionalNumber(item, 'updatedAt') ?? 0,
+    charge:
+      chargeKey === null
+        ? null
+        : {
+            key: chargeKey,
+            inflight: optionalText(item, 'inflight') !== null,
+            sentAt: optionalNumber(item, 'chargeSentAt') ?? 0,
+            until: optionalNumber(item, 'chargeUntil') ?? 0,
+          },
+  };
+}

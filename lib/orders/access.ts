@@ -1,0 +1,84 @@
+import { GatewayUnavailableError, NotFoundError, notSent } from '../envelope/errors.ts';
+import type { Order, ReferenceKind } from '../ledger/model.ts';
+import type { LedgerStore } from '../ledger/store.ts';
+
+/** Who acts: a customer acts only on what it owns, the merchant on everything. */
+export interface Actor {
+  sub: string;
+  role: 'merchant' | 'customer';
+}
+
+/**
+ * Ownership (SPEC.md "Callers, roles and ownership"): for a customer, an object the ledger does not
+ * know and one another customer owns are answered the same way, with the route's own not-found
+ * error and nothing sent to PayHere. The merchant passes without a ledger read.
+ */
+export class Ownership {
+  readonly #ledger: LedgerStore;
+
+  constructor(ledger: LedgerStore) {
+    this.#ledger = ledger;
+  }
+
+  /** Throws `notFound()` unless `actor` may act on the object `kind`/`id`. */
+  async require(actor: Actor, kind: ReferenceKind, id: string, notFound: () => NotFoundError): Promise<void> {
+    if (actor.role === 'merchant') return;
+    const reference = await readLedger(() => this.#ledger.lookup(kind, id));
+    if (reference?.owner !== actor.sub) throw notSent(notFound());
+  }
+
+  /** Throws a not-found unless `actor` may act on subscription `id` (digits; leading zeros allowed). */
+  requireSubscription(actor: Actor, id: string): Promise<void> {
+    // PayHere's ids are numbers: 0420075032251 is 420075032251, in the ledger as at the gateway.
+    return this.require(
+      actor,
+      'subscription',
+      String(Number(id)),
+      () => new NotFoundError(`Subscription ${id} was not found.`),
+    );
+  }
+
+  /** The subscription ids `actor` may list: its own, or every one (`all`) for the merchant. */
+  async subscriptions(actor: Actor): Promise<ReadonlySet<string> | 'all'> {
+    if (actor.role === 'merchant') return 'all';
+    return new Set(await readLedger(() => this.#ledger.subscriptionsOf(actor.sub)));
+  }
+
+  /** Throws `notFound()` unless `actor` may act on order `orderId` (the merchant: without a read). */
+  async requireOrder(actor: Actor, orderId: string, notFound: () => NotFoundError): Promise<void> {
+    if (actor.role === 'merchant') return;
+    await this.order(actor, orderId, notFound);
+  }
+
+  /** The order, if `actor` may see it; `notFound()` otherwise (for the merchant: if it is unknown). */
+  async order(actor: Actor, orderId: string, notFound: () => NotFoundError): Promise<Order> {
+    const order = await readLedger(() => this.#ledger.getOrder(orderId));
+    if (!order || (actor.role === 'customer' && order.owner !== actor.sub)) throw notSent(notFound());
+    return order;
+  }
+}
+
+/** The ledger cannot be read: nothing was sent, and the caller may simply retry. */
+export async function readLedger<T>(read: () => Promise<T>): Promise<T> {
+  try {
+    return await read();
+  } catch (error) {
+    throw notSent(
+      new GatewayUnavailableError(
+        'The payment service cannot check this request right now; try again later.',
+        error,
+      ),
+    );
+  }
+}
+
+/** What only the merchant sees: fees, net and exchange (`amount_detail`), and PayHere's `md5sig`. */
+const MERCHANT_ONLY = new Set(['amount_detail', 'md5sig']);
+
+/** A gateway record (or list of them) as `actor` may see it. */
+export function visibleTo<T>(actor: Actor, value: T): T {
+  if (actor.role === 'merchant') return value;
+  if (Array.isArray(value)) return value.map((item) => visibleTo(actor, item)) as T;
+  if (typeof value !== 'object' || value === null) return value;
+  return Object.fromEntries(Object.entries(value).filter(([name]) => !MERCHANT_ONLY.has(name))) as T;
+}

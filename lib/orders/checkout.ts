@@ -1,0 +1,212 @@
+import { createHash, randomUUID } from 'node:crypto';
+import type { CredentialsProvider } from '../config/config.ts';
+import {
+  ForbiddenError,
+  InvalidRequestError,
+  NotFoundError,
+  OrderConflictError,
+} from '../envelope/errors.ts';
+import type { NewOrder, Order } from '../ledger/model.ts';
+import type { LedgerStore } from '../ledger/store.ts';
+import type { CheckoutRequest } from '../schemas/checkout.ts';
+import { type Actor, Ownership, readLedger } from './access.ts';
+import { NOTIFY_PATH, type OrdersConfig } from './config.ts';
+
+/** What the app hands PayHere's SDK or checkout (SPEC.md "createCheckout"). */
+export interface CheckoutParameters {
+  order_id: string;
+  kind: Order['kind'];
+  items: string;
+  currency: string;
+  amount: number | null;
+  merchant_id: string;
+  notify_url: string;
+  hash: string;
+  sandbox: boolean;
+}
+
+/** The order as the ledger knows it, for its owner or the merchant (SPEC.md "getCheckout"). */
+export interface CheckoutView {
+  order_id: string;
+  kind: Order['kind'];
+  status: Order['state'];
+  items: string;
+  currency: string;
+  amount: number | null;
+  payment_id: number | string | null;
+  customer_token: string | null;
+  authorization_token: string | null;
+  subscription_id: number | string | null;
+  card: Order['card'];
+  updated_at: string;
+}
+
+export interface CheckoutInput {
+  actor: Actor;
+  /** The order's owner: the caller, or the customer a merchant acts for. */
+  owner: string;
+  body: CheckoutRequest;
+  /** The API's base URL as this request reached it: the notify_url when PUBLIC_BASE_URL is unset. */
+  apiBaseUrl: string;
+}
+
+/** Kinds a customer may create while the merchant sets prices: only saving its own card. */
+const CUSTOMER_KINDS_MERCHANT_PRICED: readonly Order['kind'][] = ['preapproval'];
+
+const upperMd5 = (text: string) => createHash('md5').update(text, 'utf8').digest('hex').toUpperCase();
+
+/** PayHere's checkout hash: UPPER(MD5(merchant_id + order_id + amount + currency + UPPER(MD5(secret)))). */
+export function checkoutHash(fields: {
+  merchantId: string;
+  merchantSecret: string;
+  orderId: string;
+  amountCents: number | null;
+  currency: string;
+}): string {
+  // A pre-approval created without an amount is signed over 0.00 (README: an assumption).
+  const amount = ((fields.amountCents ?? 0) / 100).toFixed(2);
+  return upperMd5(
+    fields.merchantId + fields.orderId + amount + fields.currency + upperMd5(fields.merchantSecret),
+  );
+}
+
+export class Checkouts {
+  readonly #ledger: LedgerStore;
+  readonly #ownership: Ownership;
+  readonly #credentials: CredentialsProvider;
+  readonly #config: OrdersConfig;
+  readonly #sandbox: boolean;
+
+  constructor(options: {
+    ledger: LedgerStore;
+    credentials: CredentialsProvider;
+    config: OrdersConfig;
+    /** Whether the merchant id belongs to PayHere's sandbox (anything but live PayHere). */
+    sandbox: boolean;
+  }) {
+    this.#ledger = options.ledger;
+    this.#ownership = new Ownership(options.ledger);
+    this.#credentials = options.credentials;
+    this.#config = options.config;
+    this.#sandbox = options.sandbox;
+  }
+
+  /** Record the order and answer the SDK's parameters; `created` is false for a repeat of the same order. */
+  async create(input: CheckoutInput): Promise<{ created: boolean; data: CheckoutParameters }> {
+    const { actor, body } = input;
+    if (actor.role === 'customer') {
+      if (this.#config.pricing === 'merchant' && !CUSTOMER_KINDS_MERCHANT_PRICED.includes(body.kind)) {
+        throw new ForbiddenError(
+          `Only the merchant creates ${body.kind} checkouts; a customer may create a preapproval checkout.`,
+        );
+      }
+      // Order ids are global at PayHere: letting a customer choose one would tell it whether
+      // another customer's order has that id.
+      if (body.order_id !== undefined) {
+        throw new InvalidRequestError([
+          { path: 'order_id', message: 'is assigned by the service for customers: leave it out' },
+        ]);
+      }
+    }
+    const order: NewOrder = {
+      orderId: body.order_id ?? `ORD-${randomUUID()}`,
+      owner: input.owner,
+      kind: body.kind,
+      items: body.items,
+      currency: body.currency,
+      amountCents: body.amount === undefined ? null : Math.round(body.amount * 100),
+      custom1: body.custom_1 ?? null,
+      custom2: body.custom_2 ?? null,
+      recurrence: body.recurrence ?? null,
+      duration: body.duration ?? null,
+      customerToken: null,
+      authorizationToken: null,
+      subscriptionId: null,
+      card: null,
+    };
+    // The secret first: nothing is recorded for a checkout the service cannot sign.
+    const credentials = await this.#credentials.get();
+    const written = await readLedger(() => this.#ledger.createOrder(order));
+    if ('existing' in written) refuseUnlessSame(order, written.existing);
+    return {
+      created: 'created' in written,
+      data: {
+        order_id: order.orderId,
+        kind: order.kind,
+        items: order.items,
+        currency: order.currency,
+        amount: order.amountCents === null ? null : order.amountCents / 100,
+        merchant_id: credentials.merchantId,
+        notify_url: (this.#config.publicBaseUrl ?? input.apiBaseUrl) + NOTIFY_PATH,
+        hash: checkoutHash({
+          ...credentials,
+          orderId: order.orderId,
+          amountCents: order.amountCents,
+          currency: order.currency,
+        }),
+        sandbox: this.#sandbox,
+      },
+    };
+  }
+
+  async view(actor: Actor, orderId: string): Promise<CheckoutView> {
+    const order = await this.#ownership.order(
+      actor,
+      orderId,
+      () => new NotFoundError(`Order ${orderId} was not found.`),
+    );
+    return checkoutView(order);
+  }
+}
+
+/** The same owner and fields answer the same data; anything else is a conflict naming what differs. */
+function refuseUnlessSame(wanted: NewOrder, existing: Order | undefined): void {
+  const conflict = `Order ${wanted.orderId} already exists`;
+  if (!existing || existing.owner !== wanted.owner) {
+    throw new OrderConflictError(`${conflict}; choose another order_id or leave it out.`, [
+      { path: 'order_id', message: 'is already used by another order' },
+    ]);
+  }
+  const fields = {
+    kind: 'kind',
+    items: 'items',
+    currency: 'currency',
+    amountCents: 'amount',
+    custom1: 'custom_1',
+    custom2: 'custom_2',
+    recurrence: 'recurrence',
+    duration: 'duration',
+  } as const;
+  const errors = (Object.keys(fields) as (keyof typeof fields)[])
+    .filter((field) => existing[field] !== wanted[field])
+    .map((field) => ({ path: fields[field], message: 'differs from the existing order' }));
+  if (errors.length > 0) {
+    throw new OrderConflictError(`${conflict} with other ${errors.map((e) => e.path).join(', ')}.`, errors);
+  }
+}
+
+/** PayHere's ids are 12-digit numbers: shown as numbers, as PayHere shows them. */
+function gatewayId(id: string | null): number | string | null {
+  if (id === null) return null;
+  return /^[0-9]+$/.test(id) && Number.isSafeInteger(Number(id)) ? Number(id) : id;
+}
+
+export function checkoutView(order: Order): CheckoutView {
+  const succeeded = order.state === 'succeeded';
+  // A charge in flight is not final yet, whatever the order's last state was.
+  const status = order.charge?.inflight ? 'pending' : order.state;
+  return {
+    order_id: order.orderId,
+    kind: order.kind,
+    status,
+    items: order.items,
+    currency: order.currency,
+    amount: order.amountCents === null ? null : order.amountCents / 100,
+    payment_id: gatewayId(order.paymentId),
+    customer_token: succeeded && order.kind === 'preapproval' ? order.customerToken : null,
+    authorization_token: succeeded ? order.authorizationToken : null,
+    subscription_id: order.kind === 'recurring' ? gatewayId(order.subscriptionId) : null,
+    card: order.card,
+    updated_at: new Date(order.updatedAt).toISOString(),
+  };
+}

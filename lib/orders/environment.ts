@@ -1,0 +1,34 @@
+import { loadConfig } from '../config/config.ts';
+import { credentialsFor } from '../config/secrets.ts';
+import { payHereFromEnvironment } from '../gateway/index.ts';
+import { ledgerFromEnvironment } from '../ledger/environment.ts';
+import { Ownership } from './access.ts';
+import { Charging } from './charge.ts';
+import { Checkouts } from './checkout.ts';
+import { loadOrdersConfig } from './config.ts';
+
+/** The container's ownership checks, built from the environment at start-up (a bad variable fails here). */
+export function ownershipFromEnvironment(): Ownership {
+  return new Ownership(ledgerFromEnvironment());
+}
+
+export function chargingFromEnvironment(): Charging {
+  return new Charging({
+    payhere: payHereFromEnvironment(),
+    ledger: ledgerFromEnvironment(),
+    config: loadOrdersConfig(process.env),
+  });
+}
+
+export function checkoutsFromEnvironment(): Checkouts {
+  const config = loadConfig(process.env);
+  return new Checkouts({
+    ledger: ledgerFromEnvironment(),
+    credentials: credentialsFor(config),
+    config: loadOrdersConfig(process.env),
+    sandbox: new URL(config.gatewayBaseUrl).hostname !== LIVE_HOST,
+  });
+}
+
+/** PayHere's live Merchant API host (GATEWAY.md "Hosts"); every other gateway is a sandbox. */
+const LIVE_HOST = 'www.payhere.lk';

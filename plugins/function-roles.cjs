@@ -1,0 +1,110 @@
+'use strict';
+
+/**
+ * One IAM role per function, holding exactly what that function uses (SPEC.md "Least privilege"),
+ * declared in `custom.functionRoles`:
+ *
+ *   functionRoles:
+ *     secretArn: <the gateway secret's ARN>
+ *     tables: { idempotency: IdempotencyTable, ledger: LedgerTable }   # logical ids in Resources
+ *     functions:
+ *       charge: { secret: true, idempotency: [GetItem, PutItem], ledger: [GetItem] }
+ *
+ * Each role may write its own function's logs, send the listed item actions to each listed table,
+ * and read the one secret if `secret` is set. A function without an entry fails the package:
+ * nothing falls back to a shared role that holds more than it needs.
+ */
+class FunctionRolesPlugin {
+  constructor(serverless) {
+    this.serverless = serverless;
+    this.hooks = {
+      'before:package:initialize': () => this.assignRoles(),
+      'after:aws:package:finalize:mergeCustomProviderResources': () => this.declareRoles(),
+    };
+  }
+
+  config() {
+    const config = this.serverless.service.custom?.functionRoles;
+    if (!config?.functions || !config.tables) {
+      throw new this.serverless.classes.Error('custom.functionRoles needs `tables` and `functions`.');
+    }
+    return config;
+  }
+
+  roleName(functionName) {
+    return `${functionName[0].toUpperCase()}${functionName.slice(1)}Role`;
+  }
+
+  assignRoles() {
+    const { functions } = this.config();
+    for (const name of this.serverless.service.getAllFunctions()) {
+      if (!functions[name]) {
+        throw new this.serverless.classes.Error(`custom.functionRoles.functions has no entry for ${name}.`);
+      }
+      this.serverless.service.getFunction(name).role = this.roleName(name);
+    }
+  }
+
+  declareRoles() {
+    const config = this.config();
+    const resources = this.serverless.service.provider.compiledCloudFormationTemplate.Resources;
+    for (const name of this.serverless.service.getAllFunctions()) {
+      const access = config.functions[name];
+      const statements = [...this.logStatements(this.serverless.service.getFunction(name).name)];
+      for (const [table, logicalId] of Object.entries(config.tables)) {
+        const actions = access[table];
+        if (!actions || actions.length === 0) continue;
+        statements.push({
+          Effect: 'Allow',
+          Action: actions.map((action) => `dynamodb:${action}`),
+          Resource: [{ 'Fn::GetAtt': [logicalId, 'Arn'] }],
+        });
+      }
+      if (access.secret) {
+        statements.push({
+          Effect: 'Allow',
+          Action: ['secretsmanager:GetSecretValue'],
+          Resource: [config.secretArn],
+        });
+      }
+      resources[this.roleName(name)] = {
+        Type: 'AWS::IAM::Role',
+        Properties: {
+          AssumeRolePolicyDocument: {
+            Version: '2012-10-17',
+            Statement: [
+              {
+                Effect: 'Allow',
+                Principal: { Service: ['lambda.amazonaws.com'] },
+                Action: ['sts:AssumeRole'],
+              },
+            ],
+          },
+          Policies: [
+            {
+              PolicyName: `${name}-access`,
+              PolicyDocument: { Version: '2012-10-17', Statement: statements },
+            },
+          ],
+        },
+      };
+    }
+  }
+
+  /** The function's own log group: create it and its streams, and write to them. */
+  logStatements(functionName) {
+    const logGroup = (suffix) => ({
+      'Fn::Sub': `arn:\${AWS::Partition}:logs:\${AWS::Region}:\${AWS::AccountId}:log-group:/aws/lambda/${functionName}${suffix}`,
+    });
+    return [
+      {
+        Effect: 'Allow',
+        Action: ['logs:CreateLogGroup', 'logs:CreateLogStream', 'logs:TagResource'],
+        Resource: [logGroup(':*')],
+      },
+      { Effect: 'Allow', Action: ['logs:PutLogEvents'], Resource: [logGroup(':*:*')] },
+    ];
+  }
+}
+
+module.exports = FunctionRolesPlugin;

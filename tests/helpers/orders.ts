@@ -1,0 +1,61 @@
+/**
+ * The ledger of the running test file (tests/setup/environment.ts gives each file a table of its
+ * own), and what PayHere's notifications will write there: a customer's saved card, a customer's
+ * subscription. Until the notification receiver exists these are written straight to the ledger.
+ */
+import { randomUUID } from 'node:crypto';
+import { LedgerStore } from '../../lib/ledger/store.ts';
+import { localClient } from '../idempotency/fixtures.ts';
+import { testToken } from './auth.ts';
+
+export function testLedger(): LedgerStore {
+  return new LedgerStore({ client: localClient(), table: process.env.LEDGER_TABLE! });
+}
+
+/** A subject of its own for each test file, so no two files' customers are the same. */
+export function customer(name: string): string {
+  return `${name}-${randomUUID().slice(0, 8)}`;
+}
+
+/** Record `token` as the card `owner` saved through a pre-approval (what the pre-approval notification records). */
+export async function saveCard(ledger: LedgerStore, owner: string, token: string): Promise<void> {
+  const orderId = `PRE-${randomUUID()}`;
+  await ledger.createOrder({
+    orderId,
+    owner,
+    kind: 'preapproval',
+    items: 'Save my card',
+    currency: 'LKR',
+    amountCents: null,
+    custom1: null,
+    custom2: null,
+    recurrence: null,
+    duration: null,
+    customerToken: token,
+    authorizationToken: null,
+    subscriptionId: null,
+    card: null,
+  });
+  if (!(await ledger.link('customer_token', token, { orderId, owner }))) {
+    throw new Error('the card is already saved by another customer in this file');
+  }
+}
+
+/** Record subscription `id` as `owner`'s (what a recurring checkout's notification records). */
+export async function giveSubscription(
+  ledger: LedgerStore,
+  owner: string,
+  id: number | string,
+): Promise<void> {
+  const orderId = `SUB-${randomUUID()}`;
+  await ledger.link('subscription', String(id), { orderId, owner });
+  await ledger.addSubscription(owner, String(id));
+}
+
+/** Every route scope, without `merchant`: a customer allowed everything its token can hold. */
+export const CUSTOMER_SCOPES =
+  'payments:read payments:charge payments:capture payments:refund subscriptions:read subscriptions:write';
+
+export function customerToken(sub: string, scope = CUSTOMER_SCOPES): Promise<string> {
+  return testToken({ scope, sub });
+}

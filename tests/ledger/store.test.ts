@@ -1,0 +1,214 @@
+import { randomUUID } from 'node:crypto';
+import { describe, expect, inject, it } from 'vitest';
+import type { ChargeClaim, NewOrder } from '../../lib/ledger/model.ts';
+import { LedgerStore } from '../../lib/ledger/store.ts';
+import { localClient } from '../idempotency/fixtures.ts';
+
+/** The ledger against the run's real dynalite table; every order id is fresh, so tests never share one. */
+const ledger = new LedgerStore({ client: localClient(), table: inject('ledgerTable') });
+
+const orderId = () => `LEDGER-${randomUUID()}`;
+
+function checkout(overrides: Partial<NewOrder> = {}): NewOrder {
+  return {
+    orderId: orderId(),
+    owner: 'alice',
+    kind: 'charge',
+    items: 'Taxi Hire 123',
+    currency: 'LKR',
+    amountCents: 34_567,
+    custom1: null,
+    custom2: null,
+    recurrence: null,
+    duration: null,
+    customerToken: null,
+    authorizationToken: null,
+    subscriptionId: null,
+    card: null,
+    ...overrides,
+  };
+}
+
+function claim(id: string, overrides: Partial<ChargeClaim> = {}): ChargeClaim {
+  return {
+    orderId: id,
+    owner: 'alice',
+    price: { items: 'Taxi Hire 123', currency: 'LKR', amountCents: 34_567 },
+    custom1: null,
+    custom2: null,
+    slot: { key: `charge#${randomUUID()}`, sentAt: Date.now(), until: Date.now() + 10_000 },
+    rule: 'merchant',
+    ...overrides,
+  };
+}
+
+describe('orders', () => {
+  it('creates an order once; the id then answers with the order that holds it', async () => {
+    const order = checkout();
+
+    const first = await ledger.createOrder(order);
+    const second = await ledger.createOrder({ ...order, owner: 'bob', amountCents: 1 });
+
+    expect(first).toMatchObject({ created: { ...order, state: 'created', charge: null } });
+    expect(second).toMatchObject({ existing: { owner: 'alice', amountCents: 34_567 } });
+    expect(await ledger.getOrder(order.orderId)).toMatchObject({ owner: 'alice', state: 'created' });
+  });
+
+  it('knows nothing of an order it never recorded', async () => {
+    expect(await ledger.getOrder(orderId())).toBeUndefined();
+  });
+});
+
+describe('the payment slot of an order', () => {
+  it('lets exactly one of twenty concurrent charges take it', async () => {
+    const id = orderId();
+
+    const results = await Promise.all(Array.from({ length: 20 }, () => ledger.claimCharge(claim(id))));
+
+    expect(results.filter((order) => order !== undefined)).toHaveLength(1);
+    expect((await ledger.getOrder(id))?.charge).toMatchObject({ inflight: true });
+  });
+
+  it('creates the order of a merchant charge with the charge as its price and owner', async () => {
+    const id = orderId();
+
+    const claimed = await ledger.claimCharge(claim(id, { owner: 'bob' }));
+
+    expect(claimed).toMatchObject({
+      orderId: id,
+      owner: 'bob',
+      kind: 'charge',
+      state: 'created',
+      amountCents: 34_567,
+    });
+  });
+
+  it('keeps the owner of an existing order when the merchant charges it', async () => {
+    const order = checkout();
+    await ledger.createOrder(order);
+
+    const claimed = await ledger.claimCharge(
+      claim(order.orderId, { owner: 'merchant', price: { ...claim('').price, amountCents: 100 } }),
+    );
+
+    expect(claimed).toMatchObject({ owner: 'alice', amountCents: 100 });
+  });
+
+  it.each(['succeeded', 'pending', 'unknown'] as const)(
+    'refuses a new charge after one that %s',
+    async (state) => {
+      const id = orderId();
+      const first = claim(id);
+      await ledger.claimCharge(first);
+      await ledger.finishCharge(id, first.slot.key, { state });
+
+      expect(await ledger.claimCharge(claim(id))).toBeUndefined();
+      expect(await ledger.getOrder(id)).toMatchObject({
+        state,
+        charge: { key: first.slot.key, inflight: false },
+      });
+    },
+  );
+
+  it.each(['failed', 'cancelled'] as const)('allows a new charge after one that %s', async (state) => {
+    const id = orderId();
+    const first = claim(id);
+    await ledger.claimCharge(first);
+    await ledger.finishCharge(id, first.slot.key, { state });
+
+    expect(await ledger.claimCharge(claim(id))).toMatchObject({ state });
+  });
+
+  it('is free again after a charge that sent nothing is released, and only by that charge', async () => {
+    const id = orderId();
+    const first = claim(id);
+    await ledger.claimCharge(first);
+
+    expect(await ledger.releaseCharge(id, 'charge#someone-else')).toBe(false);
+    expect(await ledger.releaseCharge(id, first.slot.key)).toBe(true);
+    expect(await ledger.claimCharge(claim(id))).toBeDefined();
+  });
+
+  it('records an outcome only for the charge that holds the order, never over a success', async () => {
+    const id = orderId();
+    const first = claim(id);
+    await ledger.claimCharge(first);
+
+    expect(await ledger.finishCharge(id, 'charge#someone-else', { state: 'failed' })).toBe(false);
+    expect(
+      await ledger.finishCharge(id, first.slot.key, { state: 'succeeded', paymentId: '320040000001' }),
+    ).toBe(true);
+    expect(await ledger.finishCharge(id, first.slot.key, { state: 'unknown' })).toBe(false);
+    expect(await ledger.getOrder(id)).toMatchObject({ state: 'succeeded', paymentId: '320040000001' });
+  });
+
+  it('lets a customer charge only its own charge order at exactly its price', async () => {
+    const order = checkout();
+    await ledger.createOrder(order);
+    const price = { items: order.items, currency: order.currency, amountCents: order.amountCents };
+
+    const bob = await ledger.claimCharge(
+      claim(order.orderId, { owner: 'bob', rule: 'customer-priced', price }),
+    );
+    const cheaper = await ledger.claimCharge(
+      claim(order.orderId, { rule: 'customer-priced', price: { ...price, amountCents: 100 } }),
+    );
+    const missing = await ledger.claimCharge(claim(orderId(), { rule: 'customer-priced', price }));
+    const alice = await ledger.claimCharge(claim(order.orderId, { rule: 'customer-priced', price }));
+
+    expect([bob, cheaper, missing]).toEqual([undefined, undefined, undefined]);
+    expect(alice).toMatchObject({ owner: 'alice', charge: { inflight: true } });
+  });
+
+  it('lets a customer pricing its own orders create one, but not take another owner’s', async () => {
+    const taken = checkout({ owner: 'bob' });
+    await ledger.createOrder(taken);
+
+    const created = await ledger.claimCharge(claim(orderId(), { rule: 'customer' }));
+    const others = await ledger.claimCharge(claim(taken.orderId, { rule: 'customer' }));
+
+    expect(created).toMatchObject({ owner: 'alice', kind: 'charge' });
+    expect(others).toBeUndefined();
+  });
+});
+
+describe('references', () => {
+  it('point an id at one order; a payment id is adopted by at most one charge', async () => {
+    const paymentId = String(Date.now());
+    const reference = { orderId: orderId(), owner: 'alice' };
+
+    const adopted = await ledger.link('payment', paymentId, reference, 'charge#1');
+    const again = await ledger.link('payment', paymentId, reference, 'charge#1');
+    const byAnother = await ledger.link('payment', paymentId, reference, 'charge#2');
+    const elsewhere = await ledger.link(
+      'payment',
+      paymentId,
+      { orderId: orderId(), owner: 'alice' },
+      'charge#1',
+    );
+
+    expect([adopted, again, byAnother, elsewhere]).toEqual([true, true, false, false]);
+    expect(await ledger.lookup('payment', paymentId)).toEqual(reference);
+  });
+
+  it('refuses to move a token to another owner', async () => {
+    const token = randomUUID();
+    const reference = { orderId: orderId(), owner: 'alice' };
+
+    expect(await ledger.link('customer_token', token, reference)).toBe(true);
+    expect(await ledger.link('customer_token', token, { ...reference, owner: 'bob' })).toBe(false);
+    expect(await ledger.lookup('customer_token', token)).toEqual(reference);
+    expect(await ledger.lookup('customer_token', randomUUID())).toBeUndefined();
+  });
+
+  it('lists the subscriptions a customer owns, each once', async () => {
+    const owner = `owner-${randomUUID()}`;
+
+    await ledger.addSubscription(owner, '420075032251');
+    await ledger.addSubscription(owner, '420075032252');
+    await ledger.addSubscription(owner, '420075032251');
+
+    expect((await ledger.subscriptionsOf(owner)).sort()).toEqual(['420075032251', '420075032252']);
+    expect(await ledger.subscriptionsOf(`owner-${randomUUID()}`)).toEqual([]);
+  });
+});
