@@ -30,6 +30,7 @@ export interface WarmPlan {
   sandboxUrl: string;
   dynamodbEndpoint: string;
   table: string;
+  ledgerTable: string;
 }
 
 export interface WarmSamples {
@@ -96,6 +97,94 @@ export function storeWrites(table: string, key: string, attemptId: string) {
   };
 }
 
+/**
+ * The three ledger writes lib/ledger/store.ts sends for a merchant's charge that gets an answer:
+ * take the order's payment slot (creating the order), record the outcome, index the payment
+ * (tests/unit/bench-floor.test.ts holds them together with the store's).
+ */
+export function ledgerWrites(table: string, orderId: string, key: string) {
+  const Key = { pk: { S: `order#${orderId}` } };
+  const names = (...attributes: string[]) => Object.fromEntries(attributes.map((name) => [`#${name}`, name]));
+  return {
+    claim: (
+      now: number,
+      price: { items: string; currency: string; amountCents: number },
+    ): UpdateItemCommandInput => ({
+      TableName: table,
+      Key,
+      UpdateExpression:
+        'SET #inflight = :key, #chargeKey = :key, #chargeSentAt = :sentAt, #chargeUntil = :until, #updatedAt = :now, ' +
+        '#state = if_not_exists(#state, :created), #createdAt = if_not_exists(#createdAt, :now), #orderId = :orderId, ' +
+        '#owner = if_not_exists(#owner, :owner), #kind = if_not_exists(#kind, :charge), #items = :items, ' +
+        '#currency = :currency, #amount = :amount, #custom1 = :custom1, #custom2 = :custom2',
+      ConditionExpression:
+        'attribute_not_exists(pk) OR (#state IN (:created, :failed, :cancelled) AND attribute_not_exists(#inflight))',
+      ExpressionAttributeNames: names(
+        'owner',
+        'kind',
+        'state',
+        'items',
+        'currency',
+        'amount',
+        'custom1',
+        'custom2',
+        'inflight',
+        'chargeKey',
+        'chargeSentAt',
+        'chargeUntil',
+        'createdAt',
+        'updatedAt',
+        'orderId',
+      ),
+      ExpressionAttributeValues: {
+        ':key': { S: key },
+        ':orderId': { S: orderId },
+        ':sentAt': { N: String(now) },
+        ':until': { N: String(now + 16_000) },
+        ':now': { N: String(now) },
+        ':owner': { S: 'bench' },
+        ':items': { S: price.items },
+        ':currency': { S: price.currency },
+        ':amount': { N: String(price.amountCents) },
+        ':created': { S: 'created' },
+        ':failed': { S: 'failed' },
+        ':cancelled': { S: 'cancelled' },
+        ':custom1': { NULL: true },
+        ':custom2': { NULL: true },
+        ':charge': { S: 'charge' },
+      },
+      ReturnValues: 'ALL_NEW',
+    }),
+    outcome: (now: number, paymentId: string): UpdateItemCommandInput => ({
+      TableName: table,
+      Key,
+      UpdateExpression: 'SET #state = :state, #updatedAt = :now, #paymentId = :paymentId REMOVE #inflight',
+      ConditionExpression: '#chargeKey = :key AND NOT (#state IN (:succeeded, :chargedback))',
+      ExpressionAttributeNames: names('state', 'inflight', 'chargeKey', 'updatedAt', 'paymentId'),
+      ExpressionAttributeValues: {
+        ':key': { S: key },
+        ':state': { S: 'succeeded' },
+        ':now': { N: String(now) },
+        ':succeeded': { S: 'succeeded' },
+        ':chargedback': { S: 'chargedback' },
+        ':paymentId': { S: paymentId },
+      },
+    }),
+    payment: (paymentId: string): PutItemCommandInput => ({
+      TableName: table,
+      Item: {
+        pk: { S: `payment#${paymentId}` },
+        orderId: { S: orderId },
+        owner: { S: 'bench' },
+        chargeKey: { S: key },
+      },
+      ConditionExpression: 'attribute_not_exists(pk) OR (#orderId = :orderId AND #chargeKey = :chargeKey)',
+      ExpressionAttributeNames: names('chargeKey', 'orderId'),
+      ExpressionAttributeValues: { ':orderId': { S: orderId }, ':chargeKey': { S: key } },
+    }),
+  };
+}
+
 /** How the floor writes an idempotency record on money routes. */
 export type FloorWrites = 'same' | 'minimal';
 
@@ -106,7 +195,7 @@ export type FloorWrites = 'same' | 'minimal';
  * so the table's own time is on both sides and the difference is our code. With `minimal`, they are the least a record needs
  * (claim a key, store a status), which shows what the record's contents cost the table.
  */
-export function bareFloor(plan: Pick<WarmPlan, 'sandboxUrl' | 'dynamodbEndpoint' | 'table'>) {
+export function bareFloor(plan: Pick<WarmPlan, 'sandboxUrl' | 'dynamodbEndpoint' | 'table' | 'ledgerTable'>) {
   const pool = new Pool(plan.sandboxUrl, { connections: 4 });
   const dynamodb = new DynamoDBClient({ endpoint: plan.dynamodbEndpoint, region: 'ap-south-1' });
   let token: Promise<string> | undefined;
@@ -153,6 +242,28 @@ export function bareFloor(plan: Pick<WarmPlan, 'sandboxUrl' | 'dynamodbEndpoint'
     await dynamodb.send(new UpdateItemCommand(writes.answer(Date.now(), body)));
   }
 
+  /** A charge's upstream call between the ledger's writes, as lib/orders/charge.ts sends them. */
+  async function withLedger(call: UpstreamCall, exchange: () => Promise<string>): Promise<string> {
+    const charge = JSON.parse(call.body!) as {
+      order_id: string;
+      items: string;
+      currency: string;
+      amount: number;
+    };
+    const writes = ledgerWrites(plan.ledgerTable, charge.order_id, `bench#${crypto.randomUUID()}`);
+    const price = {
+      items: charge.items,
+      currency: charge.currency,
+      amountCents: Math.round(charge.amount * 100),
+    };
+    await dynamodb.send(new UpdateItemCommand(writes.claim(Date.now(), price)));
+    const body = await exchange();
+    const paymentId = String((JSON.parse(body) as { data: { payment_id: number } }).data.payment_id);
+    await dynamodb.send(new UpdateItemCommand(writes.outcome(Date.now(), paymentId)));
+    await dynamodb.send(new PutItemCommand(writes.payment(paymentId)));
+    return body;
+  }
+
   async function exchange(call: UpstreamCall): Promise<string> {
     token ??= accessToken();
     const response = await pool.request({
@@ -169,9 +280,12 @@ export function bareFloor(plan: Pick<WarmPlan, 'sandboxUrl' | 'dynamodbEndpoint'
 
   return {
     async send(route: GatewayRouteName, call: UpstreamCall, writes: FloorWrites = 'same'): Promise<void> {
-      if (!IDEMPOTENT_ROUTES.includes(route)) await exchange(call);
-      else if (writes === 'same') await sameWrites(() => exchange(call));
-      else await minimalWrites(() => exchange(call));
+      // The merchant's charge also takes and settles its order in the ledger (the bench calls as the merchant).
+      const upstream =
+        route === 'charge' ? () => withLedger(call, () => exchange(call)) : () => exchange(call);
+      if (!IDEMPOTENT_ROUTES.includes(route)) await upstream();
+      else if (writes === 'same') await sameWrites(upstream);
+      else await minimalWrites(upstream);
     },
     resetState: async () => {
       const response = await pool.request({ method: 'POST', path: '/__sandbox/reset-state' });
@@ -210,6 +324,7 @@ export async function measureWarm(
     sandboxUrl: environment.sandbox.url,
     dynamodbEndpoint: environment.dynamodb.endpoint,
     table: environment.env.IDEMPOTENCY_TABLE!,
+    ledgerTable: environment.env.LEDGER_TABLE!,
   };
   const planFile = path.join(OUT, `warm-${route}.json`);
   await writeFile(planFile, JSON.stringify(plan));

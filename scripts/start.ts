@@ -7,7 +7,12 @@
 import { loadConfig } from '../lib/config/config.ts';
 import { SANDBOX_CREDENTIALS, type Sandbox, startSandbox } from '../sandbox/server.ts';
 import { ALL_SCOPES, startIssuer } from './issuer.ts';
-import { createLocalTables, LOCAL_AWS_ENVIRONMENT, startLocalDynamoDB } from './local-dynamodb.ts';
+import {
+  createLocalTables,
+  LOCAL_AWS_ENVIRONMENT,
+  LOCAL_TABLES_ENVIRONMENT,
+  startLocalDynamoDB,
+} from './local-dynamodb.ts';
 import { startOffline } from './offline.ts';
 
 const port = Number(process.env.PORT ?? 3000);
@@ -46,7 +51,13 @@ async function main(): Promise<void> {
   const offline = await startOffline({
     port,
     lambdaPort,
-    env: { ...env, ...LOCAL_AWS_ENVIRONMENT, DYNAMODB_ENDPOINT: dynamodb.endpoint, ...issuer.env },
+    env: {
+      ...env,
+      ...LOCAL_AWS_ENVIRONMENT,
+      ...LOCAL_TABLES_ENVIRONMENT,
+      DYNAMODB_ENDPOINT: dynamodb.endpoint,
+      ...issuer.env,
+    },
     stdio: 'inherit',
     readyTimeoutMs: 120_000,
   });

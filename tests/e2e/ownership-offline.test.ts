@@ -353,3 +353,18 @@ describe('On-Behalf-Of', () => {
     expect(answer.body.data).toEqual({ code: 'forbidden' });
   });
 });
+
+describe('one payment per order, across containers', () => {
+  it('twenty charges of one order at once, each with its own key, send one charge to PayHere', async () => {
+    const orderId = await aliceOrder();
+    const body = charge(orderId, SEED.customerTokens.success);
+
+    // serverless-offline starts more workers (module state of their own) when the busy ones are taken.
+    const answers = await Promise.all(
+      Array.from({ length: 20 }, () => request('alice', 'POST', '/payments/charge', body)),
+    );
+
+    expect(answers.map((answer) => answer.status).sort()).toEqual([200, ...Array<number>(19).fill(409)]);
+    expect(sandbox.counters().charge).toBe(1);
+  });
+});

@@ -82,17 +82,9 @@ describe('the README, as written', () => {
 
   it('every curl of "The routes" answers 200 with status 1', async () => {
     const block = await readmeBlock('## The routes');
-    const script = `set -e\ncurl() { command curl -w '\\n@@%{http_code}\\n' "$@"; }\n${block}`;
 
-    const { stdout } = await run('bash', ['-c', script], { cwd: root, env, timeout: 60_000 });
+    const answers = await runCurls(block);
 
-    const answers = stdout
-      .split(/\n@@(\d{3})\n/)
-      .reduce<Array<{ body: string; status: number }>>((all, part, i, parts) => {
-        if (i % 2 === 0 && i + 1 < parts.length) all.push({ body: part, status: Number(parts[i + 1]) });
-        return all;
-      }, []);
-    expect(answers).toHaveLength((block.match(/^curl /gm) ?? []).length);
     for (const { body, status } of answers) {
       expect({ status, envelope: JSON.parse(body).status }, body.slice(0, 300)).toEqual({
         status: 200,
@@ -100,7 +92,30 @@ describe('the README, as written', () => {
       });
     }
   });
+
+  it('the curls of "Customers and the merchant" answer as their comments say', async () => {
+    const block = await readmeBlock('## Customers and the merchant');
+
+    const answers = await runCurls(block);
+
+    expect(answers.map((answer) => answer.status)).toEqual([201, 200, 404, 201, 200, 403]);
+    expect(JSON.parse(answers[4]!.body).msg).toBe('Found 0 subscriptions');
+  });
 });
+
+/** Run a README block with bash, curl's HTTP status appended to each answer; one answer per curl. */
+async function runCurls(block: string): Promise<Array<{ body: string; status: number }>> {
+  const script = `set -e\ncurl() { command curl -w '\\n@@%{http_code}\\n' "$@"; }\n${block}`;
+  const { stdout } = await run('bash', ['-c', script], { cwd: root, env, timeout: 60_000 });
+  const answers = stdout
+    .split(/\n@@(\d{3})\n/)
+    .reduce<Array<{ body: string; status: number }>>((all, part, i, parts) => {
+      if (i % 2 === 0 && i + 1 < parts.length) all.push({ body: part, status: Number(parts[i + 1]) });
+      return all;
+    }, []);
+  expect(answers).toHaveLength((block.match(/^curl /gm) ?? []).length);
+  return answers;
+}
 
 describe('npm start against an outside gateway', () => {
   it.each([

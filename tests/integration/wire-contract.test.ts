@@ -3,7 +3,9 @@ import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { call } from '../helpers/gateway.ts';
 
-// The merchant allows the sample's notify_url (SPEC.md "notify_url"); read when the handler loads.
+// SPEC.md "notify_url", read when the handlers load: the service's own notification route, and the
+// merchant allowing the sample's notify_url.
+process.env.PUBLIC_BASE_URL = 'https://pay.example.com/v1';
 process.env.NOTIFY_URL_ORIGINS = 'https://www.abc.com';
 
 /**
@@ -255,5 +257,46 @@ describe('the wire contract with a PayHere-compatible gateway', () => {
 
     expect(sent!.url).toBe('/prefix/merchant/v1/payment/charge');
     expect(JSON.parse(sent!.body)).toStrictEqual(charge);
+  });
+
+  it('sets the service’s own notification route on a charge that names none', async () => {
+    const charge = {
+      type: 'PAYMENT',
+      order_id: `Notify-${Date.now()}`,
+      items: 'Taxi Hire 123',
+      currency: 'LKR',
+      amount: 345.67,
+      customer_token: '59AFEE022CC69CA39D325E1B59130862',
+    };
+
+    const [sent] = await wireOf(() => call('charge', { body: charge }));
+
+    expect(JSON.parse(sent!.body)).toStrictEqual({
+      ...charge,
+      notify_url: 'https://pay.example.com/v1/gateway/notify',
+    });
+  });
+
+  it('refuses a notify_url at an origin the merchant did not allow, naming it, and sends nothing', async () => {
+    const charge = {
+      type: 'PAYMENT',
+      order_id: `Notify-${Date.now()}`,
+      items: 'Taxi Hire 123',
+      currency: 'LKR',
+      amount: 345.67,
+      customer_token: '59AFEE022CC69CA39D325E1B59130862',
+      notify_url: 'https://www.abc.com.evil.example/notify',
+    };
+    let answer: Awaited<ReturnType<typeof call>> | undefined;
+
+    const wire = await wireOf(async () => {
+      answer = await call('charge', { body: charge });
+    });
+
+    expect(answer!.statusCode).toBe(400);
+    expect(answer!.body.data.errors).toEqual([
+      { path: 'notify_url', message: 'must point at an origin the merchant allowed for notifications' },
+    ]);
+    expect(wire).toEqual([]);
   });
 });

@@ -26,6 +26,7 @@ const NUM_RUNS = 1_000;
 const ROUTE_NAMES = Object.keys(ROUTES) as RouteName[];
 const PATH_ROUTES: Partial<Record<RouteName, 'order' | 'subscription'>> = {
   retrievePayments: 'order',
+  getCheckout: 'order',
   getSubscription: 'subscription',
   subscriptionPayments: 'subscription',
   retrySubscription: 'subscription',
@@ -83,17 +84,24 @@ const VALID_BODIES: Partial<Record<RouteName, Record<string, unknown>>> = {
     deduction_details: 'reason',
   },
   refund: { payment_id: SEED.payments.refundable, description: 'Item is out of stock' },
+  createCheckout: { kind: 'payment', items: 'Taxi Hire 123', currency: 'LKR', amount: 345.67 },
 };
+/** The routes that create orders: On-Behalf-Of is theirs (SPEC.md "Ownership"). */
+const CREATES_ORDERS: readonly RouteName[] = ['charge', 'createCheckout'];
+/** The path parameter of a route with one. */
+const paramOf = (route: RouteName) => (route === 'getCheckout' ? 'order_id' : 'id');
 /** Fields whose removal makes the body invalid (refund needs payment_id or authorization_token). */
 const REQUIRED: Partial<Record<RouteName, string[]>> = {
   charge: ['type', 'order_id', 'items', 'currency', 'amount', 'customer_token'],
   capture: ['authorization_token', 'amount', 'deduction_details'],
   refund: ['payment_id', 'description'],
+  createCheckout: ['kind', 'items', 'currency', 'amount'],
 };
 const STRING_FIELDS: Partial<Record<RouteName, string[]>> = {
   charge: ['type', 'order_id', 'items', 'currency', 'customer_token'],
   capture: ['authorization_token', 'deduction_details'],
   refund: ['description'],
+  createCheckout: ['kind', 'items', 'currency'],
 };
 
 const notAString = fc.oneof(
@@ -165,7 +173,7 @@ function invalidBody(route: RouteName): fc.Arbitrary<string> {
 }
 
 function validPath(route: RouteName): Record<string, string> | null {
-  if (PATH_ROUTES[route] === 'order') return { id: SEED.orders.sample };
+  if (PATH_ROUTES[route] === 'order') return { [paramOf(route)]: SEED.orders.sample };
   if (PATH_ROUTES[route] === 'subscription') return { id: String(SEED.subscriptions.failed) };
   return null;
 }
@@ -185,18 +193,18 @@ function invalidPath(route: RouteName): fc.Arbitrary<Record<string, string> | nu
           fc.stringMatching(/^[0-9]{21,40}$/),
         );
   return fc.oneof(
-    id.map((value) => ({ id: value })),
+    id.map((value) => ({ [paramOf(route)]: value })),
     fc.constant(null),
     fc
       .string({ minLength: 1 })
-      .filter((key) => key !== 'id')
+      .filter((key) => key !== paramOf(route))
       .map((key) => ({ ...validPath(route)!, [key]: 'x' })),
   );
 }
 
 async function validHeaders(route: RouteName): Promise<Record<string, string>> {
   return {
-    Authorization: `Bearer ${await tokenFor(ROUTE_SCOPES[route])}`,
+    Authorization: `Bearer ${await tokenFor(`${ROUTE_SCOPES[route]} merchant`)}`,
     ...(VALID_BODIES[route] ? { 'Content-Type': 'application/json' } : {}),
     ...(IDEMPOTENT_ROUTES.includes(route) ? { 'Idempotency-Key': randomUUID() } : {}),
   };
@@ -207,7 +215,8 @@ async function invalidHeaders(route: RouteName): Promise<fc.Arbitrary<Record<str
   const { Authorization: _token, ...rest } = valid;
   const withAuthorization = (value: string) => ({ ...rest, Authorization: value });
   const otherScopes = ALL_TEST_SCOPES.filter((scope) => scope !== ROUTE_SCOPES[route]);
-  const otherScopeTokens = await Promise.all(otherScopes.map(tokenFor));
+  const otherScopeTokens = await Promise.all(otherScopes.map((scope) => tokenFor(`${scope} merchant`)));
+  const customer = await tokenFor(ROUTE_SCOPES[route]);
   const variants: fc.Arbitrary<Record<string, string>>[] = [
     fc.constant(rest),
     fc.string().map(withAuthorization),
@@ -218,6 +227,22 @@ async function invalidHeaders(route: RouteName): Promise<fc.Arbitrary<Record<str
     fc
       .tuple(fc.stringMatching(/^X-[A-Za-z]{1,20}$/), fc.nat({ max: 2_000 }))
       .map(([name, n]) => ({ ...valid, [name]: 'v'.repeat(8 * 1024 + 1 + n) })),
+    // On-Behalf-Of from a customer, whatever it names: 403.
+    fc
+      .string({ minLength: 1, maxLength: 40 })
+      .filter((sub) => sub.trim() !== '')
+      .map((sub) => ({ ...valid, Authorization: `Bearer ${customer}`, 'On-Behalf-Of': sub })),
+    // From the merchant: anywhere but a route creating orders, or not a token subject: 400.
+    (CREATES_ORDERS.includes(route)
+      ? fc.oneof(
+          fc.constantFrom('', ' ', ' alice', 'alice '),
+          fc.string({ minLength: 256, maxLength: 400 }),
+          fc
+            .string({ unit: 'binary', minLength: 1, maxLength: 20 })
+            .filter((sub) => /[^\x20-\x7E]/.test(sub)),
+        )
+      : fc.string({ maxLength: 40 })
+    ).map((sub) => ({ ...valid, 'On-Behalf-Of': sub })),
   ];
   if (VALID_BODIES[route]) {
     const { 'Content-Type': _type, ...withoutType } = valid;

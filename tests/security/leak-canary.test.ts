@@ -6,6 +6,7 @@ import { type Sandbox, SEED, startSandbox } from '../../sandbox/server.ts';
 import { MERCHANT_SCOPES, testToken } from '../helpers/auth.ts';
 import type { Answer } from '../helpers/events.ts';
 import { type CallOptions, call } from '../helpers/gateway.ts';
+import { CUSTOMER_SCOPES, saveCard, testLedger } from '../helpers/orders.ts';
 import type { RouteName } from '../helpers/routes.ts';
 import {
   type FakeSecretsManager,
@@ -31,6 +32,7 @@ const CUSTOMER_TOKEN = `CANARYCUSTOMER${tag()}`;
 const BODY_MARKER = `CANARY-BODY-${tag()}`;
 const CARD_NUMBER = '4916217501611292';
 const SUBJECT = 'canary-client';
+const CUSTOMER = 'canary-customer';
 
 const secretOf = (credentials: { appId: string; appSecret: string }) =>
   gatewaySecret(credentials, MERCHANT_SECRET);
@@ -173,6 +175,47 @@ describe('the flows, run with canaries', () => {
     expect(answers.map((a) => a.statusCode)).toEqual([200, 200, 200, 200, 200]);
   });
 
+  it('serves a customer: checkouts, its own charge and order, and refusals of what is not its own', async () => {
+    await saveCard(testLedger(), CUSTOMER, SEED.customerTokens.successMaster);
+    const asCustomer = await testToken({ scope: CUSTOMER_SCOPES, sub: CUSTOMER });
+    const priced = await send('createCheckout', {
+      body: {
+        kind: 'charge',
+        items: `Lamp, card ${CARD_NUMBER}`,
+        currency: 'LKR',
+        amount: 20,
+        custom_1: BODY_MARKER,
+      },
+      headers: { 'On-Behalf-Of': CUSTOMER },
+    });
+    const orderId = priced.body.data.order_id;
+    const answers = [
+      priced,
+      await send(
+        'createCheckout',
+        { body: { kind: 'preapproval', items: 'Card', currency: 'LKR' } },
+        asCustomer,
+      ),
+      await send(
+        'charge',
+        {
+          body: charge({
+            order_id: orderId,
+            items: `Lamp, card ${CARD_NUMBER}`,
+            amount: 20,
+            customer_token: SEED.customerTokens.successMaster,
+          }),
+        },
+        asCustomer,
+      ),
+      await send('getCheckout', { id: orderId }, asCustomer),
+      await send('charge', { body: charge({ customer_token: SEED.customerTokens.success }) }, asCustomer),
+      await send('getSubscription', { id: String(SEED.subscriptions.active) }, asCustomer),
+    ];
+
+    expect(answers.map((a) => a.statusCode)).toEqual([201, 201, 200, 200, 404, 404]);
+  });
+
   it('fails in every way a caller or the gateway can make it fail', async () => {
     const answers = [
       await send('charge', { body: charge({ customer_token: CUSTOMER_TOKEN }) }),
@@ -251,6 +294,7 @@ describe('what was written and sent', () => {
     CUSTOMER_TOKEN,
     BODY_MARKER,
     SEED.customerTokens.success,
+    SEED.customerTokens.successMaster,
     SEED.customerTokens.declined,
     SEED.authorizationTokens.captured,
     CARD_NUMBER,
@@ -267,14 +311,14 @@ describe('what was written and sent', () => {
     expect(logLines.length).toBeGreaterThan(40);
     expect(levels).toEqual(new Set(['debug', 'info', 'error']));
     expect(accessTokens.length).toBeGreaterThanOrEqual(3);
-    expect(responses.length).toBe(25);
+    expect(responses.length).toBe(31);
   });
 
   it('logged structured JSON lines, each with the request id, and the caller once known', () => {
     for (const line of logLines) {
       const entry = JSON.parse(line);
       expect(entry.requestId).toEqual(expect.any(String));
-      if (entry.message === 'caller authenticated') expect(entry.caller).toBe(SUBJECT);
+      if (entry.message === 'caller authenticated') expect([SUBJECT, CUSTOMER]).toContain(entry.caller);
     }
     expect(logLines.some((line) => JSON.parse(line).caller === SUBJECT)).toBe(true);
   });

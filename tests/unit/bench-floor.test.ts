@@ -1,7 +1,8 @@
 import type { AttributeValue, DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { describe, expect, it } from 'vitest';
-import { storeWrites } from '../../bench/warm.ts';
+import { ledgerWrites, storeWrites } from '../../bench/warm.ts';
 import { IdempotencyStore } from '../../lib/idempotency/store.ts';
+import { LedgerStore } from '../../lib/ledger/store.ts';
 
 /** A write's shape: everything but the values themselves (keys, timestamps, ids differ by design). */
 function shape(write: object) {
@@ -44,5 +45,42 @@ describe("the bench's warm floor", () => {
     expect(sent).toHaveLength(2);
     expect(shape(floor.claim(Date.now()))).toEqual(shape(sent[0]!));
     expect(shape(floor.answer(Date.now(), '{}'))).toEqual(shape(sent[1]!));
+  });
+
+  it('sends the same three ledger writes as the ledger for a merchant charge that gets an answer', async () => {
+    const sent: object[] = [];
+    const client = {
+      send: async (command: { input: object }) => {
+        sent.push(command.input);
+        return {};
+      },
+    } as unknown as DynamoDBClient;
+    const ledger = new LedgerStore({ client, table: 'ledger' });
+    const price = { items: 'Taxi Hire 123', currency: 'LKR', amountCents: 34_567 };
+
+    await ledger.claimCharge({
+      orderId: 'Order-1',
+      owner: 'merchant',
+      price,
+      custom1: null,
+      custom2: null,
+      slot: { key: 'charge#key', sentAt: Date.now(), until: Date.now() + 16_000 },
+      rule: 'merchant',
+    });
+    await ledger.finishCharge('Order-1', 'charge#key', {
+      state: 'succeeded',
+      paymentId: '320040000001',
+      authorizationToken: null,
+    });
+    await ledger.link('payment', '320040000001', { orderId: 'Order-1', owner: 'merchant' }, 'charge#key');
+    const floor = ledgerWrites('ledger', 'Bench-1', 'bench#key');
+
+    expect(sent).toHaveLength(3);
+    expect({ ...shape(floor.claim(Date.now(), price)), ReturnValues: 'ALL_NEW' }).toEqual({
+      ...shape(sent[0]!),
+      ReturnValues: (sent[0] as { ReturnValues?: string }).ReturnValues,
+    });
+    expect(shape(floor.outcome(Date.now(), '320040000001'))).toEqual(shape(sent[1]!));
+    expect(shape(floor.payment('320040000001'))).toEqual(shape(sent[2]!));
   });
 });

@@ -1,0 +1,44 @@
+import { describe, expect, it } from 'vitest';
+import { ConfigError } from '../../lib/config/config.ts';
+import { loadOrdersConfig } from '../../lib/orders/config.ts';
+
+describe('loadOrdersConfig', () => {
+  it('defaults to merchant pricing, no public base URL and no other notification origins', () => {
+    expect(loadOrdersConfig({})).toEqual({
+      pricing: 'merchant',
+      publicBaseUrl: undefined,
+      notifyUrlOrigins: [],
+    });
+  });
+
+  it('reads client pricing, the public base URL without a trailing slash, and the allowed origins', () => {
+    expect(
+      loadOrdersConfig({
+        CHARGE_PRICING: 'client',
+        PUBLIC_BASE_URL: 'https://pay.example.com/prod/',
+        NOTIFY_URL_ORIGINS: 'https://hooks.example.com, https://other.example.com:8443',
+      }),
+    ).toEqual({
+      pricing: 'client',
+      publicBaseUrl: 'https://pay.example.com/prod',
+      notifyUrlOrigins: ['https://hooks.example.com', 'https://other.example.com:8443'],
+    });
+  });
+
+  it('accepts http on loopback only (npm start)', () => {
+    expect(loadOrdersConfig({ PUBLIC_BASE_URL: 'http://127.0.0.1:3000' }).publicBaseUrl).toBe(
+      'http://127.0.0.1:3000',
+    );
+  });
+
+  it.each([
+    ['CHARGE_PRICING', { CHARGE_PRICING: 'app' }],
+    ['PUBLIC_BASE_URL', { PUBLIC_BASE_URL: 'http://pay.example.com' }],
+    ['PUBLIC_BASE_URL', { PUBLIC_BASE_URL: 'not a url' }],
+    ['NOTIFY_URL_ORIGINS', { NOTIFY_URL_ORIGINS: 'http://hooks.example.com' }],
+    ['NOTIFY_URL_ORIGINS', { NOTIFY_URL_ORIGINS: 'https://hooks.example.com/notify' }],
+  ])('refuses a bad %s, naming it', (name, env) => {
+    expect(() => loadOrdersConfig(env)).toThrow(ConfigError);
+    expect(() => loadOrdersConfig(env)).toThrow(name);
+  });
+});
