@@ -115,7 +115,7 @@ export function ledgerWrites(table: string, orderId: string, key: string) {
       UpdateExpression:
         'SET #inflight = :key, #chargeKey = :key, #chargeSentAt = :sentAt, #chargeUntil = :until, #updatedAt = :now, ' +
         '#state = if_not_exists(#state, :created), #createdAt = if_not_exists(#createdAt, :now), #orderId = :orderId, ' +
-        '#owner = if_not_exists(#owner, :owner), #kind = if_not_exists(#kind, :charge), #items = :items, ' +
+        '#owner = if_not_exists(#owner, :owner), #kind = if_not_exists(#kind, :kind), #items = :items, ' +
         '#currency = :currency, #amount = :amount, #custom1 = :custom1, #custom2 = :custom2',
       ConditionExpression:
         'attribute_not_exists(pk) OR (#state IN (:created, :failed, :cancelled) AND attribute_not_exists(#inflight))',
@@ -151,7 +151,7 @@ export function ledgerWrites(table: string, orderId: string, key: string) {
         ':cancelled': { S: 'cancelled' },
         ':custom1': { NULL: true },
         ':custom2': { NULL: true },
-        ':charge': { S: 'charge' },
+        ':kind': { S: 'charge' },
       },
       ReturnValues: 'ALL_NEW',
     }),

@@ -78,13 +78,15 @@ export interface ChargeClaim {
   orderId: string;
   /** The order's owner if the charge creates it. */
   owner: string;
+  /** `charge` for a payment, `authorize` for a hold: the kind of order the charge creates or must find. */
+  kind: 'charge' | 'authorize';
   price: Price;
   custom1: string | null;
   custom2: string | null;
   slot: Omit<ChargeSlot, 'inflight'>;
   /**
    * `merchant`: any order, created if absent, its price set by the charge. `customer-priced`: an
-   * existing `charge` order of `owner` at exactly `price`. `customer`: an order of `owner`, created
+   * existing order of `owner` of this `kind` at exactly `price`. `customer`: an order of `owner`, created
    * if absent, its price set by the charge (CHARGE_PRICING=client).
    */
   rule: 'merchant' | 'customer-priced' | 'customer';

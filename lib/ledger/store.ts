@@ -108,12 +108,12 @@ export class LedgerStore {
       '#inflight = :key, #chargeKey = :key, #chargeSentAt = :sentAt, #chargeUntil = :until, #updatedAt = :now, ' +
       '#state = if_not_exists(#state, :created), #createdAt = if_not_exists(#createdAt, :now)';
     const creates =
-      '#orderId = :orderId, #owner = if_not_exists(#owner, :owner), #kind = if_not_exists(#kind, :charge)';
+      '#orderId = :orderId, #owner = if_not_exists(#owner, :owner), #kind = if_not_exists(#kind, :kind)';
     const prices =
       '#items = :items, #currency = :currency, #amount = :amount, #custom1 = :custom1, #custom2 = :custom2';
     values[':custom1'] = nullableString(claim.custom1);
     values[':custom2'] = nullableString(claim.custom2);
-    values[':charge'] = { S: 'charge' };
+    values[':kind'] = { S: claim.kind };
     if (claim.rule === 'merchant') {
       condition = `attribute_not_exists(pk) OR (${chargeable})`;
       set += `, ${creates}, ${prices}`;
@@ -122,7 +122,7 @@ export class LedgerStore {
       set += `, ${creates}, ${prices}`;
     } else {
       condition =
-        'attribute_exists(pk) AND #owner = :owner AND #kind = :charge AND #items = :items AND ' +
+        'attribute_exists(pk) AND #owner = :owner AND #kind = :kind AND #items = :items AND ' +
         `#currency = :currency AND #amount = :amount AND ${chargeable}`;
     }
     // Names used by the expressions that need them; DynamoDB refuses unused ones.

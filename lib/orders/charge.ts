@@ -118,6 +118,8 @@ export class Charging {
     const claim: ChargeClaim = {
       orderId: body.order_id,
       owner: input.owner,
+      // The merchant decides whether an order is paid or held: a customer cannot turn one into the other.
+      kind: body.type === 'AUTHORIZE' ? 'authorize' : 'charge',
       price,
       custom1: body.custom_1 ?? null,
       custom2: body.custom_2 ?? null,
@@ -205,11 +207,11 @@ function refusal(claim: ChargeClaim, order: Order | undefined): ApiError {
   const customer = claim.rule !== 'merchant';
   if (!order || (customer && order.owner !== claim.owner)) return orderNotFound(orderId)();
   if (claim.rule === 'customer-priced') {
-    if (order.kind !== 'charge') {
-      return new OrderConflictError(
-        `Order ${orderId} is not an order to charge: pay it through its checkout.`,
-        [{ path: 'order_id', message: 'is not an order priced for a charge' }],
-      );
+    if (order.kind !== claim.kind) {
+      const wanted = claim.kind === 'authorize' ? 'a hold (AUTHORIZE)' : 'a charge (PAYMENT)';
+      return new OrderConflictError(`Order ${orderId} is not an order priced for ${wanted}.`, [
+        { path: 'type', message: `does not match the order (${order.kind})` },
+      ]);
     }
     const errors = (['amount', 'currency', 'items'] as const)
       .filter((field) =>

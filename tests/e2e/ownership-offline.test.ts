@@ -77,16 +77,14 @@ async function request(
 
 const price = { items: 'Taxi Hire 123', currency: 'LKR', amount: 345.67 };
 
-/** An order the merchant priced for Alice (a `charge` checkout on her behalf). */
-async function aliceOrder(): Promise<string> {
+/** An order the merchant priced for Alice: a payment (`charge`) or a hold (`authorize`), on her behalf. */
+async function aliceOrder(kind: 'charge' | 'authorize' = 'charge'): Promise<string> {
   const created = await request(
     'merchant',
     'POST',
     '/checkouts',
-    { kind: 'charge', ...price },
-    {
-      'on-behalf-of': alice,
-    },
+    { kind, ...price },
+    { 'on-behalf-of': alice },
   );
   expect(created.status).toBe(201);
   return created.body.data.order_id;
@@ -124,7 +122,7 @@ describe('payments', () => {
 
   beforeAll(async () => {
     orderId = await aliceOrder();
-    holdOrderId = await aliceOrder();
+    holdOrderId = await aliceOrder('authorize');
   });
 
   it('Bob cannot charge Alice’s order, even with his own card', async () => {

@@ -33,6 +33,7 @@ function claim(id: string, overrides: Partial<ChargeClaim> = {}): ChargeClaim {
   return {
     orderId: id,
     owner: 'alice',
+    kind: 'charge',
     price: { items: 'Taxi Hire 123', currency: 'LKR', amountCents: 34_567 },
     custom1: null,
     custom2: null,

@@ -113,8 +113,30 @@ describe('a customer’s charge', () => {
 
     expect(answer.statusCode).toBe(409);
     expect(answer.body.data.errors).toEqual([
-      { path: 'order_id', message: 'is not an order priced for a charge' },
+      { path: 'type', message: 'does not match the order (payment)' },
     ]);
+  });
+
+  it('cannot turn a payment the merchant priced into a hold, nor a hold into a payment', async () => {
+    const paid = await pricedOrder(alice, 'charge');
+    const held = await pricedOrder(alice, 'authorize');
+
+    const asHold = await call('charge', {
+      body: chargeOf(paid, { type: 'AUTHORIZE' }),
+      headers: await asCustomer(alice),
+    });
+    const asPayment = await call('charge', { body: chargeOf(held), headers: await asCustomer(alice) });
+    const hold = await call('charge', {
+      body: chargeOf(held, { type: 'AUTHORIZE' }),
+      headers: await asCustomer(alice),
+    });
+
+    expect(asHold.statusCode).toBe(409);
+    expect(asHold.body.data.errors).toEqual([{ path: 'type', message: 'does not match the order (charge)' }]);
+    expect(asPayment.statusCode).toBe(409);
+    expect(hold.statusCode).toBe(200);
+    expect(hold.body.data.authorization_token).toEqual(expect.any(String));
+    expect(sandbox.counters().charge).toBe(1);
   });
 
   it('releases its Idempotency-Key when refused, so the same key works once the order is right', async () => {

@@ -61,6 +61,7 @@ describe("the bench's warm floor", () => {
     await ledger.claimCharge({
       orderId: 'Order-1',
       owner: 'merchant',
+      kind: 'charge',
       price,
       custom1: null,
       custom2: null,
