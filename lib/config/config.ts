@@ -3,6 +3,8 @@ export interface GatewayCredentials {
   appSecret: string;
   merchantId: string;
   merchantSecret: string;
+  /** The merchant secrets of the merchant's apps: PayHere signs SDK payments with the app's own. */
+  appMerchantSecrets: readonly string[];
 }
 
 /** Where the gateway credentials come from; the client only ever sees this interface. */
@@ -77,13 +79,28 @@ export function loadConfig(env: Env): Config {
           value: {
             appId: required(env, 'GATEWAY_APP_ID'),
             appSecret: required(env, 'GATEWAY_APP_SECRET'),
-            // Only notification signatures need these, and no route verifies one: optional here.
+            // Only checkouts and notifications need these (requireMerchantCredentials): optional here.
             merchantId: env.GATEWAY_MERCHANT_ID?.trim() ?? '',
             merchantSecret: env.GATEWAY_MERCHANT_SECRET?.trim() ?? '',
+            appMerchantSecrets: (env.GATEWAY_APP_MERCHANT_SECRETS ?? '')
+              .split(',')
+              .map((secret) => secret.trim())
+              .filter((secret) => secret !== ''),
           },
         },
     rateLimit: rateLimit(env),
   };
+}
+
+/**
+ * For the functions that sign checkouts or verify notifications: in the environment (local runs),
+ * the merchant id and secret must be set; a deployed stage's secret document always has them.
+ */
+export function requireMerchantCredentials(config: Config): void {
+  if (config.credentials.source !== 'env') return;
+  const { merchantId, merchantSecret } = config.credentials.value;
+  if (!merchantId) throw new ConfigError('Missing configuration: set GATEWAY_MERCHANT_ID.');
+  if (!merchantSecret) throw new ConfigError('Missing configuration: set GATEWAY_MERCHANT_SECRET.');
 }
 
 /** Credentials from the environment (local runs): nothing to refresh. */

@@ -18,6 +18,7 @@ const SecretDocument = z.object({
   app_secret: z.string().check(z.minLength(1)),
   merchant_id: z.string().check(z.minLength(1)),
   merchant_secret: z.string().check(z.minLength(1)),
+  app_merchant_secrets: z.optional(z.array(z.string().check(z.minLength(1)))),
 });
 
 /** The part of the Secrets Manager client this module uses: one GetSecretValue. */
@@ -75,6 +76,7 @@ function parseSecret(secretId: string, text: string | undefined): GatewayCredent
     appSecret: document.app_secret,
     merchantId: document.merchant_id,
     merchantSecret: document.merchant_secret,
+    appMerchantSecrets: document.app_merchant_secrets ?? [],
   };
 }
 

@@ -55,13 +55,8 @@ export class InvalidJsonError extends ApiError {
 }
 
 export class UnsupportedMediaTypeError extends ApiError {
-  constructor() {
-    super(
-      415,
-      -1,
-      'unsupported_media_type',
-      'Send the request body as JSON with Content-Type: application/json.',
-    );
+  constructor(message = 'Send the request body as JSON with Content-Type: application/json.') {
+    super(415, -1, 'unsupported_media_type', message);
   }
 }
 
@@ -74,6 +69,13 @@ export class PayloadTooLargeError extends ApiError {
 export class UnauthorizedError extends ApiError {
   constructor(message = 'Authentication is required: send a valid bearer token.') {
     super(401, -2, 'unauthorized', message, { headers: { 'WWW-Authenticate': 'Bearer' } });
+  }
+}
+
+/** A notification whose md5sig does not verify, or that names another merchant. */
+export class InvalidSignatureError extends ApiError {
+  constructor() {
+    super(401, -2, 'invalid_signature', 'The notification signature does not verify.');
   }
 }
 

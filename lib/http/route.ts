@@ -2,7 +2,6 @@ import middy, { type MiddlewareObj } from '@middy/core';
 import httpJsonBodyParser from '@middy/http-json-body-parser';
 import type { APIGatewayProxyEvent, APIGatewayProxyResult, Context } from 'aws-lambda';
 import type * as z from 'zod/mini';
-import { errorResponse } from '../envelope/error-response.ts';
 import { type FieldError, InvalidRequestError } from '../envelope/errors.ts';
 import { type IdempotencyOptions, runIdempotent } from '../idempotency/idempotent.ts';
 import { authenticate } from './auth/middleware.ts';
@@ -11,6 +10,7 @@ import { type Caller, callerOf } from './caller.ts';
 import { requestDeadline } from './deadline.ts';
 import { headerValues } from './headers.ts';
 import { readIdempotencyKey } from './idempotency-key.ts';
+import { envelopeErrors, metricsWritten } from './middleware.ts';
 import { readOnBehalfOf } from './on-behalf-of.ts';
 import { guardRequest } from './request-guard.ts';
 import { parse } from './validation.ts';
@@ -81,14 +81,6 @@ const normalizeHeaders = (): MiddlewareObj<Event, Result> => ({
   },
 });
 
-/** Any error, thrown anywhere in the stack, becomes the envelope (middy's own handler writes plain text). */
-const envelopeErrors = (): MiddlewareObj<Event, Result> => ({
-  name: 'envelopeErrors',
-  onError: (request) => {
-    request.response = errorResponse(request.error);
-  },
-});
-
 /**
  * Builds an endpoint's Lambda handler: the middleware stack, in the order it runs, then the
  * validated request handed to `handler`. The stack is assembled once per container.
@@ -101,6 +93,7 @@ export function route<Body = undefined, Path = undefined>(
   // and the race costs a timer per request and would answer the last moments with a 500.
   const stack = middy<Event, Result>({ timeoutEarlyInMillis: 0 })
     .use(envelopeErrors())
+    .use(metricsWritten())
     .use(authenticate(options.scope))
     .use(guardRequest({ takesBody: options.body !== undefined, takesPath: options.path !== undefined }));
   if (options.body) stack.use(normalizeHeaders()).use(httpJsonBodyParser({ disableContentTypeError: false }));

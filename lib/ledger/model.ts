@@ -50,6 +50,13 @@ export interface Order extends Price {
   updatedAt: number;
   /** The charge that holds (or last held) the order's payment slot. */
   charge: ChargeSlot | null;
+  /** A recurring order's installments PayHere's payments of the subscription show as paid. */
+  installmentsPaid: number | null;
+  /**
+   * What a verified notification reported but PayHere could not confirm yet (a payment id, a
+   * subscription id, installments paid): checked again on the next read, never shown before.
+   */
+  reported: Reported;
 }
 
 export interface ChargeSlot {
@@ -62,6 +69,35 @@ export interface ChargeSlot {
   until: number;
 }
 
+export interface Reported {
+  paymentId: string | null;
+  subscriptionId: string | null;
+  installmentsPaid: number | null;
+}
+
+/** A verified notification moving an order from the state it was read in (lib/notifications/). */
+export interface OrderMove {
+  from: OrderState;
+  to: OrderState;
+  paymentId?: string;
+  customerToken?: string;
+  authorizationToken?: string;
+  subscriptionId?: string;
+  card?: Card;
+  reported?: Partial<Reported>;
+}
+
+/** A notification that matched no order, or not its amount, status or state: kept for the operator. */
+export interface UnmatchedNotification {
+  reason: 'unknown_order' | 'amount_mismatch' | 'unknown_status' | 'token_conflict';
+  orderId: string;
+  statusCode: string;
+  amount: string;
+  currency: string;
+  /** The other fields, with tokens removed. */
+  fields: Record<string, string>;
+}
+
 export type ReferenceKind = 'payment' | 'authorization' | 'subscription' | 'customer_token';
 
 export interface Reference {
@@ -69,9 +105,10 @@ export interface Reference {
   owner: string;
 }
 
-export type NewOrder = Omit<Order, 'state' | 'createdAt' | 'updatedAt' | 'charge' | 'paymentId'> & {
-  paymentId?: null;
-};
+export type NewOrder = Omit<
+  Order,
+  'state' | 'createdAt' | 'updatedAt' | 'charge' | 'paymentId' | 'installmentsPaid' | 'reported'
+>;
 
 /** How a charge wants to take an order's payment slot (see claimCharge). */
 export interface ChargeClaim {

@@ -1,8 +1,10 @@
+import { randomUUID } from 'node:crypto';
 import {
   type AttributeValue,
   type DynamoDBClient,
   GetItemCommand,
   PutItemCommand,
+  ScanCommand,
   UpdateItemCommand,
 } from '@aws-sdk/client-dynamodb';
 import {
@@ -14,9 +16,11 @@ import {
   ORDER_STATES,
   type Order,
   type OrderKind,
+  type OrderMove,
   type OrderState,
   type Reference,
   type ReferenceKind,
+  type UnmatchedNotification,
 } from './model.ts';
 
 /**
@@ -70,6 +74,8 @@ export class LedgerStore {
       createdAt: now,
       updatedAt: now,
       charge: null,
+      installmentsPaid: null,
+      reported: { paymentId: null, subscriptionId: null, installmentsPaid: null },
     };
     const written = await this.#conditional(
       new PutItemCommand({
@@ -179,6 +185,180 @@ export class LedgerStore {
         ExpressionAttributeValues: values,
       }),
     );
+  }
+
+  /**
+   * Move an order as a verified notification says, only from the state it was read in (so two
+   * notifications racing cannot both act, nor an older one undo a newer one), recording what the
+   * notification may record. A customer token, once recorded, is never written over. False when
+   * the order changed meanwhile (the caller reads it again).
+   */
+  async moveOrder(orderId: string, move: OrderMove): Promise<boolean> {
+    const values: Record<string, AttributeValue> = {
+      ':from': { S: move.from },
+      ':to': { S: move.to },
+      ':now': number(this.now()),
+    };
+    const set = ['#state = :to', '#updatedAt = :now'];
+    const put = (attribute: string, value: AttributeValue) => {
+      set.push(`#${attribute} = :${attribute}`);
+      values[`:${attribute}`] = value;
+    };
+    if (move.paymentId) put('paymentId', { S: move.paymentId });
+    if (move.customerToken) put('customerToken', { S: move.customerToken });
+    if (move.authorizationToken) put('authorizationToken', { S: move.authorizationToken });
+    if (move.subscriptionId) put('subscriptionId', { S: move.subscriptionId });
+    if (move.card) put('card', { S: JSON.stringify(move.card) });
+    if (move.reported?.paymentId) put('reportedPaymentId', { S: move.reported.paymentId });
+    if (move.reported?.subscriptionId) put('reportedSubscriptionId', { S: move.reported.subscriptionId });
+    let condition = '#state = :from';
+    if (move.customerToken) condition += ' AND attribute_not_exists(#customerToken)';
+    const update = `SET ${set.join(', ')}`;
+    return this.#conditional(
+      new UpdateItemCommand({
+        TableName: this.#table,
+        Key: { pk: { S: orderKey(orderId) } },
+        UpdateExpression: update,
+        ConditionExpression: condition,
+        ExpressionAttributeNames: namesIn(`${update} ${condition}`),
+        ExpressionAttributeValues: values,
+      }),
+    );
+  }
+
+  /**
+   * Record what PayHere confirmed of a notification's report: the payment or subscription id (only
+   * where none is recorded yet), installments paid (only upwards). Clears the confirmed report.
+   */
+  async confirm(
+    orderId: string,
+    confirmed: { paymentId?: string; subscriptionId?: string; installmentsPaid?: number },
+  ): Promise<boolean> {
+    const set = ['#updatedAt = :now'];
+    const remove: string[] = [];
+    const conditions = ['attribute_exists(pk)'];
+    const values: Record<string, AttributeValue> = { ':now': number(this.now()) };
+    if (confirmed.paymentId) {
+      set.push('#paymentId = :paymentId');
+      remove.push('#reportedPaymentId');
+      conditions.push('(attribute_not_exists(#paymentId) OR #paymentId = :paymentId)');
+      values[':paymentId'] = { S: confirmed.paymentId };
+    }
+    if (confirmed.subscriptionId) {
+      set.push('#subscriptionId = :subscriptionId');
+      remove.push('#reportedSubscriptionId');
+      conditions.push('(attribute_not_exists(#subscriptionId) OR #subscriptionId = :subscriptionId)');
+      values[':subscriptionId'] = { S: confirmed.subscriptionId };
+    }
+    if (confirmed.installmentsPaid !== undefined) {
+      set.push('#installmentsPaid = :installments');
+      remove.push('#reportedInstallmentsPaid');
+      conditions.push('(attribute_not_exists(#installmentsPaid) OR #installmentsPaid < :installments)');
+      values[':installments'] = number(confirmed.installmentsPaid);
+    }
+    const update = `SET ${set.join(', ')}${remove.length > 0 ? ` REMOVE ${remove.join(', ')}` : ''}`;
+    const condition = conditions.join(' AND ');
+    return this.#conditional(
+      new UpdateItemCommand({
+        TableName: this.#table,
+        Key: { pk: { S: orderKey(orderId) } },
+        UpdateExpression: update,
+        ConditionExpression: condition,
+        ExpressionAttributeNames: namesIn(`${update} ${condition}`),
+        ExpressionAttributeValues: values,
+      }),
+    );
+  }
+
+  /** Keep installments a notification reported but PayHere could not confirm yet (only upwards). */
+  async reportInstallments(orderId: string, installmentsPaid: number): Promise<boolean> {
+    return this.#conditional(
+      new UpdateItemCommand({
+        TableName: this.#table,
+        Key: { pk: { S: orderKey(orderId) } },
+        UpdateExpression: 'SET #reportedInstallmentsPaid = :installments',
+        ConditionExpression:
+          'attribute_exists(pk) AND (attribute_not_exists(#reportedInstallmentsPaid) OR #reportedInstallmentsPaid < :installments)',
+        ExpressionAttributeNames: { '#reportedInstallmentsPaid': 'reportedInstallmentsPaid' },
+        ExpressionAttributeValues: { ':installments': number(installmentsPaid) },
+      }),
+    );
+  }
+
+  /**
+   * Take the right to ask PayHere about the order now: at most once per `intervalMs` for all
+   * readers together (each PayHere call counts against the merchant's 20 per 10 s).
+   */
+  async claimCheck(orderId: string, intervalMs: number): Promise<boolean> {
+    const now = this.now();
+    return this.#conditional(
+      new UpdateItemCommand({
+        TableName: this.#table,
+        Key: { pk: { S: orderKey(orderId) } },
+        UpdateExpression: 'SET #checkedAt = :now',
+        ConditionExpression:
+          'attribute_exists(pk) AND (attribute_not_exists(#checkedAt) OR #checkedAt <= :before)',
+        ExpressionAttributeNames: { '#checkedAt': 'checkedAt' },
+        ExpressionAttributeValues: { ':now': number(now), ':before': number(now - intervalMs) },
+      }),
+    );
+  }
+
+  /** Keep a notification that matched nothing apart, for the operator (README "Operating it"). */
+  async recordUnmatched(notification: UnmatchedNotification): Promise<boolean> {
+    const now = this.now();
+    return this.#conditional(
+      new PutItemCommand({
+        TableName: this.#table,
+        Item: {
+          pk: { S: `unmatched#${new Date(now).toISOString()}#${randomUUID()}` },
+          reason: { S: notification.reason },
+          orderId: { S: notification.orderId },
+          statusCode: { S: notification.statusCode },
+          amount: { S: notification.amount },
+          currency: { S: notification.currency },
+          fields: { S: JSON.stringify(notification.fields) },
+          receivedAt: number(now),
+        },
+        ConditionExpression: 'attribute_not_exists(pk)',
+      }),
+    );
+  }
+
+  /**
+   * The notifications kept apart, for the operator (a scan: no function's role may send one; the
+   * operator runs it with their own credentials, README "Operating it"), optionally of one order.
+   */
+  async unmatched(orderId?: string): Promise<Array<UnmatchedNotification & { receivedAt: number }>> {
+    const found: Array<UnmatchedNotification & { receivedAt: number }> = [];
+    let start: Record<string, AttributeValue> | undefined;
+    do {
+      const page = await this.#client.send(
+        new ScanCommand({
+          TableName: this.#table,
+          FilterExpression: `begins_with(pk, :prefix)${orderId === undefined ? '' : ' AND #orderId = :orderId'}`,
+          ...(orderId === undefined ? {} : { ExpressionAttributeNames: { '#orderId': 'orderId' } }),
+          ExpressionAttributeValues: {
+            ':prefix': { S: 'unmatched#' },
+            ...(orderId === undefined ? {} : { ':orderId': { S: orderId } }),
+          },
+          ...(start ? { ExclusiveStartKey: start } : {}),
+        }),
+      );
+      for (const item of page.Items ?? []) {
+        found.push({
+          reason: text(item, 'reason') as UnmatchedNotification['reason'],
+          orderId: text(item, 'orderId'),
+          statusCode: text(item, 'statusCode'),
+          amount: text(item, 'amount'),
+          currency: text(item, 'currency'),
+          fields: JSON.parse(text(item, 'fields')) as Record<string, string>,
+          receivedAt: optionalNumber(item, 'receivedAt') ?? 0,
+        });
+      }
+      start = page.LastEvaluatedKey;
+    } while (start);
+    return found.sort((a, b) => a.receivedAt - b.receivedAt);
   }
 
   /** Free the slot of a charge that provably sent nothing: the order is as it was before. */
@@ -294,6 +474,14 @@ const ATTRIBUTES = [
   'paymentId',
   'authorizationToken',
   'orderId',
+  'customerToken',
+  'subscriptionId',
+  'card',
+  'installmentsPaid',
+  'reportedPaymentId',
+  'reportedSubscriptionId',
+  'reportedInstallmentsPaid',
+  'checkedAt',
 ] as const;
 
 function namesIn(expression: string): Record<string, string> {
@@ -323,7 +511,9 @@ function nullableString(value: string | null): AttributeValue {
   return value === null ? { NULL: true } : { S: value };
 }
 
+/** A new order as an item: what it does not have yet is absent (conditions test for absence). */
 function toOrderItem(order: Order): Record<string, AttributeValue> {
+  const optional = (name: string, value: string | null) => (value === null ? {} : { [name]: { S: value } });
   return {
     pk: { S: orderKey(order.orderId) },
     orderId: { S: order.orderId },
@@ -332,15 +522,15 @@ function toOrderItem(order: Order): Record<string, AttributeValue> {
     state: { S: order.state },
     items: { S: order.items },
     currency: { S: order.currency },
-    amount: nullableNumber(order.amountCents),
-    custom1: nullableString(order.custom1),
-    custom2: nullableString(order.custom2),
-    recurrence: nullableString(order.recurrence),
-    duration: nullableString(order.duration),
-    customerToken: nullableString(order.customerToken),
-    authorizationToken: nullableString(order.authorizationToken),
-    subscriptionId: nullableString(order.subscriptionId),
-    card: order.card === null ? { NULL: true } : { S: JSON.stringify(order.card) },
+    ...(order.amountCents === null ? {} : { amount: number(order.amountCents) }),
+    ...optional('custom1', order.custom1),
+    ...optional('custom2', order.custom2),
+    ...optional('recurrence', order.recurrence),
+    ...optional('duration', order.duration),
+    ...optional('customerToken', order.customerToken),
+    ...optional('authorizationToken', order.authorizationToken),
+    ...optional('subscriptionId', order.subscriptionId),
+    ...optional('card', order.card === null ? null : JSON.stringify(order.card)),
     createdAt: number(order.createdAt),
     updatedAt: number(order.updatedAt),
   };
@@ -399,5 +589,11 @@ function fromOrderItem(item: Record<string, AttributeValue>): Order {
             sentAt: optionalNumber(item, 'chargeSentAt') ?? 0,
             until: optionalNumber(item, 'chargeUntil') ?? 0,
           },
+    installmentsPaid: optionalNumber(item, 'installmentsPaid'),
+    reported: {
+      paymentId: optionalText(item, 'reportedPaymentId'),
+      subscriptionId: optionalText(item, 'reportedSubscriptionId'),
+      installmentsPaid: optionalNumber(item, 'reportedInstallmentsPaid'),
+    },
   };
 }

@@ -8,6 +8,7 @@ import {
 } from '../envelope/errors.ts';
 import type { NewOrder, Order } from '../ledger/model.ts';
 import type { LedgerStore } from '../ledger/store.ts';
+import { describeError, log } from '../log/log.ts';
 import type { CheckoutRequest } from '../schemas/checkout.ts';
 import { type Actor, Ownership, readLedger } from './access.ts';
 import { NOTIFY_PATH, type OrdersConfig } from './config.ts';
@@ -76,6 +77,7 @@ export class Checkouts {
   readonly #credentials: CredentialsProvider;
   readonly #config: OrdersConfig;
   readonly #sandbox: boolean;
+  readonly #refresh: (order: Order, deadline: number) => Promise<Order>;
 
   constructor(options: {
     ledger: LedgerStore;
@@ -83,7 +85,10 @@ export class Checkouts {
     config: OrdersConfig;
     /** Whether the merchant id belongs to PayHere's sandbox (anything but live PayHere). */
     sandbox: boolean;
+    /** The order as PayHere's records show it now (lib/notifications/confirm.ts). */
+    refresh: (order: Order, deadline: number) => Promise<Order>;
   }) {
+    this.#refresh = options.refresh;
     this.#ledger = options.ledger;
     this.#ownership = new Ownership(options.ledger);
     this.#credentials = options.credentials;
@@ -149,13 +154,20 @@ export class Checkouts {
     };
   }
 
-  async view(actor: Actor, orderId: string): Promise<CheckoutView> {
+  async view(actor: Actor, orderId: string, deadline: number): Promise<CheckoutView> {
     const order = await this.#ownership.order(
       actor,
       orderId,
       () => new NotFoundError(`Order ${orderId} was not found.`),
     );
-    return checkoutView(order);
+    let current = order;
+    try {
+      current = await this.#refresh(order, deadline);
+    } catch (error) {
+      // What the ledger knows is still the truth as far as it goes: shown, not replaced by a 5xx.
+      log.warn('could not refresh an order from the gateway', { orderId, error: describeError(error) });
+    }
+    return checkoutView(current);
   }
 }
 

@@ -1,7 +1,8 @@
-import { loadConfig } from '../config/config.ts';
+import { loadConfig, requireMerchantCredentials } from '../config/config.ts';
 import { credentialsFor } from '../config/secrets.ts';
-import { payHereFromEnvironment } from '../gateway/index.ts';
+import { createPayHere, payHereFromEnvironment } from '../gateway/index.ts';
 import { ledgerFromEnvironment } from '../ledger/environment.ts';
+import { Confirmations } from '../notifications/confirm.ts';
 import { Ownership } from './access.ts';
 import { Charging } from './charge.ts';
 import { Checkouts } from './checkout.ts';
@@ -22,11 +23,16 @@ export function chargingFromEnvironment(): Charging {
 
 export function checkoutsFromEnvironment(): Checkouts {
   const config = loadConfig(process.env);
+  requireMerchantCredentials(config);
+  const credentials = credentialsFor(config);
+  const ledger = ledgerFromEnvironment();
+  const confirmations = new Confirmations({ payhere: createPayHere(config, { credentials }), ledger });
   return new Checkouts({
-    ledger: ledgerFromEnvironment(),
-    credentials: credentialsFor(config),
+    ledger,
+    credentials,
     config: loadOrdersConfig(process.env),
     sandbox: new URL(config.gatewayBaseUrl).hostname !== LIVE_HOST,
+    refresh: (order, deadline) => confirmations.refresh(order, deadline),
   });
 }
 

@@ -5,7 +5,7 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { ROUTES } from '../helpers/routes.ts';
+import { FUNCTIONS } from '../helpers/routes.ts';
 
 /**
  * The deployable CloudFormation template (`osls package`, no AWS account): every function carries
@@ -84,7 +84,7 @@ function statements(t: Template): any[] {
 
 describe('every function', () => {
   it('has the authentication configuration', () => {
-    expect(functions(template)).toHaveLength(Object.keys(ROUTES).length);
+    expect(functions(template)).toHaveLength(FUNCTIONS.length);
     for (const fn of functions(template)) {
       expect(fn.Properties.Environment.Variables).toMatchObject({
         AUTH_ISSUER: DEPLOY_ENV.AUTH_ISSUER,
@@ -113,10 +113,8 @@ describe('every function', () => {
     }
   });
 
-  it('may read that one secret, whichever role it runs under, if it talks to PayHere or signs checkouts', () => {
-    // getCheckout answers from the ledger alone (tests/e2e/package.test.ts lists each role's access).
-    const needing = functions(template).filter((fn) => !/-getCheckout$/.test(fn.Properties.FunctionName));
-    const roles = new Set(needing.map((fn) => JSON.stringify(fn.Properties.Role)));
+  it('may read that one secret, whichever role it runs under', () => {
+    const roles = new Set(functions(template).map((fn) => JSON.stringify(fn.Properties.Role)));
     for (const role of roles) {
       const id = JSON.parse(role)['Fn::GetAtt'][0] as string;
       const roleStatements = template.Resources[id]!.Properties.Policies.flatMap(

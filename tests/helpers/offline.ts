@@ -17,6 +17,8 @@ export async function startOfflineAgainst(
       GATEWAY_BASE_URL: sandbox.url,
       GATEWAY_APP_ID: SANDBOX_CREDENTIALS.appId,
       GATEWAY_APP_SECRET: SANDBOX_CREDENTIALS.appSecret,
+      GATEWAY_MERCHANT_ID: SANDBOX_CREDENTIALS.merchantId,
+      GATEWAY_MERCHANT_SECRET: SANDBOX_CREDENTIALS.merchantSecret,
       LOG_LEVEL: 'silent',
       ...env,
     },

@@ -17,6 +17,12 @@ export const ROUTES = {
 
 export type RouteName = keyof typeof ROUTES;
 
+/** PayHere's route into the service: no bearer token, a signed form (tests/helpers/notifications.ts). */
+export const NOTIFY_ROUTE = { method: 'POST', resource: '/gateway/notify' } as const;
+
+/** Every function serverless.yml declares: the API's routes and the notification receiver. */
+export const FUNCTIONS: readonly string[] = [...Object.keys(ROUTES), 'notify'];
+
 /** The routes that call PayHere (createCheckout and getCheckout answer from the ledger). */
 export const GATEWAY_ROUTES = [
   'charge',

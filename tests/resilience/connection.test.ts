@@ -36,7 +36,7 @@ describe('wrong app credentials', () => {
     const credentials: CredentialsProvider = {
       get: async () => {
         lookups++;
-        return { ...SANDBOX_CREDENTIALS, appSecret: 'WRONG-SECRET-d41d8cd98f00' };
+        return { ...SANDBOX_CREDENTIALS, appMerchantSecrets: [], appSecret: 'WRONG-SECRET-d41d8cd98f00' };
       },
       invalidate: () => {
         invalidations++;
@@ -57,7 +57,11 @@ describe('wrong app credentials', () => {
   it('recover as soon as a fresh lookup returns rotated credentials', async () => {
     let rotated = false;
     const credentials: CredentialsProvider = {
-      get: async () => (rotated ? SANDBOX_CREDENTIALS : { ...SANDBOX_CREDENTIALS, appSecret: 'OLD' }),
+      get: async () => ({
+        ...SANDBOX_CREDENTIALS,
+        appMerchantSecrets: [],
+        ...(rotated ? {} : { appSecret: 'OLD' }),
+      }),
       invalidate: () => {
         rotated = true;
       },

@@ -63,8 +63,15 @@ describe('gateway credentials from Secrets Manager', () => {
       appSecret: CANARY,
       merchantId: '1211149',
       merchantSecret: 'CANARY-MERCHANT-SECRET-51d0',
+      appMerchantSecrets: [],
     });
     expect(reads()).toBe(1);
+  });
+
+  it('include the app merchant secrets when the secret lists them', async () => {
+    fake.secrets.set(SECRET_ID, document({ app_merchant_secrets: ['APP-ONE', 'APP-TWO'] }));
+
+    expect((await provider().get()).appMerchantSecrets).toEqual(['APP-ONE', 'APP-TWO']);
   });
 
   it('are kept for less than 5 minutes, then read again', async () => {
@@ -116,6 +123,11 @@ describe('gateway credentials from Secrets Manager', () => {
       /lacks a non-empty merchant_id, merchant_secret/,
     ],
     ['an empty field', document({ app_secret: '' }), /lacks a non-empty app_secret/],
+    [
+      'app secrets that are not a list of secrets',
+      document({ app_merchant_secrets: [''] }),
+      /lacks a non-empty app_merchant_secrets/,
+    ],
   ])(
     'a secret that is %s: 503 gateway_unavailable naming the secret id, never its value',
     async (_, value, problem) => {

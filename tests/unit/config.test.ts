@@ -1,6 +1,11 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { ConfigError, environmentCredentials, loadConfig } from '../../lib/config/config.ts';
+import {
+  ConfigError,
+  environmentCredentials,
+  loadConfig,
+  requireMerchantCredentials,
+} from '../../lib/config/config.ts';
 
 const SECRET = 's3cr3t-Qm9vYmFyLWFwcC1zZWNyZXQ';
 
@@ -40,6 +45,7 @@ describe('loadConfig', () => {
           appSecret: SECRET,
           merchantId: '1211149',
           merchantSecret: 'merchant-s3cr3t-8Pq',
+          appMerchantSecrets: [],
         },
       },
       rateLimit: { limit: 20, windowMs: 10_000 },
@@ -70,6 +76,21 @@ describe('loadConfig', () => {
     },
   );
 
+  it('reads the app merchant secrets, comma-separated', () => {
+    const config = loadConfig(env({ GATEWAY_APP_MERCHANT_SECRETS: ' app-one, app-two ,' }));
+
+    expect(config.credentials).toMatchObject({ value: { appMerchantSecrets: ['app-one', 'app-two'] } });
+  });
+
+  it.each(['GATEWAY_MERCHANT_ID', 'GATEWAY_MERCHANT_SECRET'])(
+    'lets the functions that sign or verify require %s, naming it',
+    (name) => {
+      const config = loadConfig(env({ [name]: undefined }));
+
+      expect(() => requireMerchantCredentials(config)).toThrow(name);
+    },
+  );
+
   it('does not require the merchant id and secret', () => {
     // Act
     const config = loadConfig(env({ GATEWAY_MERCHANT_ID: undefined, GATEWAY_MERCHANT_SECRET: undefined }));
@@ -77,7 +98,7 @@ describe('loadConfig', () => {
     // Assess
     expect(config.credentials).toMatchObject({
       source: 'env',
-      value: { merchantId: '', merchantSecret: '' },
+      value: { merchantId: '', merchantSecret: '', appMerchantSecrets: [] },
     });
   });
 
@@ -157,7 +178,13 @@ describe('loadConfig', () => {
 describe('environmentCredentials', () => {
   it('always answers the credentials it was given', async () => {
     // Prepare
-    const value = { appId: 'app', appSecret: SECRET, merchantId: '1211149', merchantSecret: 'm' };
+    const value = {
+      appId: 'app',
+      appSecret: SECRET,
+      merchantId: '1211149',
+      merchantSecret: 'm',
+      appMerchantSecrets: [],
+    };
     const provider = environmentCredentials(value);
 
     // Act
@@ -170,6 +197,7 @@ describe('environmentCredentials', () => {
       appSecret: SECRET,
       merchantId: '1211149',
       merchantSecret: 'm',
+      appMerchantSecrets: [],
     });
   });
 });

@@ -1,0 +1,82 @@
+import middy, { type MiddlewareObj } from '@middy/core';
+import type { APIGatewayProxyEvent, APIGatewayProxyResult, Context } from 'aws-lambda';
+import type * as z from 'zod/mini';
+import { InvalidRequestError, UnsupportedMediaTypeError } from '../envelope/errors.ts';
+import { setLogContext } from '../log/log.ts';
+import { requestDeadline } from './deadline.ts';
+import { headerValues } from './headers.ts';
+import { envelopeErrors, metricsWritten } from './middleware.ts';
+import { guardRequest } from './request-guard.ts';
+import { parse } from './validation.ts';
+
+type Event = APIGatewayProxyEvent;
+type Result = APIGatewayProxyResult;
+
+export const FORM_MEDIA_TYPE = 'application/x-www-form-urlencoded';
+
+export interface FormRequest<Body> {
+  body: Body;
+  /** Epoch ms by which all upstream work must be done. */
+  deadline: number;
+  context: Context;
+}
+
+/** Every log line of the request carries its id (route() does this in authentication). */
+const requestIdInLogs = (): MiddlewareObj<Event, Result> => ({
+  name: 'requestIdInLogs',
+  before: ({ event, context }) => {
+    setLogContext({ requestId: event.requestContext?.requestId ?? context.awsRequestId });
+  },
+});
+
+/**
+ * The form body's fields: exactly one content type, the form one; each field once (a repeated
+ * field would leave the reader to guess which one counts).
+ */
+function readForm(event: Event): Record<string, string> {
+  const types = headerValues(event, 'content-type');
+  const type = types[0]?.split(';')[0]?.trim().toLowerCase();
+  if (types.length !== 1 || type !== FORM_MEDIA_TYPE) {
+    throw new UnsupportedMediaTypeError(`Send the body as ${FORM_MEDIA_TYPE}, with that Content-Type.`);
+  }
+  const text = event.isBase64Encoded
+    ? Buffer.from(event.body ?? '', 'base64').toString('utf8')
+    : (event.body ?? '');
+  const fields: Record<string, string> = Object.create(null);
+  const repeated = new Set<string>();
+  for (const [name, value] of new URLSearchParams(text)) {
+    if (name in fields) repeated.add(name);
+    fields[name] = value;
+  }
+  if (repeated.size > 0) {
+    throw new InvalidRequestError(
+      [...repeated].map((name) => ({ path: name, message: 'must be sent once' })),
+    );
+  }
+  return fields;
+}
+
+/**
+ * A route that a machine, not a user, calls with a form (PayHere's notifications): no bearer token
+ * (the handler authenticates the content, by its signature), the same limits, validation and
+ * envelope as every other route.
+ */
+export function formRoute<Body>(
+  options: { body: z.ZodMiniType<Body> },
+  handler: (request: FormRequest<Body>) => Promise<Result>,
+) {
+  return middy<Event, Result>({ timeoutEarlyInMillis: 0 })
+    .use(envelopeErrors())
+    .use(metricsWritten())
+    .use(requestIdInLogs())
+    .use(guardRequest({ takesBody: true, takesPath: false }))
+    .handler(async (event, context) => {
+      const body = parse(options.body, readForm(event), '');
+      if (!body.ok) throw new InvalidRequestError(body.errors);
+      return handler({
+        body: body.value,
+        deadline: requestDeadline(context.getRemainingTimeInMillis?.()),
+        context,
+      });
+    });
+}

@@ -1,0 +1,21 @@
+import { loadConfig, requireMerchantCredentials } from '../config/config.ts';
+import { credentialsFor } from '../config/secrets.ts';
+import { createPayHere } from '../gateway/index.ts';
+import { ledgerFromEnvironment } from '../ledger/environment.ts';
+import { Confirmations } from './confirm.ts';
+import { NotificationReceiver } from './receiver.ts';
+
+/** The container's receiver, built from the environment at start-up (a bad variable fails here). */
+export function notificationReceiverFromEnvironment(): NotificationReceiver {
+  const config = loadConfig(process.env);
+  requireMerchantCredentials(config);
+  const credentials = credentialsFor(config);
+  const ledger = ledgerFromEnvironment();
+  // One credentials provider for both: the secret is read once per container.
+  const payhere = createPayHere(config, { credentials });
+  return new NotificationReceiver({
+    ledger,
+    credentials,
+    confirmations: new Confirmations({ payhere, ledger }),
+  });
+}

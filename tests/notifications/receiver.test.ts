@@ -1,0 +1,402 @@
+import { randomUUID } from 'node:crypto';
+import { describe, expect, it, vi } from 'vitest';
+import { SEED } from '../../sandbox/server.ts';
+import { call, useTestGateway } from '../helpers/gateway.ts';
+import { type NotificationFields, notify, signed } from '../helpers/notifications.ts';
+import { customer, customerToken, testLedger } from '../helpers/orders.ts';
+import { accessToken, apiClient } from '../sandbox/helpers.ts';
+
+/**
+ * SPEC.md "notify", in-process against the sandbox (which PayHere's records are read from):
+ * nothing unsigned is trusted on its own; each flow ends where the app can see it.
+ */
+const sandbox = useTestGateway({ beforeEachTest: 'keepTokens' });
+const ledger = testLedger();
+const alice = customer('alice');
+const bob = customer('bob');
+
+// Read when the handler loads: the app's own merchant secret, which PayHere signs SDK payments with.
+process.env.GATEWAY_APP_MERCHANT_SECRETS = 'APP-SECRET-FOR-THE-SDK';
+
+const asCustomer = async (sub: string) => ({ Authorization: `Bearer ${await customerToken(sub)}` });
+
+async function checkout(kind: string, fields: Record<string, unknown> = {}, owner = alice): Promise<string> {
+  const created = await call('createCheckout', {
+    body: {
+      kind,
+      items: 'Door bell',
+      currency: 'LKR',
+      ...(kind === 'preapproval' ? {} : { amount: 1000 }),
+      ...fields,
+    },
+    headers: { 'On-Behalf-Of': owner },
+  });
+  expect(created.statusCode).toBe(201);
+  return created.body.data.order_id;
+}
+
+const orderOf = async (orderId: string) => (await call('getCheckout', { id: orderId })).body.data;
+
+const success = (orderId: string, extra: Partial<NotificationFields> = {}) =>
+  signed({ order_id: orderId, payhere_amount: '1000.00', status_code: '2', ...extra });
+
+describe('the signature', () => {
+  it('is required: a bad one answers 401 invalid_signature and records nothing', async () => {
+    const orderId = await checkout('payment');
+    const form = { ...success(orderId), md5sig: '0'.repeat(32) };
+
+    const answer = await notify(form);
+
+    expect(answer.statusCode).toBe(401);
+    expect(answer.body).toEqual({
+      status: -2,
+      msg: 'The notification signature does not verify.',
+      data: { code: 'invalid_signature' },
+    });
+    expect((await orderOf(orderId)).status).toBe('created');
+  });
+
+  it('must name this merchant', async () => {
+    const orderId = await checkout('payment');
+
+    const answer = await notify(
+      signed({ order_id: orderId, payhere_amount: '1000.00', status_code: '2', merchant_id: '9999999' }),
+    );
+
+    expect(answer.statusCode).toBe(401);
+  });
+
+  it('may be the app’s own merchant secret (PayHere signs SDK payments with it)', async () => {
+    const orderId = await checkout('payment');
+
+    const answer = await notify(
+      signed({ order_id: orderId, payhere_amount: '1000.00', status_code: '0' }, 'APP-SECRET-FOR-THE-SDK'),
+    );
+
+    expect(answer.statusCode).toBe(200);
+    expect((await orderOf(orderId)).status).toBe('pending');
+  });
+});
+
+describe('bad input changes nothing', () => {
+  it.each([
+    [
+      'a missing signed field',
+      (form: Record<string, string>) =>
+        new URLSearchParams({ ...form, payhere_amount: '' }).toString().replace('payhere_amount=&', ''),
+      400,
+      'invalid_request',
+    ],
+    [
+      'an amount without two decimals',
+      (form: Record<string, string>) => new URLSearchParams({ ...form, payhere_amount: '1000' }).toString(),
+      400,
+      'invalid_request',
+    ],
+    [
+      'a field sent twice',
+      (form: Record<string, string>) => `${new URLSearchParams(form).toString()}&status_code=2`,
+      400,
+      'invalid_request',
+    ],
+  ])('%s: %i %s', async (_, body, status, code) => {
+    const orderId = await checkout('payment');
+
+    const answer = await notify(body(success(orderId)));
+
+    expect(answer.statusCode).toBe(status);
+    expect(answer.body.data.code).toBe(code);
+    expect((await orderOf(orderId)).status).toBe('created');
+  });
+
+  it('a JSON body: 415', async () => {
+    const answer = await notify(JSON.stringify(success('x')), { 'Content-Type': 'application/json' });
+
+    expect(answer.statusCode).toBe(415);
+    expect(answer.body.msg).toMatch(/application\/x-www-form-urlencoded/);
+  });
+
+  it('no content type: 415', async () => {
+    expect((await notify(success('x'), {})).statusCode).toBe(415);
+  });
+
+  it('10 KB or more: 413', async () => {
+    const answer = await notify({ ...success('x'), custom_1: 'x'.repeat(10 * 1024) });
+
+    expect(answer.statusCode).toBe(413);
+  });
+});
+
+describe('nothing unsigned is trusted on its own', () => {
+  it('an unknown order answers 200 and is kept apart for the operator', async () => {
+    const orderId = `Unknown-${randomUUID()}`;
+
+    const answer = await notify(success(orderId, { customer_token: 'F'.repeat(32) }));
+
+    expect(answer.statusCode).toBe(200);
+    expect(answer.body).toEqual({ status: 1, msg: 'Notification recorded', data: null });
+    const kept = await ledger.unmatched(orderId);
+    expect(kept).toEqual([
+      expect.objectContaining({ reason: 'unknown_order', orderId, statusCode: '2', amount: '1000.00' }),
+    ]);
+    expect(JSON.stringify(kept)).not.toContain('F'.repeat(32));
+  });
+
+  it.each([
+    ['another amount', { payhere_amount: '1.00' }],
+    ['another currency', { payhere_currency: 'USD' }],
+  ])(
+    'a signed notification with %s than the order’s changes nothing and is kept apart',
+    async (_, change) => {
+      const orderId = await checkout('payment');
+
+      const answer = await notify(
+        signed({ order_id: orderId, payhere_amount: '1000.00', status_code: '2', ...change }),
+      );
+
+      expect(answer.statusCode).toBe(200);
+      expect((await orderOf(orderId)).status).toBe('created');
+      expect(await ledger.unmatched(orderId)).toEqual([
+        expect.objectContaining({ reason: 'amount_mismatch' }),
+      ]);
+    },
+  );
+
+  it('a status code the service does not know is kept apart, not acted on', async () => {
+    const orderId = await checkout('payment');
+
+    await notify(signed({ order_id: orderId, payhere_amount: '1000.00', status_code: '7' }));
+
+    expect((await orderOf(orderId)).status).toBe('created');
+    expect(await ledger.unmatched(orderId)).toEqual([expect.objectContaining({ reason: 'unknown_status' })]);
+  });
+
+  it('moves state only forward: an older notification after a newer one changes nothing', async () => {
+    const orderId = await checkout('payment');
+
+    await notify(signed({ order_id: orderId, payhere_amount: '1000.00', status_code: '2' }));
+    await notify(signed({ order_id: orderId, payhere_amount: '1000.00', status_code: '0' }));
+    await notify(signed({ order_id: orderId, payhere_amount: '1000.00', status_code: '-2' }));
+
+    expect((await orderOf(orderId)).status).toBe('succeeded');
+  });
+
+  it('takes a chargeback only after a success', async () => {
+    const paid = await checkout('payment');
+    const unpaid = await checkout('payment');
+
+    await notify(signed({ order_id: paid, payhere_amount: '1000.00', status_code: '2' }));
+    await notify(signed({ order_id: paid, payhere_amount: '1000.00', status_code: '-3' }));
+    await notify(signed({ order_id: unpaid, payhere_amount: '1000.00', status_code: '-3' }));
+
+    expect((await orderOf(paid)).status).toBe('chargedback');
+    expect((await orderOf(unpaid)).status).toBe('created');
+  });
+
+  it('records a payment id only as the order’s payments at PayHere show it', async () => {
+    const orderId = await checkout('payment');
+    const api = apiClient(sandbox, await accessToken(sandbox));
+    // The customer paid in PayHere's SDK: a payment of this order at PayHere.
+    const paid = await api.post('payment/charge', {
+      type: 'PAYMENT',
+      order_id: orderId,
+      items: 'Door bell',
+      currency: 'LKR',
+      amount: 1000,
+      customer_token: SEED.customerTokens.success,
+    });
+    const other = await checkout('payment');
+
+    await notify(success(other, { payment_id: String(paid.json.data.payment_id) }));
+    await notify(success(orderId, { payment_id: String(paid.json.data.payment_id) }));
+
+    expect(await orderOf(other)).toMatchObject({ status: 'succeeded', payment_id: null });
+    expect(await orderOf(orderId)).toMatchObject({
+      status: 'succeeded',
+      payment_id: paid.json.data.payment_id,
+    });
+  });
+
+  it('keeps a payment id PayHere cannot confirm right now, and confirms it on the next read', async () => {
+    const orderId = await checkout('payment');
+    const api = apiClient(sandbox, await accessToken(sandbox));
+    const paid = await api.post('payment/charge', {
+      type: 'PAYMENT',
+      order_id: orderId,
+      items: 'Door bell',
+      currency: 'LKR',
+      amount: 1000,
+      customer_token: SEED.customerTokens.success,
+    });
+    sandbox.faults.inject('search', { kind: 'status', status: 503 }, 3);
+
+    const answer = await notify(success(orderId, { payment_id: String(paid.json.data.payment_id) }));
+    const stored = await ledger.getOrder(orderId);
+    const read = await orderOf(orderId);
+
+    expect(answer.statusCode).toBe(200);
+    expect(stored).toMatchObject({
+      state: 'succeeded',
+      paymentId: null,
+      reported: { paymentId: String(paid.json.data.payment_id) },
+    });
+    expect(read.payment_id).toBe(paid.json.data.payment_id);
+  });
+});
+
+describe('each flow ends where the app can see it', () => {
+  it('a pre-approval: the owner reads its customer token and masked card, charges it, and nobody else can', async () => {
+    const created = await call('createCheckout', {
+      body: { kind: 'preapproval', items: 'Save my card', currency: 'LKR' },
+      headers: await asCustomer(alice),
+    });
+    const orderId = created.body.data.order_id;
+    const token = SEED.customerTokens.successMaster;
+
+    await notify(
+      signed({
+        order_id: orderId,
+        payhere_amount: '100.00',
+        status_code: '2',
+        customer_token: token,
+        method: 'MASTER',
+        card_no: '5123456789014444',
+        card_expiry: '12/29',
+      }),
+    );
+    const hers = await call('getCheckout', { id: orderId, headers: await asCustomer(alice) });
+    const his = await call('getCheckout', { id: orderId, headers: await asCustomer(bob) });
+    const priced = await checkout('charge', { amount: 250 });
+    const charge = {
+      type: 'PAYMENT',
+      order_id: priced,
+      items: 'Door bell',
+      currency: 'LKR',
+      amount: 250,
+      customer_token: token,
+    };
+    const bobsTry = await call('charge', { body: charge, headers: await asCustomer(bob) });
+    const alicesCharge = await call('charge', { body: charge, headers: await asCustomer(alice) });
+
+    expect(hers.body.data).toMatchObject({
+      kind: 'preapproval',
+      status: 'succeeded',
+      customer_token: token,
+      card: { method: 'MASTER', card_no: '************4444', card_expiry: '12/29' },
+    });
+    expect(his.statusCode).toBe(404);
+    expect(bobsTry.statusCode).toBe(404);
+    expect(alicesCharge.statusCode).toBe(200);
+  });
+
+  it('a second, different customer token for one pre-approval changes nothing, and is alerted', async () => {
+    const orderId = await checkout('preapproval');
+    const first = randomUUID().replaceAll('-', '').toUpperCase();
+    const errors: string[] = [];
+    vi.spyOn(process.stderr, 'write').mockImplementation((line) => {
+      errors.push(String(line));
+      return true;
+    });
+    process.env.LOG_LEVEL = 'error';
+
+    await notify(
+      signed({ order_id: orderId, payhere_amount: '0.00', status_code: '2', customer_token: first }),
+    );
+    await notify(
+      signed({ order_id: orderId, payhere_amount: '0.00', status_code: '2', customer_token: 'B'.repeat(32) }),
+    ).finally(() => {
+      process.env.LOG_LEVEL = 'silent';
+    });
+
+    expect((await orderOf(orderId)).customer_token).toBe(first);
+    expect(await ledger.lookup('customer_token', 'B'.repeat(32))).toBeUndefined();
+    expect(errors.map((line) => JSON.parse(line).message)).toContain(
+      'a second, different customer token for one pre-approval was refused',
+    );
+    expect(errors.join('\n')).not.toContain(first);
+  });
+
+  it('a customer token another customer saved cannot become this customer’s card', async () => {
+    const bobs = await checkout('preapproval', {}, bob);
+    const alices = await checkout('preapproval', {}, alice);
+    const token = randomUUID().replaceAll('-', '').toUpperCase();
+
+    await notify(signed({ order_id: bobs, payhere_amount: '0.00', status_code: '2', customer_token: token }));
+    await notify(
+      signed({ order_id: alices, payhere_amount: '0.00', status_code: '2', customer_token: token }),
+    );
+
+    expect(await ledger.lookup('customer_token', token)).toMatchObject({ owner: bob });
+    expect((await orderOf(alices)).customer_token).toBeNull();
+    expect(await ledger.unmatched(alices)).toEqual([expect.objectContaining({ reason: 'token_conflict' })]);
+  });
+
+  it('a hold: the owner reads its authorization token', async () => {
+    const orderId = await checkout('authorize');
+    const hold = randomUUID();
+
+    await notify(
+      signed({ order_id: orderId, payhere_amount: '1000.00', status_code: '3', authorization_token: hold }),
+    );
+    const hers = await call('getCheckout', { id: orderId, headers: await asCustomer(alice) });
+
+    expect(hers.body.data).toMatchObject({
+      kind: 'authorize',
+      status: 'succeeded',
+      authorization_token: hold,
+    });
+    expect(await ledger.lookup('authorization', hold)).toMatchObject({ orderId, owner: alice });
+  });
+
+  it('a subscription: confirmed as this order’s, then the customer’s in every subscription route', async () => {
+    // The sandbox's active subscription was made for order Order23451 (2,500.00 LKR, two installments paid).
+    const orderId = 'Order23451';
+    await call('createCheckout', {
+      body: {
+        kind: 'recurring',
+        order_id: orderId,
+        items: 'Gym',
+        currency: 'LKR',
+        amount: 2500,
+        recurrence: '1 Month',
+        duration: '1 Year',
+      },
+      headers: { 'On-Behalf-Of': alice },
+    });
+    const subscriptionId = String(SEED.subscriptions.active);
+
+    await notify(
+      signed({
+        order_id: orderId,
+        payhere_amount: '2500.00',
+        status_code: '2',
+        subscription_id: subscriptionId,
+        message_type: 'RECURRING_INSTALLMENT_SUCCESS',
+        item_rec_install_paid: '2',
+      }),
+    );
+    const order = await call('getCheckout', { id: orderId, headers: await asCustomer(alice) });
+    const list = await call('listSubscriptions', { headers: await asCustomer(alice) });
+    const one = await call('getSubscription', { id: subscriptionId, headers: await asCustomer(alice) });
+    const bobs = await call('getSubscription', { id: subscriptionId, headers: await asCustomer(bob) });
+
+    expect(order.body.data).toMatchObject({
+      kind: 'recurring',
+      status: 'succeeded',
+      subscription_id: SEED.subscriptions.active,
+    });
+    expect((await ledger.getOrder(orderId))?.installmentsPaid).toBe(2);
+    expect(list.body.msg).toBe('Found 1 subscriptions');
+    expect(one.statusCode).toBe(200);
+    expect(bobs.statusCode).toBe(404);
+  });
+
+  it('a subscription id that is not this order’s is not recorded', async () => {
+    const orderId = await checkout('recurring', { recurrence: '1 Month', duration: '1 Year' });
+
+    await notify(success(orderId, { subscription_id: String(SEED.subscriptions.completed) }));
+
+    expect(await orderOf(orderId)).toMatchObject({ status: 'succeeded', subscription_id: null });
+    expect(await ledger.subscriptionsOf(alice)).not.toContain(String(SEED.subscriptions.completed));
+  });
+});
