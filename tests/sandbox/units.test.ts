@@ -1,9 +1,18 @@
-// The pure parts: signature, amounts, fault queue, request checking.
+// The pure parts: signatures, amounts, fault queue, request checking, subscription terms.
 import { describe, expect, it } from 'vitest';
 import { FaultController } from '../../sandbox/faults.ts';
 import { amountDetail, isValidAmount } from '../../sandbox/money.ts';
+import {
+  dueDate,
+  installmentCount,
+  isDuration,
+  isRecurrence,
+  recurringSentence,
+} from '../../sandbox/recurrence.ts';
 import { md5sig } from '../../sandbox/server.ts';
+import { checkoutHash } from '../../sandbox/signature.ts';
 import { checkCharge, checkQuery } from '../../sandbox/validate.ts';
+import { checkoutHashOf } from './signing.ts';
 
 describe('md5sig', () => {
   it('matches the worked example of GATEWAY.md', () => {
@@ -97,5 +106,57 @@ describe('request checking', () => {
       ok: true,
       value: { order_id: 'a' },
     });
+  });
+});
+
+describe('checkoutHash', () => {
+  it('is the formula of SPEC.md, over the amount as written', () => {
+    const fields = { merchantId: '1211149', orderId: 'ORDER-1001', currency: 'LKR' };
+    const secret = 'MERCHANT_SECRET_EXAMPLE';
+
+    expect(checkoutHash({ ...fields, amount: '1000.00', merchantSecret: secret })).toBe(
+      checkoutHashOf('ORDER-1001', '1000.00', 'LKR'),
+    );
+    expect(checkoutHash({ ...fields, amount: '1000.0', merchantSecret: secret })).not.toBe(
+      checkoutHashOf('ORDER-1001', '1000.00', 'LKR'),
+    );
+  });
+});
+
+describe('subscription terms', () => {
+  it("reads PayHere's forms and nothing else", () => {
+    expect(['1 Month', '2 Week', '1 Year', '30 Day'].map(isRecurrence)).toEqual([true, true, true, true]);
+    expect(['Forever', '1 month', '0 Month', '1 Months', 'Month'].map(isRecurrence)).toEqual([
+      false,
+      false,
+      false,
+      false,
+      false,
+    ]);
+    expect(['Forever', '6 Month'].map(isDuration)).toEqual([true, true]);
+    expect(isDuration('forever')).toBe(false);
+  });
+
+  it("writes the record's sentence", () => {
+    expect(recurringSentence('1 Month', '1 Year')).toBe('Charged every month for 1 year');
+    expect(recurringSentence('2 Week', '6 Month')).toBe('Charged every 2 weeks for 6 months');
+    expect(recurringSentence('1 Year', 'Forever')).toBe('Charged every year forever');
+  });
+
+  it('counts the installments on the calendar', () => {
+    expect(installmentCount('2025-01-15 10:00:00', '1 Month', '1 Year')).toBe(12);
+    expect(installmentCount('2025-01-15 10:00:00', '1 Month', '2 Month')).toBe(2);
+    expect(installmentCount('2025-02-01 10:00:00', '1 Week', '1 Month')).toBe(4);
+    expect(installmentCount('2025-03-01 10:00:00', '1 Week', '1 Month')).toBe(5);
+    expect(installmentCount('2025-01-15 10:00:00', '1 Year', '1 Month')).toBe(1);
+    expect(installmentCount('2025-01-15 10:00:00', '1 Month', 'Forever')).toBeNull();
+  });
+
+  it('falls due on the same day of the month, or the last day of a shorter one', () => {
+    expect(dueDate('2025-01-31 23:59:59', '1 Month', 1)).toBe('2025-01-31');
+    expect(dueDate('2025-01-31 23:59:59', '1 Month', 2)).toBe('2025-02-28');
+    expect(dueDate('2025-01-31 23:59:59', '1 Month', 3)).toBe('2025-03-31');
+    expect(dueDate('2024-02-29 08:00:00', '1 Year', 2)).toBe('2025-02-28');
+    expect(dueDate('2025-12-29 08:00:00', '1 Week', 2)).toBe('2026-01-05');
   });
 });
