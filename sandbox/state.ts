@@ -3,7 +3,7 @@
 // envelopes, so the HTTP layer only serialises them.
 import { randomUUID } from 'node:crypto';
 import { amountDetail, centsOf, formatAmount, isValidAmount } from './money.ts';
-import type { Envelope, ItemLine, Payer, StoredPayment, SubscriptionRecord } from './records.ts';
+import type { Envelope, ItemLine, Payer, StoredPayment, StoredSubscription } from './records.ts';
 import { type SeedData, seedData } from './seed.ts';
 import { md5sig } from './signature.ts';
 import type { CaptureRequest, ChargeRequest, RefundRequest } from './validate.ts';
@@ -185,13 +185,13 @@ export class GatewayState {
   }
 
   listSubscriptions(): Envelope {
-    const records = [...this.#data.subscriptions.values()];
+    const records = [...this.#data.subscriptions.values()].map((subscription) => subscription.record);
     return ok(`Found ${records.length} subscriptions`, records);
   }
 
   getSubscription(id: number): Envelope {
     const subscription = this.#data.subscriptions.get(id);
-    return subscription ? ok('Found subscription', subscription) : failed('Subscription not found');
+    return subscription ? ok('Found subscription', subscription.record) : failed('Subscription not found');
   }
 
   subscriptionPayments(id: number): Envelope {
@@ -203,10 +203,10 @@ export class GatewayState {
   retry(id: number): Envelope {
     const subscription = this.#data.subscriptions.get(id);
     if (!subscription) return failed('Subscription not found');
-    if (subscription.status !== 'FAILED') return failed('Subscription is not eligible for retrying');
+    if (subscription.record.status !== 'FAILED') return failed('Subscription is not eligible for retrying');
 
     // The seeded card always accepts the retry: the point is to exercise the FAILED → ACTIVE path.
-    subscription.status = 'ACTIVE';
+    subscription.record.status = 'ACTIVE';
     this.#addSubscriptionPayment(subscription);
     return ok('Recurring payment charged successfully');
   }
@@ -214,9 +214,10 @@ export class GatewayState {
   cancel(id: number): Envelope {
     const subscription = this.#data.subscriptions.get(id);
     if (!subscription) return failed('Subscription not found');
-    if (subscription.status === 'CANCELLED') return failed('Subscription is already cancelled.');
-    if (subscription.status === 'COMPLETED') return failed('Subscription is already completed.');
-    subscription.status = 'CANCELLED';
+    const { record } = subscription;
+    if (record.status === 'CANCELLED') return failed('Subscription is already cancelled.');
+    if (record.status === 'COMPLETED') return failed('Subscription is already completed.');
+    record.status = 'CANCELLED';
     return ok('Successfully cancelled the subscription');
   }
 
@@ -230,20 +231,17 @@ export class GatewayState {
     return ok('Successfully processed the authorization refund');
   }
 
-  #addSubscriptionPayment(subscription: SubscriptionRecord): void {
+  #addSubscriptionPayment(subscription: StoredSubscription): void {
+    const { record } = subscription;
     this.#addPayment({
       paymentId: this.#newPaymentId(),
-      orderId: subscription.order_id,
-      description: subscription.description,
-      currency: subscription.currency,
-      amount: subscription.amount,
-      payer: {
-        outcome: 'success',
-        customer: subscription.customer,
-        paymentMethod: subscription.payment_method,
-      },
-      items: subscription.items,
-      subscriptionId: subscription.subscription_id,
+      orderId: record.order_id,
+      description: record.description,
+      currency: record.currency,
+      amount: record.amount,
+      payer: subscription.payer,
+      items: record.items,
+      subscriptionId: record.subscription_id,
     });
   }
 
