@@ -146,6 +146,14 @@ describe('an installment', () => {
     expect(await subscriptionStatus(id)).toBe('ACTIVE');
   });
 
+  it('declined and then retried through the Merchant API counts the retry as an installment', async () => {
+    const id = await subscribe('2 Month');
+    await sandbox.chargeInstallment(id, { outcome: 'decline' });
+    await api.post('subscription/retry', { subscription_id: id });
+
+    expect(await subscriptionStatus(id)).toBe('COMPLETED');
+  });
+
   it('paid after a declined one makes the subscription ACTIVE again', async () => {
     const id = await subscribe();
     await sandbox.chargeInstallment(id, { outcome: 'decline' });
