@@ -111,7 +111,11 @@ export interface StateOptions {
  * PayHere never hands out an id twice: the counters outlive a reset of the seeded data (and are
  * shared by every sandbox in a process), so a client's records of earlier ids stay unambiguous.
  */
-const ids = { nextPaymentId: FIRST_PAYMENT_ID, nextRefundNumber: FIRST_REFUND_NUMBER };
+const ids = {
+  nextPaymentId: FIRST_PAYMENT_ID,
+  nextRefundNumber: FIRST_REFUND_NUMBER,
+  nextSubscriptionId: FIRST_SUBSCRIPTION_ID,
+};
 
 export class GatewayState {
   readonly #options: StateOptions;
@@ -121,7 +125,6 @@ export class GatewayState {
   readonly #byPaymentId = new Map<number, StoredPayment>();
   readonly #byOrderId = new Map<string, StoredPayment[]>();
   readonly #bySubscriptionId = new Map<number, StoredPayment[]>();
-  #nextSubscriptionId = FIRST_SUBSCRIPTION_ID;
   #outbox: Notification[] = [];
 
   constructor(options: StateOptions) {
@@ -512,7 +515,7 @@ export class GatewayState {
 
   /** A new ACTIVE subscription, its first installment paid with `paymentId`. */
   #addSubscription(checkout: CheckoutRequest, payer: Payer, paymentId: number): StoredSubscription {
-    const id = this.#nextSubscriptionId++;
+    const id = ids.nextSubscriptionId++;
     const amount = checkout.amount ?? 0;
     const recurrence = checkout.recurrence ?? '';
     const duration = checkout.duration ?? '';

@@ -317,6 +317,15 @@ describe('a recurring checkout', () => {
     expect(payments.json.data.map((p: { payment_id: number }) => p.payment_id)).toEqual([payment_id]);
   });
 
+  it('never hands out a subscription id twice, even across a reset', async () => {
+    const terms = { ...recurring, recurrence: '1 Month', duration: '1 Year' };
+    const first = await sandbox.completeCheckout(checkout(terms));
+    sandbox.reset();
+    const second = await sandbox.completeCheckout(checkout(terms));
+
+    expect(second.subscription_id).not.toBe(first.subscription_id);
+  });
+
   it('declined creates no subscription and notifies AUTHORIZATION_FAILED', async () => {
     const answer = await sandbox.completeCheckout(
       checkout({ ...recurring, outcome: 'decline', recurrence: '1 Month', duration: '1 Year' }),
