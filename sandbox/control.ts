@@ -1,21 +1,67 @@
 // /__sandbox/*: the test controls over HTTP, for a sandbox running in another process. Not rate
 // limited and not counted, so driving the sandbox does not disturb what a test measures.
+import type { Delivery } from './deliveries.ts';
 import { type FaultController, parseInjection } from './faults.ts';
-import { jsonReply, notFound, type Reply } from './replies.ts';
+import { type NotifyingControls, SandboxRefusal } from './notifying.ts';
+import { failureReply, jsonReply, notFound, type Reply } from './replies.ts';
 
 export const CONTROL_PREFIX = '/__sandbox/';
 
-export interface Controls {
+export interface Controls extends NotifyingControls {
   faults: FaultController;
   counters(): Record<string, number>;
   resetCounters(): void;
   resetState(): void;
   reset(): void;
   expireTokens(): void;
+  deliveries(): Delivery[];
+  pendingDeliveries(): number;
+  clearDeliveries(): void;
 }
 
 function done(msg: string, data: unknown = null): Reply {
   return jsonReply(200, { status: 1, msg, data });
+}
+
+/** The JSON body; none reads as {} (every field optional). */
+function jsonBody(body: Buffer): unknown {
+  if (body.length === 0) return {};
+  try {
+    return JSON.parse(body.toString('utf8'));
+  } catch {
+    throw new SandboxRefusal(400, 'Malformed request body');
+  }
+}
+
+const SUBSCRIPTION_EVENT = /^POST subscriptions\/(\d{1,15})\/(installment|complete|stop)$/;
+const REPLAY = /^POST notifications\/(\d{1,9})\/replay$/;
+
+/** The control calls that make PayHere post a notification. */
+async function notifyingAction(action: string, body: Buffer, controls: Controls): Promise<Reply | undefined> {
+  if (action === 'POST checkouts') {
+    return done('Checkout completed', await controls.completeCheckout(jsonBody(body)));
+  }
+  const event = SUBSCRIPTION_EVENT.exec(action);
+  if (event) {
+    const id = Number(event[1]);
+    const input = jsonBody(body);
+    if (event[2] === 'installment') {
+      const charged = await controls.chargeInstallment(id, input);
+      const paid = charged.message_type === 'RECURRING_INSTALLMENT_SUCCESS';
+      return done(paid ? 'Installment paid' : 'Installment declined', charged);
+    }
+    if (event[2] === 'complete') {
+      return done('Subscription completed', await controls.completeSubscription(id, input));
+    }
+    return done('Subscription stopped', await controls.stopSubscription(id, input));
+  }
+  const replay = REPLAY.exec(action);
+  if (replay) {
+    return done('Notification replayed', {
+      deliveries: await controls.replayNotification(Number(replay[1])),
+    });
+  }
+  return undefined;
 }
 
 // Infinity does not survive JSON.stringify; say it in words.
@@ -24,8 +70,20 @@ function pendingOf(faults: FaultController): number | string {
   return Number.isFinite(pending) ? pending : 'Infinity';
 }
 
-export function handleControl(method: string, pathname: string, body: Buffer, controls: Controls): Reply {
+export async function handleControl(
+  method: string,
+  pathname: string,
+  body: Buffer,
+  controls: Controls,
+): Promise<Reply> {
   const action = `${method} ${pathname.slice(CONTROL_PREFIX.length)}`;
+  try {
+    const reply = await notifyingAction(action, body, controls);
+    if (reply) return reply;
+  } catch (error) {
+    if (error instanceof SandboxRefusal) return failureReply(error.status, error.message);
+    throw error;
+  }
   switch (action) {
     case 'POST faults': {
       let parsed: unknown;
@@ -58,6 +116,14 @@ export function handleControl(method: string, pathname: string, body: Buffer, co
     case 'POST expire-tokens':
       controls.expireTokens();
       return done('Tokens expired');
+    case 'GET notifications':
+      return done('Notification deliveries', {
+        pending: controls.pendingDeliveries(),
+        deliveries: controls.deliveries(),
+      });
+    case 'DELETE notifications':
+      controls.clearDeliveries();
+      return done('Notification deliveries cleared');
     default:
       return notFound();
   }

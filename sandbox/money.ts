@@ -1,3 +1,5 @@
+export const ACCEPTED_CURRENCIES: ReadonlySet<string> = new Set(['LKR', 'USD', 'EUR', 'GBP', 'AUD']);
+
 // Amounts are JSON numbers with at most two decimals; binary floats need a tolerance to say so.
 const CENT_TOLERANCE = 1e-6;
 

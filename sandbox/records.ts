@@ -68,6 +68,8 @@ export interface Payer {
   outcome: 'success' | 'declined' | 'pending';
   customer: Customer;
   paymentMethod: PaymentMethod;
+  /** MM/YY, as notifications carry it; payment records do not show it. */
+  cardExpiry: string;
 }
 
 /** A payment plus what PayHere tracks behind it but does not show. */
@@ -75,6 +77,19 @@ export interface StoredPayment {
   record: PaymentRecord;
   refundedCents: number;
   subscriptionId: number | null;
+}
+
+/** A subscription plus its terms and where PayHere reports on it. */
+export interface StoredSubscription {
+  record: SubscriptionRecord;
+  /** PayHere's forms: `1 Month`; duration also `Forever`. */
+  recurrence: string;
+  duration: string;
+  payer: Payer;
+  /** Null for the seeded ones, whose checkout the sandbox never saw. */
+  notifyUrl: string | null;
+  custom1: string | null;
+  custom2: string | null;
 }
 
 export interface Authorization {

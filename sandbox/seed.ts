@@ -8,8 +8,9 @@ import type {
   Payer,
   PaymentMethod,
   StoredPayment,
-  SubscriptionRecord,
+  StoredSubscription,
 } from './records.ts';
+import { recurringSentence } from './recurrence.ts';
 
 export const SANDBOX_CREDENTIALS = {
   appId: '4OVx3pFQmvkUsrq9S9Fty3',
@@ -101,13 +102,29 @@ const nimaliMaster: PaymentMethod = {
   card_no: '************4444',
 };
 
+const samanPayer: Payer = {
+  outcome: 'success',
+  customer: saman,
+  paymentMethod: samanVisa,
+  cardExpiry: '12/27',
+};
+const nimaliPayer: Payer = {
+  outcome: 'success',
+  customer: nimali,
+  paymentMethod: nimaliMaster,
+  cardExpiry: '08/28',
+};
+
+/** Who completes a checkout through the control API: Saman Perera with the VISA card ending 1234. */
+export const CHECKOUT_PAYER: Payer = samanPayer;
+
 function payers(): Map<string, Payer> {
   const t = SEED.customerTokens;
   return new Map<string, Payer>([
-    [t.success, { outcome: 'success', customer: saman, paymentMethod: samanVisa }],
-    [t.successMaster, { outcome: 'success', customer: nimali, paymentMethod: nimaliMaster }],
-    [t.declined, { outcome: 'declined', customer: nimali, paymentMethod: nimaliMaster }],
-    [t.pending, { outcome: 'pending', customer: saman, paymentMethod: samanVisa }],
+    [t.success, samanPayer],
+    [t.successMaster, nimaliPayer],
+    [t.declined, { ...nimaliPayer, outcome: 'declined' }],
+    [t.pending, { ...samanPayer, outcome: 'pending' }],
   ]);
 }
 
@@ -153,32 +170,41 @@ interface SubscriptionSeed {
   orderId: string;
   date: string;
   description: string;
-  recurring: string;
+  recurrence: string;
+  duration: string;
   status: string;
   currency: string;
   amount: number;
-  customer?: Customer;
-  method?: PaymentMethod;
+  payer?: Payer;
   /** Dates of the installments already paid. */
   paidOn: string[];
   firstPaymentId: number;
 }
 
-function subscription(seed: SubscriptionSeed): { record: SubscriptionRecord; payments: StoredPayment[] } {
+function subscription(seed: SubscriptionSeed): { stored: StoredSubscription; payments: StoredPayment[] } {
   const items = [line(seed.description, 1, seed.currency, seed.amount)];
-  const record: SubscriptionRecord = {
-    subscription_id: seed.id,
-    order_id: seed.orderId,
-    date: seed.date,
-    description: seed.description,
-    recurring: seed.recurring,
-    status: seed.status,
-    amount: seed.amount,
-    currency: seed.currency,
-    customer: seed.customer ?? saman,
-    amount_detail: amountDetail(seed.currency, seed.amount),
-    payment_method: seed.method ?? samanVisa,
-    items,
+  const payer = seed.payer ?? samanPayer;
+  const stored: StoredSubscription = {
+    record: {
+      subscription_id: seed.id,
+      order_id: seed.orderId,
+      date: seed.date,
+      description: seed.description,
+      recurring: recurringSentence(seed.recurrence, seed.duration),
+      status: seed.status,
+      amount: seed.amount,
+      currency: seed.currency,
+      customer: payer.customer,
+      amount_detail: amountDetail(seed.currency, seed.amount),
+      payment_method: payer.paymentMethod,
+      items,
+    },
+    recurrence: seed.recurrence,
+    duration: seed.duration,
+    payer,
+    notifyUrl: null,
+    custom1: null,
+    custom2: null,
   };
   const payments = seed.paidOn.map((date, index) =>
     payment({
@@ -190,25 +216,24 @@ function subscription(seed: SubscriptionSeed): { record: SubscriptionRecord; pay
       amount: seed.amount,
       items,
       subscriptionId: seed.id,
-      ...(seed.customer ? { customer: seed.customer } : {}),
-      ...(seed.method ? { method: seed.method } : {}),
+      customer: payer.customer,
+      method: payer.paymentMethod,
     }),
   );
-  return { record, payments };
+  return { stored, payments };
 }
 
 function authorization(
   fields: Omit<Authorization, 'payer' | 'custom2' | 'itemLines'> & { payer?: Payer },
 ): Authorization {
-  const payer = fields.payer ?? { outcome: 'success', customer: saman, paymentMethod: samanVisa };
-  return { ...fields, payer, custom2: null, itemLines: null };
+  return { ...fields, payer: fields.payer ?? samanPayer, custom2: null, itemLines: null };
 }
 
 export interface SeedData {
   payers: Map<string, Payer>;
   payments: StoredPayment[];
   authorizations: Map<string, Authorization>;
-  subscriptions: Map<number, SubscriptionRecord>;
+  subscriptions: Map<number, StoredSubscription>;
 }
 
 /** A fresh, mutable copy of the seeded state. */
@@ -224,7 +249,8 @@ export function seedData(): SeedData {
       orderId: 'Order23451',
       date: '2024-01-05 10:15:30',
       description: 'Gym membership - monthly',
-      recurring: 'Charged every month for 1 year',
+      recurrence: '1 Month',
+      duration: '1 Year',
       status: 'ACTIVE',
       currency: 'LKR',
       amount: 2500,
@@ -236,7 +262,8 @@ export function seedData(): SeedData {
       orderId: 'Order23452',
       date: '2024-03-10 08:00:12',
       description: 'Magazine subscription',
-      recurring: 'Charged every month for 6 months',
+      recurrence: '1 Month',
+      duration: '6 Month',
       status: 'FAILED',
       currency: 'LKR',
       amount: 750,
@@ -248,12 +275,12 @@ export function seedData(): SeedData {
       orderId: 'Order23453',
       date: '2023-09-01 14:30:00',
       description: 'Online course - 3 installments',
-      recurring: 'Charged every month for 3 months',
+      recurrence: '1 Month',
+      duration: '3 Month',
       status: 'COMPLETED',
       currency: 'USD',
       amount: 100,
-      customer: nimali,
-      method: nimaliMaster,
+      payer: nimaliPayer,
       paidOn: ['2023-09-01 14:30:00', '2023-10-01 14:30:05', '2023-11-01 14:30:09'],
       firstPaymentId: 320031000021,
     }),
@@ -262,7 +289,8 @@ export function seedData(): SeedData {
       orderId: 'Order23454',
       date: '2023-06-15 19:45:10',
       description: 'Streaming plan',
-      recurring: 'Charged every month for 3 years',
+      recurrence: '1 Month',
+      duration: '3 Year',
       status: 'CANCELLED',
       currency: 'LKR',
       amount: 1200,
@@ -369,6 +397,6 @@ export function seedData(): SeedData {
     payers: payers(),
     payments,
     authorizations: new Map(authorizations.map((auth) => [auth.token, auth])),
-    subscriptions: new Map(subscriptions.map((sub) => [sub.record.subscription_id, sub.record])),
+    subscriptions: new Map(subscriptions.map((sub) => [sub.stored.record.subscription_id, sub.stored])),
   });
 }

@@ -4,8 +4,17 @@ import { createServer, type IncomingMessage, type ServerResponse } from 'node:ht
 import type { AddressInfo } from 'node:net';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { CONTROL_PREFIX, type Controls, handleControl } from './control.ts';
+import type { CheckoutInput, InstallmentInput, SubscriptionEndInput } from './control-requests.ts';
+import { Deliveries, type Delivery } from './deliveries.ts';
 import { type Fault, FaultController } from './faults.ts';
 import { handleApiRequest } from './merchant-api.ts';
+import {
+  type CheckoutAnswer,
+  deliverQueued,
+  type NotifyingContext,
+  notifyingControls,
+  type SubscriptionEventAnswer,
+} from './notifying.ts';
 import { bearerToken } from './oauth.ts';
 import { type RateLimitOptions, SlidingWindowLimiter } from './rate-limit.ts';
 import {
@@ -22,12 +31,21 @@ import { SANDBOX_CREDENTIALS } from './seed.ts';
 import { GatewayState } from './state.ts';
 import { AccessTokens } from './tokens.ts';
 
+export type {
+  CheckoutInput,
+  DeliveryOptions,
+  InstallmentInput,
+  SubscriptionEndInput,
+} from './control-requests.ts';
+export type { Delivery } from './deliveries.ts';
 export type { Fault, FaultTarget } from './faults.ts';
 export { FaultController } from './faults.ts';
 export { amountDetail, formatAmount } from './money.ts';
+export type { MessageType, NotificationForm } from './notifications.ts';
+export { type CheckoutAnswer, SandboxRefusal, type SubscriptionEventAnswer } from './notifying.ts';
 export type { EndpointName } from './routes.ts';
-export { SANDBOX_CREDENTIALS, SEED } from './seed.ts';
-export { md5sig, type SignedFields } from './signature.ts';
+export { CHECKOUT_PAYER, SANDBOX_CREDENTIALS, SEED } from './seed.ts';
+export { checkoutHash, md5sig, type SignedFields } from './signature.ts';
 
 export interface SandboxOptions {
   host?: string;
@@ -37,6 +55,8 @@ export interface SandboxOptions {
   /** Clock (ms) for token expiry and the rate-limit window. */
   now?: () => number;
   credentials?: { appId: string; appSecret: string };
+  /** How long a notify_url has to answer before the attempt is logged as a timeout. */
+  notificationTimeoutMs?: number;
 }
 
 export interface Sandbox {
@@ -50,12 +70,34 @@ export interface Sandbox {
   resetState(): void;
   reset(): void;
   expireTokens(): void;
+  /** The customer ends a checkout in PayHere's SDK; PayHere then notifies its notify_url. */
+  completeCheckout(checkout: CheckoutInput): Promise<CheckoutAnswer>;
+  /** PayHere charges a subscription's next installment and notifies. */
+  chargeInstallment(subscriptionId: number, request: InstallmentInput): Promise<SubscriptionEventAnswer>;
+  /** RECURRING_COMPLETE: the subscription is COMPLETED. */
+  completeSubscription(
+    subscriptionId: number,
+    request?: SubscriptionEndInput,
+  ): Promise<SubscriptionEventAnswer>;
+  /** RECURRING_STOPPED: the subscription is CANCELLED. */
+  stopSubscription(subscriptionId: number, request?: SubscriptionEndInput): Promise<SubscriptionEventAnswer>;
+  /** Posts an earlier delivery's form again, unchanged. */
+  replayNotification(deliveryId: number): Promise<Delivery[]>;
+  /** Every notification attempt since the last reset, oldest first. */
+  deliveries(): Delivery[];
+  /** Sends still waiting for their delay or an answer. */
+  pendingDeliveries(): number;
+  /** Resolves when no send is waiting or in flight. */
+  deliveriesSettled(): Promise<void>;
+  /** Forgets the log and abandons waiting sends. */
+  clearDeliveries(): void;
   closeIdleConnections(): void;
   close(): Promise<void>;
 }
 
 const DEFAULT_RATE_LIMIT: RateLimitOptions = { limit: 20, windowMs: 10_000 };
 const DEFAULT_TOKEN_LIFETIME_SECONDS = 599;
+const DEFAULT_NOTIFICATION_TIMEOUT_MS = 5_000;
 const KEEP_ALIVE_TIMEOUT_MS = 5_000;
 const MAX_BODY_BYTES = 1024 * 1024;
 const COUNTED_NAMES: readonly CountedName[] = [...ENDPOINT_NAMES, 'unknown'];
@@ -102,13 +144,16 @@ export async function startSandbox(options: SandboxOptions = {}): Promise<Sandbo
   const credentials = options.credentials ?? SANDBOX_CREDENTIALS;
   const rateLimit = options.rateLimit ?? DEFAULT_RATE_LIMIT;
 
-  const newState = () =>
-    new GatewayState({
-      now,
-      merchantId: SANDBOX_CREDENTIALS.merchantId,
-      merchantSecret: SANDBOX_CREDENTIALS.merchantSecret,
-    });
+  const signer = {
+    merchantId: SANDBOX_CREDENTIALS.merchantId,
+    merchantSecret: SANDBOX_CREDENTIALS.merchantSecret,
+  };
+  const newState = () => new GatewayState({ now, ...signer });
   let state = newState();
+  const deliveries = new Deliveries({
+    timeoutMs: options.notificationTimeoutMs ?? DEFAULT_NOTIFICATION_TIMEOUT_MS,
+  });
+  const notifying: NotifyingContext = { state: () => state, deliveries, signer };
   const tokens = new AccessTokens(now, tokenLifetimeSeconds);
   const limiter = rateLimit === false ? undefined : new SlidingWindowLimiter(rateLimit, now);
   const faults = new FaultController();
@@ -129,9 +174,19 @@ export async function startSandbox(options: SandboxOptions = {}): Promise<Sandbo
       counts.clear();
       tokens.clear();
       limiter?.clear();
+      deliveries.clear();
     },
     expireTokens: () => tokens.expireAll(),
+    ...notifyingControls(notifying),
+    deliveries: () => deliveries.log(),
+    pendingDeliveries: () => deliveries.pending(),
+    clearDeliveries: () => deliveries.clear(),
   };
+
+  /** PayHere notifies a charge's notify_url after answering the charge. */
+  function notifyAfterAnswer(): void {
+    deliverQueued(notifying).catch((error: unknown) => console.error('sandbox: notification failed', error));
+  }
 
   async function onRequest(req: IncomingMessage, res: ServerResponse): Promise<void> {
     const body = await readBody(req);
@@ -142,7 +197,7 @@ export async function startSandbox(options: SandboxOptions = {}): Promise<Sandbo
     const method = req.method ?? 'GET';
     const url = new URL(req.url ?? '/', 'http://sandbox.invalid');
     if (url.pathname.startsWith(CONTROL_PREFIX)) {
-      send(res, handleControl(method, url.pathname, body, controls));
+      send(res, await handleControl(method, url.pathname, body, controls));
       return;
     }
 
@@ -164,16 +219,19 @@ export async function startSandbox(options: SandboxOptions = {}): Promise<Sandbo
     const fault = faults.take(route.endpoint);
     if (!fault) {
       send(res, process());
+      notifyAfterAnswer();
       return;
     }
     switch (fault.kind) {
       case 'latency':
         await sleep(fault.ms, undefined, { signal: closing.signal });
         send(res, process());
+        notifyAfterAnswer();
         return;
       case 'reset':
         process();
         resetConnection(req);
+        notifyAfterAnswer();
         return;
       case 'resetBeforeProcessing':
         resetConnection(req);
@@ -188,6 +246,7 @@ export async function startSandbox(options: SandboxOptions = {}): Promise<Sandbo
     }
     const reply = faultReply(fault, req);
     if (reply) send(res, reply);
+    notifyAfterAnswer();
   }
 
   const server = createServer((req, res) => {
@@ -214,12 +273,13 @@ export async function startSandbox(options: SandboxOptions = {}): Promise<Sandbo
     url: `http://${urlHost}:${port}`,
     port,
     ...controls,
+    deliveriesSettled: () => deliveries.settled(),
     closeIdleConnections: () => server.closeIdleConnections(),
     close: async () => {
       closing.abort();
       const closed = new Promise<void>((resolve) => server.close(() => resolve()));
       server.closeAllConnections();
-      await closed;
+      await Promise.all([closed, deliveries.close()]);
     },
   };
 }

@@ -25,3 +25,19 @@ export function md5sig(fields: SignedFields): string {
       upperMd5(fields.merchantSecret),
   );
 }
+
+export interface CheckoutFields {
+  merchantId: string;
+  orderId: string;
+  /** Two decimals, as the app formats it. */
+  amount: string;
+  currency: string;
+  merchantSecret: string;
+}
+
+/** The `hash` PayHere's checkout and mobile SDK take with a payment request. */
+export function checkoutHash(fields: CheckoutFields): string {
+  return upperMd5(
+    fields.merchantId + fields.orderId + fields.amount + fields.currency + upperMd5(fields.merchantSecret),
+  );
+}

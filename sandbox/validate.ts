@@ -60,7 +60,8 @@ function fieldName(path: readonly PropertyKey[]): string {
     .join('');
 }
 
-function check<T>(schema: z.ZodMiniType<T>, body: unknown): Checked<T> {
+/** The body as the schema reads it, or the field to name in "Invalid request parameter: <field>". */
+export function check<T>(schema: z.ZodMiniType<T>, body: unknown): Checked<T> {
   const result = schema.safeParse(body);
   if (result.success) return { ok: true, value: result.data };
   // A misspelled field is both unknown and (its real name) missing; naming the unknown one is what

@@ -475,4 +475,13 @@ describe('reset', () => {
 
     expect((await fresh.search(SEED.orders.refundable)).json.data[0].status).toBe('RECEIVED');
   });
+
+  it('never hands out a payment id twice', async () => {
+    const before = await api.post('payment/charge', chargeRequest());
+    sandbox.reset();
+    const fresh = apiClient(sandbox, await accessToken(sandbox));
+    const after = await fresh.post('payment/charge', chargeRequest());
+
+    expect(after.json.data.payment_id).not.toBe(before.json.data.payment_id);
+  });
 });
