@@ -17,6 +17,10 @@ import { startOffline } from './offline.ts';
 
 const port = Number(process.env.PORT ?? 3000);
 const lambdaPort = Number(process.env.OFFLINE_LAMBDA_PORT ?? port + 2);
+/** Beside the API, so that the README's curls to its control routes work as written. */
+const sandboxPort = Number(process.env.SANDBOX_PORT ?? port + 1);
+/** PayHere's notifications come back to this API (the sandbox posts them to every notify_url it is given). */
+const publicBaseUrl = process.env.PUBLIC_BASE_URL ?? `http://127.0.0.1:${port}`;
 
 async function gatewayEnvironment(): Promise<{ env: Record<string, string>; sandbox?: Sandbox }> {
   if (process.env.GATEWAY_BASE_URL) {
@@ -25,7 +29,7 @@ async function gatewayEnvironment(): Promise<{ env: Record<string, string>; sand
     console.log(`Gateway: ${process.env.GATEWAY_BASE_URL} (no sandbox started)`);
     return { env: {} };
   }
-  const sandbox = await startSandbox({ port: Number(process.env.SANDBOX_PORT ?? 0) });
+  const sandbox = await startSandbox({ port: sandboxPort });
   console.log(`Gateway: PayHere sandbox at ${sandbox.url} (seeded data: sandbox/README.md)`);
   return {
     sandbox,
@@ -55,6 +59,7 @@ async function main(): Promise<void> {
       ...env,
       ...LOCAL_AWS_ENVIRONMENT,
       ...LOCAL_TABLES_ENVIRONMENT,
+      PUBLIC_BASE_URL: publicBaseUrl,
       DYNAMODB_ENDPOINT: dynamodb.endpoint,
       ...issuer.env,
     },

@@ -150,6 +150,8 @@ export class Checkouts {
           currency: order.currency,
         }),
         sandbox: this.#sandbox,
+        ...(order.recurrence === null ? {} : { recurrence: order.recurrence }),
+        ...(order.duration === null ? {} : { duration: order.duration }),
       },
     };
   }

@@ -17,15 +17,18 @@ const run = promisify(execFile);
 let start: ChildProcess;
 let output = '';
 let port: number;
+let sandboxPort: number;
 let scratch: string;
 let env: NodeJS.ProcessEnv;
 
 beforeAll(async () => {
   port = await freePort();
   scratch = await mkdtemp(path.join(tmpdir(), 'readme-'));
+  sandboxPort = await freePort();
   env = {
     ...process.env,
     PORT: String(port),
+    SANDBOX_PORT: String(sandboxPort),
     OFFLINE_LAMBDA_PORT: String(await freePort()),
     LOCAL_ISSUER_FILE: path.join(scratch, 'issuer.json'),
     ESBUILD_WORK_FOLDER: '.esbuild-readme-test',
@@ -66,7 +69,9 @@ async function readmeBlock(heading: string): Promise<string> {
   const section = readme.slice(readme.indexOf(heading));
   const block = /```sh\n([\s\S]*?)```/.exec(section)?.[1];
   if (!block) throw new Error(`no sh block under ${heading}`);
-  return block.replaceAll('127.0.0.1:3000', `127.0.0.1:${port}`);
+  return block
+    .replaceAll('127.0.0.1:3000', `127.0.0.1:${port}`)
+    .replaceAll('127.0.0.1:3001', `127.0.0.1:${sandboxPort}`);
 }
 
 describe('the README, as written', () => {
@@ -100,6 +105,31 @@ describe('the README, as written', () => {
 
     expect(answers.map((answer) => answer.status)).toEqual([201, 200, 404, 201, 200, 403]);
     expect(JSON.parse(answers[4]!.body).msg).toBe('Found 0 subscriptions');
+  });
+});
+
+describe('the pre-approval flow of "Notifications", as written', () => {
+  it('saves Alice’s card through the sandbox’s checkout and notification, and charges it', async () => {
+    const block = await readmeBlock('## Notifications');
+
+    // curl prints no newline after a body: one is added, so that each answer is a line.
+    const script = `set -euo pipefail\ncurl() { command curl "$@"; echo; }\n${block}`;
+    const { stdout } = await run('bash', ['-c', script], {
+      cwd: root,
+      env,
+      timeout: 60_000,
+    });
+
+    const answers = stdout
+      .trim()
+      .split('\n')
+      .map((line) => JSON.parse(line));
+    expect(answers.at(-1)).toMatchObject({ status: 1, data: { order_id: 'Order-3001', status_code: 2 } });
+    expect(answers[0]).toMatchObject({
+      status: 1,
+      data: { outcome: 'success', customer_token: expect.any(String) },
+    });
+    expect(answers[0].data.deliveries).toEqual([expect.objectContaining({ status: 200 })]);
   });
 });
 

@@ -55,6 +55,7 @@ describe('createCheckout', () => {
         notify_url: `${API_BASE}/gateway/notify`,
         hash: expectedHash(orderId, amountText, 'LKR'),
         sandbox: true,
+        ...('recurrence' in fields ? { recurrence: fields.recurrence, duration: fields.duration } : {}),
       },
     });
     expect(JSON.stringify(answer.body)).not.toContain(SANDBOX_CREDENTIALS.merchantSecret);
