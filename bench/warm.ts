@@ -89,7 +89,7 @@ export function storeWrites(table: string, key: string, attemptId: string) {
         ':statusCode': { N: '200' },
         ':headers': { S: '{"Content-Type":"application/json"}' },
         ':body': { S: body },
-        ':expiresAt': { N: String(Math.ceil(now / 1000) + 86_400) },
+        ':expiresAt': { N: String(Math.ceil(now / 1000) + 604_800) },
         ':attempt': attempt,
         ':inProgress': { S: 'in_progress' },
       },

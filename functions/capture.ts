@@ -1,9 +1,10 @@
 import { NotFoundError } from '#lib/envelope/errors.ts';
 import { paymentOutcomeResponse } from '#lib/envelope/payment-outcome.ts';
 import { payHereFromEnvironment } from '#lib/gateway/index.ts';
-import { route } from '#lib/http/route.ts';
+import { route, type ValidRequest } from '#lib/http/route.ts';
 import { idempotencyStoreFromEnvironment } from '#lib/idempotency/environment.ts';
 import { visibleTo } from '#lib/orders/access.ts';
+import { MAX_UPSTREAM_MS } from '#lib/orders/charge.ts';
 import { ownershipFromEnvironment } from '#lib/orders/environment.ts';
 import { CaptureRequest, captureUpstreamBody } from '#lib/schemas/capture.ts';
 
@@ -11,17 +12,44 @@ const payhere = payHereFromEnvironment();
 const ownership = ownershipFromEnvironment();
 const store = idempotencyStoreFromEnvironment();
 
-/** POST /gateway/api/payments/capture: capture (all or part of) an authorized hold, once per Idempotency-Key. */
-export const handler = route(
-  { scope: 'payments:capture', body: CaptureRequest, idempotency: { operation: 'capture', store } },
-  async ({ body, caller, deadline }) => {
-    await ownership.require(
+type Capture = ValidRequest<CaptureRequest, undefined>;
+
+/** The hold's order: the customer's own (else 404), or for the merchant the one the ledger knows. */
+const holdOrder = async ({ body, caller }: Capture) =>
+  (
+    await ownership.reference(
       caller,
       'authorization',
       body.authorization_token,
       () => new NotFoundError('The authorization was not found.'),
-    );
-    const { msg, data } = await payhere.capture(captureUpstreamBody(body), deadline);
-    return paymentOutcomeResponse(visibleTo(caller, data), msg, [2]);
+    )
+  )?.orderId;
+
+/** POST /gateway/api/payments/capture: capture (all or part of) an authorized hold, once per Idempotency-Key. */
+export const handler = route(
+  {
+    scope: 'payments:capture',
+    body: CaptureRequest,
+    idempotency: {
+      operation: 'capture',
+      store,
+      upstream: ({ body }) => captureUpstreamBody(body),
+      // A lost answer, repeated: the hold's order shows the captured payment if it was captured.
+      reconcile: async (request, startedAt) => {
+        const window = { sentAt: startedAt, until: startedAt + MAX_UPSTREAM_MS };
+        const { msg, data } = await payhere.reconcileCapture(
+          request.body,
+          window,
+          request.deadline,
+          await holdOrder(request),
+        );
+        return paymentOutcomeResponse(visibleTo(request.caller, data), msg, [2]);
+      },
+    },
+  },
+  async (request) => {
+    const orderId = await holdOrder(request);
+    const { msg, data } = await payhere.capture(captureUpstreamBody(request.body), request.deadline, orderId);
+    return paymentOutcomeResponse(visibleTo(request.caller, data), msg, [2]);
   },
 );

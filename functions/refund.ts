@@ -1,7 +1,7 @@
 import { ok } from '#lib/envelope/envelope.ts';
 import { NotFoundError } from '#lib/envelope/errors.ts';
 import { payHereFromEnvironment } from '#lib/gateway/index.ts';
-import { route } from '#lib/http/route.ts';
+import { route, type ValidRequest } from '#lib/http/route.ts';
 import { idempotencyStoreFromEnvironment } from '#lib/idempotency/environment.ts';
 import { ownershipFromEnvironment } from '#lib/orders/environment.ts';
 import { RefundRequest, refundUpstreamBody } from '#lib/schemas/refund.ts';
@@ -10,23 +10,51 @@ const payhere = payHereFromEnvironment();
 const ownership = ownershipFromEnvironment();
 const store = idempotencyStoreFromEnvironment();
 
+type Refund = ValidRequest<RefundRequest, undefined>;
+
+/** The refunded payment's or released hold's order: the customer's own (else 404), or the one the ledger knows. */
+async function refundedOrder({ body, caller }: Refund): Promise<string | undefined> {
+  const upstream = refundUpstreamBody(body);
+  const reference =
+    'payment_id' in upstream
+      ? await ownership.reference(
+          caller,
+          'payment',
+          String(upstream.payment_id),
+          () => new NotFoundError(`Payment ${upstream.payment_id} was not found.`),
+        )
+      : await ownership.reference(
+          caller,
+          'authorization',
+          upstream.authorization_token,
+          () => new NotFoundError('The authorization was not found.'),
+        );
+  return reference?.orderId;
+}
+
 /** POST /gateway/api/payments/refund: refund a payment (fully or partly) or release a hold, once per Idempotency-Key. */
 export const handler = route(
-  { scope: 'payments:refund', body: RefundRequest, idempotency: { operation: 'refund', store } },
-  async ({ body, caller, deadline }) => {
-    const upstream = refundUpstreamBody(body);
-    if ('payment_id' in upstream) {
-      const id = String(upstream.payment_id);
-      await ownership.require(caller, 'payment', id, () => new NotFoundError(`Payment ${id} was not found.`));
-    } else {
-      await ownership.require(
-        caller,
-        'authorization',
-        upstream.authorization_token,
-        () => new NotFoundError('The authorization was not found.'),
-      );
-    }
-    const { msg, data } = await payhere.refund(upstream, deadline);
+  {
+    scope: 'payments:refund',
+    body: RefundRequest,
+    idempotency: {
+      operation: 'refund',
+      store,
+      upstream: ({ body }) => refundUpstreamBody(body),
+      // A lost answer, repeated: a payment refunded in full shows it in its status.
+      reconcile: async (request) => {
+        const { msg, data } = await payhere.reconcileRefund(
+          refundUpstreamBody(request.body),
+          request.deadline,
+          await refundedOrder(request),
+        );
+        return ok(msg, data);
+      },
+    },
+  },
+  async (request) => {
+    const orderId = await refundedOrder(request);
+    const { msg, data } = await payhere.refund(refundUpstreamBody(request.body), request.deadline, orderId);
     return ok(msg, data);
   },
 );

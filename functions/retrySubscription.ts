@@ -2,6 +2,7 @@ import { ok } from '#lib/envelope/envelope.ts';
 import { payHereFromEnvironment } from '#lib/gateway/index.ts';
 import { route } from '#lib/http/route.ts';
 import { idempotencyStoreFromEnvironment } from '#lib/idempotency/environment.ts';
+import { MAX_UPSTREAM_MS } from '#lib/orders/charge.ts';
 import { ownershipFromEnvironment } from '#lib/orders/environment.ts';
 import { SubscriptionPath } from '#lib/schemas/paths.ts';
 
@@ -17,7 +18,18 @@ export const handler = route(
   {
     scope: 'subscriptions:write',
     path: SubscriptionPath,
-    idempotency: { operation: 'retrySubscription', store },
+    idempotency: {
+      operation: 'retrySubscription',
+      store,
+      // As PayHere receives it: 0420075032251 is 420075032251.
+      upstream: ({ path }) => ({ subscription_id: Number(path.id) }),
+      // A lost answer, repeated: the subscription's payments show a new one if the card was charged.
+      reconcile: async ({ path, deadline }, startedAt) => {
+        const window = { sentAt: startedAt, until: startedAt + MAX_UPSTREAM_MS };
+        const { msg, data } = await payhere.reconcileRetry(path.id, window, deadline);
+        return ok(msg, data);
+      },
+    },
   },
   async ({ path, caller, deadline }) => {
     await ownership.requireSubscription(caller, path.id);

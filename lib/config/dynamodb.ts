@@ -13,6 +13,25 @@ export function loadDynamoDbConfig(env: Env): DynamoDbConfig {
   return { region: env.AWS_REGION?.trim() || 'ap-south-1', ...(endpoint ? { endpoint } : {}) };
 }
 
+/**
+ * The client's limits: a request to DynamoDB answers in milliseconds or not at all, so each try
+ * gets half a second to connect and a second to answer, three tries in all.
+ */
+export const DYNAMODB_ATTEMPTS = 3;
+export const DYNAMODB_CONNECT_TIMEOUT_MS = 500;
+export const DYNAMODB_REQUEST_TIMEOUT_MS = 1_000;
+/** The SDK's standard backoff between the tries: at most 100 ms, then 200 ms. */
+const DYNAMODB_BACKOFF_MS = 300;
+/** The longest one write can take before it fails for good. */
+export const DYNAMODB_WRITE_WORST_MS =
+  DYNAMODB_ATTEMPTS * (DYNAMODB_CONNECT_TIMEOUT_MS + DYNAMODB_REQUEST_TIMEOUT_MS) + DYNAMODB_BACKOFF_MS;
+/**
+ * What a money request must keep for the writes after PayHere answered: the ledger's (sent
+ * together), then the idempotency record's. Its answer is then out before the function's timeout,
+ * however slow the table.
+ */
+export const WRITES_AFTER_ANSWER_MS = 2 * DYNAMODB_WRITE_WORST_MS;
+
 const clients = new Map<string, DynamoDBClient>();
 
 /**
@@ -28,8 +47,11 @@ export function dynamoDbClient(config: DynamoDbConfig): DynamoDBClient {
     client = new DynamoDBClient({
       region: config.region,
       ...(config.endpoint ? { endpoint: config.endpoint } : {}),
-      maxAttempts: 3,
-      requestHandler: { connectionTimeout: 1_000, requestTimeout: 2_000 },
+      maxAttempts: DYNAMODB_ATTEMPTS,
+      requestHandler: {
+        connectionTimeout: DYNAMODB_CONNECT_TIMEOUT_MS,
+        requestTimeout: DYNAMODB_REQUEST_TIMEOUT_MS,
+      },
     });
     clients.set(id, client);
   }

@@ -1,5 +1,8 @@
 import type { EnvelopeStatus } from './envelope.ts';
 
+/** Whether a request reached PayHere (ApiError.reach). */
+export type Reach = 'not_sent' | 'answered' | 'lost';
+
 /** A failure SPEC.md names: HTTP status, envelope status, stable machine-readable code. */
 export class ApiError extends Error {
   readonly httpStatus: number;
@@ -9,11 +12,13 @@ export class ApiError extends Error {
   readonly details: Record<string, unknown>;
   readonly headers: Record<string, string>;
   /**
-   * Set when the failure provably left the money request unprocessed: raised before it could be
-   * sent, or the gateway refused it before processing (auth, throttling, unknown path). Its
-   * idempotency key may then be used again.
+   * Whether the request this failure belongs to reached PayHere: `not_sent` (provably not: refused
+   * before sending, or by PayHere before processing), `answered` (PayHere answered; this is its
+   * refusal), `lost` (it may have been processed, the answer was lost). Decided where it is known
+   * (the transport, the gateway client, the operation, a check before sending) and carried up
+   * unchanged; undefined says nothing, so the request must be taken as possibly sent.
    */
-  notSent = false;
+  reach: Reach | undefined;
 
   constructor(
     httpStatus: number,
@@ -29,6 +34,7 @@ export class ApiError extends Error {
     this.code = code;
     this.details = options.details ?? {};
     this.headers = options.headers ?? {};
+    this.reach = undefined;
   }
 }
 
@@ -184,8 +190,13 @@ export class InternalError extends ApiError {
   }
 }
 
-/** Mark `error` as raised before its request could be processed (see ApiError.notSent). */
-export function notSent<E extends ApiError>(error: E): E {
-  error.notSent = true;
+/** Say where `error`'s request got to (see ApiError.reach); the one way to set it. */
+export function reached<E extends ApiError>(error: E, reach: Reach): E {
+  error.reach = reach;
   return error;
+}
+
+/** `error` was raised before its request could be sent, or refused by PayHere before processing. */
+export function notSent<E extends ApiError>(error: E): E {
+  return reached(error, 'not_sent');
 }

@@ -6,7 +6,9 @@ import {
   GatewayUnavailableError,
   notSent,
   RateLimitedError,
+  reached,
 } from '../envelope/errors.ts';
+import { log } from '../log/log.ts';
 import { type Failure, isRetryable, parseRetryAfter, retryDelayMs } from './policy.ts';
 import { defaultSleep, type SlidingWindowLimiter } from './rate-limit.ts';
 import { OAuthError, TokenAnswer, UpstreamEnvelope } from './schemas.ts';
@@ -19,7 +21,7 @@ export interface GatewayCall {
   body?: unknown;
   /**
    * A request that changes state at the gateway (a charge, capture, refund, retry or cancel): sent
-   * at most once, never on a possibly dead socket; a lost answer is reported, never retried.
+   * at most once, never on a possibly dead socket, never again after any HTTP answer.
    */
   money: boolean;
   /** Epoch milliseconds. */
@@ -35,7 +37,7 @@ export interface GatewayAnswer {
 
 /**
  * A money request may have reached the gateway but no usable answer came back. Only the operation
- * knows how to reconcile it (a charge searches its order), so this is not an ApiError.
+ * knows how to settle it (a charge searches its order), so this is not an ApiError.
  */
 export class LostAnswerError extends Error {
   constructor(cause: unknown) {
@@ -50,12 +52,24 @@ export interface GatewayClientOptions {
   limiter: SlidingWindowLimiter;
 }
 
-const CREDENTIALS_REJECTED =
-  'The payment gateway rejected the service credentials; the operator must check the gateway app id and secret (GATEWAY_APP_ID/GATEWAY_APP_SECRET or the GATEWAY_SECRET_ID secret).';
+/** The caller is told only that the service cannot reach PayHere; the detail goes to the log. */
+const CREDENTIALS_REJECTED = 'The payment gateway refused the service’s credentials; nothing was processed.';
+const CREDENTIALS_REJECTED_LOG =
+  'the gateway rejected the app credentials: check the gateway app id and secret (GATEWAY_APP_ID/GATEWAY_APP_SECRET or the GATEWAY_SECRET_ID secret)';
 
-/** Why an answer could not be used; decides between retry, lost answer and the error for the caller. */
-type Unusable = { failure: Failure; error: Error; retryAfterMs?: number };
+/** PayHere's one documented envelope for a refused bearer token (GATEWAY.md "Envelope and generic errors"). */
+const AUTHENTICATION_ERROR = 'authentication error';
 
+/** Why an attempt gave nothing usable; decides between a retry and the error for the caller. */
+type Unusable = { failure: Failure; error: ApiError; retryAfterMs?: number };
+
+type Attempt = { answer: GatewayAnswer } | { tokenRejected: true } | { unusable: Unusable };
+
+/**
+ * Sends Merchant API calls. Every failure leaves here with its `reach` (lib/envelope/errors.ts):
+ * `not_sent` when the transport or PayHere's own refusal before processing proves nothing happened,
+ * `lost` (as LostAnswerError) when a money request may have been processed without a usable answer.
+ */
 export class GatewayClient {
   readonly #transport: Transport;
   readonly #credentials: CredentialsProvider;
@@ -81,9 +95,11 @@ export class GatewayClient {
       const outcome = await this.#attempt(call, token);
       if ('answer' in outcome) return outcome.answer;
       if ('tokenRejected' in outcome) {
-        // A rejected token means the request was refused before processing: one refresh, one repeat.
-        if (refreshed) throw notSent(new GatewayError(CREDENTIALS_REJECTED));
+        // Refused before processing. A read is repeated once with a fresh token; a money request
+        // never: it is reported as not sent, and its caller may repeat it with the same key.
         this.#tokens.invalidate(token);
+        if (call.money) throw notSent(tokenRefused());
+        if (refreshed) throw notSent(credentialsRejected());
         token = await this.#token(call.deadline);
         refreshed = true;
         retries--;
@@ -91,7 +107,7 @@ export class GatewayClient {
       }
       const { unusable } = outcome;
       if (!(await backoff(call.money, call.deadline, unusable, retries))) {
-        if (call.money && mayHaveReachedGateway(unusable.failure)) throw new LostAnswerError(unusable.error);
+        if (call.money && unusable.error.reach === 'lost') throw new LostAnswerError(unusable.error);
         throw unusable.error;
       }
     }
@@ -106,10 +122,7 @@ export class GatewayClient {
     }
   }
 
-  async #attempt(
-    call: GatewayCall,
-    token: string,
-  ): Promise<{ answer: GatewayAnswer } | { tokenRejected: true } | { unusable: Unusable }> {
+  async #attempt(call: GatewayCall, token: string): Promise<Attempt> {
     try {
       await this.#limiter.acquire(call.deadline - Date.now());
     } catch (error) {
@@ -143,7 +156,7 @@ export class GatewayClient {
       // Rejected: the credentials may have rotated; look them up again once.
       this.#credentials.invalidate();
     }
-    throw new GatewayError(CREDENTIALS_REJECTED);
+    throw credentialsRejected();
   }
 
   /** One token request (reads' retry policy applies); undefined when the credentials were rejected. */
@@ -168,13 +181,30 @@ export class GatewayClient {
         const token = response.status === 200 ? TokenAnswer.safeParse(parseJson(response.body)) : undefined;
         if (token?.success)
           return { value: token.data.access_token, expiresInSeconds: token.data.expires_in };
-        unusable = statusFailure(response);
+        unusable = statusFailure(response, false);
       } catch (error) {
         unusable = transportFailure(error);
       }
       if (!(await backoff(false, deadline, unusable, retries))) throw unusable.error;
     }
   }
+}
+
+function credentialsRejected(): GatewayError {
+  log.error(CREDENTIALS_REJECTED_LOG);
+  return new GatewayError(`${CREDENTIALS_REJECTED} Try again later.`);
+}
+
+/**
+ * A money request whose access token PayHere refused: refused before processing, but an HTTP answer
+ * all the same, and a money request is never sent again after one. The token is dropped, so the
+ * caller's repeat (with the same key, now released) goes out with a fresh one.
+ */
+function tokenRefused(): GatewayUnavailableError {
+  return new GatewayUnavailableError(
+    'The payment gateway refused the service’s access token before processing the request; nothing was processed. ' +
+      'Retry with the same Idempotency-Key.',
+  );
 }
 
 /** Wait before a retry if the policy and the deadline allow one. */
@@ -191,11 +221,6 @@ async function backoff(
   return true;
 }
 
-/** A 429 was refused before processing; any other unusable answer may hide a processed request. */
-function mayHaveReachedGateway(failure: Failure): boolean {
-  return 'status' in failure ? failure.status !== 429 : failure.transport.sent;
-}
-
 function parseJson(body: string): unknown {
   try {
     return JSON.parse(body);
@@ -204,20 +229,21 @@ function parseJson(body: string): unknown {
   }
 }
 
+/** No HTTP answer: the transport's reach is the request's. */
 function transportFailure(error: unknown): Unusable {
   const transport =
     error instanceof TransportError ? error : new TransportError('protocol', undefined, error);
   const mapped =
     transport.kind === 'connect'
-      ? notSent(new GatewayUnavailableError(undefined, transport))
+      ? new GatewayUnavailableError(undefined, transport)
       : transport.kind === 'timeout'
         ? new GatewayTimeoutError(undefined, transport)
         : new GatewayError(undefined, transport);
-  return { failure: { transport }, error: mapped };
+  return { failure: { transport }, error: reached(mapped, transport.reach) };
 }
 
-/** An HTTP answer that carries no usable envelope. */
-function statusFailure(response: UpstreamResponse): Unusable {
+/** An HTTP answer without a usable envelope: a 429 was refused before processing; anything else may hide a processed request. */
+function statusFailure(response: UpstreamResponse, lostIfMoney: boolean): Unusable {
   const retryAfterMs = parseRetryAfter(response.headers['retry-after'], Date.now());
   const error =
     response.status === 429
@@ -227,7 +253,7 @@ function statusFailure(response: UpstreamResponse): Unusable {
             retryAfterMs === undefined ? undefined : Math.max(1, Math.ceil(retryAfterMs / 1000)),
           ),
         )
-      : new GatewayError();
+      : reached(new GatewayError(), lostIfMoney ? 'lost' : 'answered');
   return {
     failure: { status: response.status },
     error,
@@ -237,34 +263,37 @@ function statusFailure(response: UpstreamResponse): Unusable {
 
 const NOT_FOUND: UpstreamEnvelope = { status: -1, msg: 'Not found', data: null };
 
-function interpretAnswer(
-  response: UpstreamResponse,
-  allowNotFound: boolean,
-): { answer: GatewayAnswer } | { tokenRejected: true } | { unusable: Unusable } {
+/**
+ * The one place where an HTTP answer becomes an answer, a refused token or an unusable answer.
+ * Refusals of the Bearer check (an OAuth `invalid_token`, PayHere's documented "Authentication
+ * error" envelope), a 429, a bare 404 of PayHere's router and a 401/403 with an envelope ("Access
+ * denied for the domain") all come before processing; every other unusable answer may hide a
+ * processed request.
+ */
+function interpretAnswer(response: UpstreamResponse, allowNotFound: boolean): Attempt {
   const json = parseJson(response.body);
-  // The Bearer check refuses before anything is processed, whatever HTTP status it answers with.
   const oauth = OAuthError.safeParse(json);
   if (oauth.success && oauth.data.error === 'invalid_token') return { tokenRejected: true };
-  if (response.status === 429 || response.status >= 500) return { unusable: statusFailure(response) };
+  if (response.status === 429 || response.status >= 500) return { unusable: statusFailure(response, true) };
   const envelope = UpstreamEnvelope.safeParse(json);
   if (!envelope.success) {
-    if (response.status !== 404) return { unusable: statusFailure(response) };
+    if (response.status !== 404) return { unusable: statusFailure(response, true) };
     if (allowNotFound) return { answer: { httpStatus: 404, envelope: NOT_FOUND } };
-    // A bare 404 is the gateway's router: a wrong base URL or path, nothing was processed.
+    log.error('the gateway does not know this operation: check GATEWAY_BASE_URL');
     throw notSent(
-      new GatewayError(
-        'The payment gateway does not know this operation; the operator must check GATEWAY_BASE_URL.',
-      ),
+      new GatewayError('The payment gateway does not know this operation; nothing was processed.'),
     );
   }
   const { status, msg } = envelope.data;
-  // PayHere's generic authentication failure: the token was refused after all.
-  if (status === -2 && /authentication/i.test(msg ?? '')) return { tokenRejected: true };
+  if (status === -2 && (msg ?? '').trim().toLowerCase() === AUTHENTICATION_ERROR)
+    return { tokenRejected: true };
   if (response.status === 401 || response.status === 403) {
-    // e.g. "Access denied for the domain": the API key is locked to other domains or IPs.
+    log.error('the gateway refused the service access: check the API key’s domains and IP allow-list', {
+      httpStatus: response.status,
+    });
     throw notSent(
       new GatewayError(
-        'The payment gateway refused the service access (API key domain or IP allow-list); the operator must check the gateway app settings.',
+        'The payment gateway refused the service access; nothing was processed. Try again later.',
       ),
     );
   }

@@ -1,16 +1,19 @@
 import {
+  type ApiError,
   ConflictError,
   GatewayError,
   GatewayRejectedError,
   NotFoundError,
   OutcomeUnknownError,
+  reached,
 } from '../envelope/errors.ts';
 import { log } from '../log/log.ts';
 import type { ChargeRequest } from '../schemas/charge.ts';
+import { outcomeUnknown } from './advice.ts';
 import { type GatewayAnswer, type GatewayCall, type GatewayClient, LostAnswerError } from './client.ts';
-import { type ChargeWindow, chargeCandidates } from './reconcile.ts';
+import { type ChargeWindow, chargeCandidates, gatewayDateToEpoch } from './reconcile.ts';
 import {
-  CaptureResult,
+  type CaptureResult,
   ChargeResult,
   PaymentList,
   type PaymentRecord,
@@ -20,6 +23,11 @@ import {
 } from './schemas.ts';
 
 const V1 = '/merchant/v1';
+
+/** A refund as PayHere takes it: a payment (fully or partly) or a hold (released whole). */
+export type RefundBody =
+  | { payment_id: number; description: string; amount?: number }
+  | { authorization_token: string; description: string };
 
 /** Claims a payment found by reconciliation for the lost charge; false when another charge holds it. */
 export type AdoptPayment = (payment: PaymentRecord) => Promise<boolean>;
@@ -34,7 +42,17 @@ export interface Result<T> {
 /** Time kept back from a charge's own deadline so a lost answer can still be reconciled. */
 const RECONCILE_RESERVE_MS = 4_000;
 
-/** The Merchant API operations, each turning PayHere's answer into a result or a typed error. */
+/** A refusal PayHere answered: the request reached it and was not processed. */
+const refused = <E extends ApiError>(error: E): E => reached(error, 'answered');
+
+/** PayHere's documented capture refusals that are about state (GATEWAY.md "Capture"). */
+const ALREADY_SETTLED = /^Authorization is already (CAPTURED|REFUNDED)\.?$/i;
+
+/**
+ * The Merchant API operations. Each money operation maps PayHere's answers in one place: the
+ * result, a refusal PayHere answered (`answered`), or, for an answer it cannot use, the route's
+ * outcome_unknown advice (`lost`). Reads map theirs to a result or a typed error.
+ */
 export class PayHere {
   readonly #client: GatewayClient;
 
@@ -55,17 +73,21 @@ export class PayHere {
   ): Promise<Result<ChargeResult>> {
     const window = options.window ?? { sentAt: Date.now(), until: chargeDeadline(deadline) };
     const call = { method: 'POST', path: `${V1}/payment/charge`, body: request, money: true } as const;
+    let answer: GatewayAnswer;
     try {
-      const { envelope } = await this.#client.call({ ...call, deadline: window.until });
-      if (envelope.status === -1) throw new GatewayRejectedError(rejection(envelope.msg, 'charge'));
-      const result = envelope.status === 1 ? ChargeResult.safeParse(envelope.data) : undefined;
-      if (!result?.success)
-        throw new LostAnswerError(new Error(`unusable charge answer (status ${envelope.status})`));
-      return { msg: envelope.msg || 'Automatic payment charged successfully', data: result.data };
+      answer = await this.#client.call({ ...call, deadline: window.until });
     } catch (error) {
       if (!(error instanceof LostAnswerError)) throw error;
       return this.reconcileCharge(request, window, deadline, options.adopt, error);
     }
+    const { envelope } = answer;
+    if (envelope.status === -1) throw refused(new GatewayRejectedError(rejection(envelope.msg, 'charge')));
+    const result = envelope.status === 1 ? ChargeResult.safeParse(envelope.data) : undefined;
+    if (!result?.success) {
+      const unusable = new LostAnswerError(new Error(`unusable charge answer (status ${envelope.status})`));
+      return this.reconcileCharge(request, window, deadline, options.adopt, unusable);
+    }
+    return { msg: envelope.msg || 'Automatic payment charged successfully', data: result.data };
   }
 
   /**
@@ -80,39 +102,39 @@ export class PayHere {
     adopt: AdoptPayment = async () => true,
     cause?: unknown,
   ): Promise<Result<ChargeResult>> {
-    // A hold is no payment: the order search cannot show it, so its outcome stays unknown.
-    if (request.type === 'AUTHORIZE') throw moneyOutcomeUnknown('authorization', cause);
-    let payments: PaymentRecord[];
-    try {
-      const found = await this.paymentsOfOrder(request.order_id, deadline);
-      // A pending search shows no received payment: the charge's outcome is not final either.
-      payments = found.pending ? [] : found.data;
-    } catch (error) {
-      if (!(error instanceof NotFoundError)) throw chargeOutcomeUnknown(request.order_id, error);
-      payments = [];
-    }
+    // A hold is no payment: the order search cannot show it; only PayHere's notification can.
+    if (request.type === 'AUTHORIZE') throw outcomeUnknown.hold(request.order_id, cause);
+    const payments = await this.#paymentsForReconciliation(request.order_id, deadline, () =>
+      outcomeUnknown.charge(request.order_id, cause),
+    );
     const candidates = chargeCandidates(payments, request, window);
     if (candidates.length > 1) {
       log.warn('possible duplicate charge: several payments match one lost charge', {
         orderId: request.order_id,
         paymentIds: candidates.map((payment) => payment.payment_id),
       });
-      throw new OutcomeUnknownError(
-        `The gateway did not answer the charge, and order ${request.order_id} shows several payments that could be it. ` +
-          "Do not charge again: the merchant must check the order's payments.",
-        cause,
+      throw reached(
+        new OutcomeUnknownError(
+          `The gateway did not answer the charge, and order ${request.order_id} shows several payments that could be it. ` +
+            "Do not charge again: the merchant must check the order's payments.",
+          cause,
+        ),
+        'lost',
       );
     }
     const found = candidates[0];
-    if (!found) throw chargeOutcomeUnknown(request.order_id, cause);
+    if (!found) throw outcomeUnknown.charge(request.order_id, cause);
     if (found.status !== 'RECEIVED') {
-      throw new OutcomeUnknownError(
-        `The gateway did not answer the charge; order ${request.order_id} shows payment ${found.payment_id}, ` +
-          `now ${found.status}, so the order is not paid. Do not charge again before checking it.`,
-        cause,
+      throw reached(
+        new OutcomeUnknownError(
+          `The gateway did not answer the charge; order ${request.order_id} shows payment ${found.payment_id}, ` +
+            `now ${found.status}, so the order is not paid. Do not charge again before checking it.`,
+          cause,
+        ),
+        'lost',
       );
     }
-    if (!(await adopt(found))) throw chargeOutcomeUnknown(request.order_id, cause);
+    if (!(await adopt(found))) throw outcomeUnknown.charge(request.order_id, cause);
     return {
       msg: 'The gateway did not answer the charge, but its records show the payment was received.',
       data: {
@@ -131,43 +153,98 @@ export class PayHere {
     };
   }
 
+  /** Capture a hold; `orderId` (the hold's order, when the ledger knows it) names the read in advice. */
   async capture(
     body: { authorization_token: string; amount: number; deduction_details: string },
     deadline: number,
+    orderId?: string,
   ): Promise<Result<CaptureResult>> {
-    const envelope = await this.#money('capture', {
-      method: 'POST',
-      path: `${V1}/payment/capture`,
-      body,
-      deadline,
+    const call = { method: 'POST', path: `${V1}/payment/capture`, body, deadline } as const;
+    return this.#money(call, outcomeUnknown.capture.bind(null, orderId), ({ status, msg, data }) => {
+      if (status === -2 && ALREADY_SETTLED.test(msg ?? '')) throw refused(new ConflictError(msg!));
+      if (status === -1) throw refused(new GatewayRejectedError(rejection(msg, 'capture')));
+      const result = status === 1 ? ChargeResult.safeParse(data) : undefined;
+      return result?.success ? { msg: msg || 'Successfully captured payment', data: result.data } : undefined;
     });
-    if (envelope.status === -2 && /already/i.test(envelope.msg ?? '')) throw new ConflictError(envelope.msg!);
-    if (envelope.status === -1) throw new GatewayRejectedError(rejection(envelope.msg, 'capture'));
-    const result = envelope.status === 1 ? CaptureResult.safeParse(envelope.data) : undefined;
-    if (!result?.success) throw moneyOutcomeUnknown('capture');
-    return { msg: envelope.msg || 'Successfully captured payment', data: result.data };
+  }
+
+  /**
+   * A capture whose answer was lost, repeated: captured if the hold's order shows exactly one
+   * payment of the captured amount made within the capture's window.
+   */
+  async reconcileCapture(
+    body: { amount: number },
+    window: ChargeWindow,
+    deadline: number,
+    orderId: string | undefined,
+  ): Promise<Result<CaptureResult>> {
+    if (!orderId) throw outcomeUnknown.capture(undefined);
+    const payments = await this.#paymentsForReconciliation(orderId, deadline, () =>
+      outcomeUnknown.capture(orderId),
+    );
+    const captured = payments.filter((payment) => {
+      const at = gatewayDateToEpoch(payment.date);
+      return (
+        Math.round(payment.amount * 100) === Math.round(body.amount * 100) &&
+        at !== undefined &&
+        at >= Math.floor(window.sentAt / 1000) * 1000 &&
+        at <= Math.ceil(window.until / 1000) * 1000
+      );
+    });
+    const [payment] = captured;
+    if (captured.length !== 1 || !payment) throw outcomeUnknown.capture(orderId);
+    return {
+      msg: 'The gateway did not answer the capture, but its records show the payment was captured.',
+      data: {
+        status_code: 2,
+        status_message: `Payment ${payment.status} according to the gateway's records.`,
+        payment_id: payment.payment_id,
+        order_id: payment.order_id,
+        currency: payment.currency,
+        captured_amount: payment.amount,
+      },
+    };
   }
 
   async refund(
-    body: Record<string, unknown>,
+    body: RefundBody,
     deadline: number,
+    orderId?: string,
   ): Promise<Result<{ refund_id: number | null }>> {
-    const envelope = await this.#money('refund', {
-      method: 'POST',
-      path: `${V1}/payment/refund`,
-      body,
-      deadline,
+    const call = { method: 'POST', path: `${V1}/payment/refund`, body, deadline } as const;
+    return this.#money(call, outcomeUnknown.refund.bind(null, orderId), ({ status, msg, data }) => {
+      // -1: not possible (unknown payment, already refunded, amount too high); 0: could not be initiated.
+      if (status === -1 || status === 0) throw refused(new GatewayRejectedError(rejection(msg, 'refund')));
+      const refundId = status === 1 ? RefundResult.safeParse(data) : undefined;
+      if (!refundId?.success) return undefined;
+      const id = refundId.data;
+      return {
+        msg: msg || 'Successfully processed the refund',
+        data: { refund_id: id === null || id === undefined ? null : Number(id) },
+      };
     });
-    // -1: not possible (unknown payment, already refunded, amount too high); 0: could not be initiated.
-    if (envelope.status === -1 || envelope.status === 0) {
-      throw new GatewayRejectedError(rejection(envelope.msg, 'refund'));
-    }
-    const refundId = envelope.status === 1 ? RefundResult.safeParse(envelope.data) : undefined;
-    if (!refundId?.success) throw moneyOutcomeUnknown('refund');
-    const id = refundId.data;
+  }
+
+  /**
+   * A full refund of a payment whose answer was lost, repeated: refunded if the payment now shows a
+   * refund. A partial refund or a hold's release cannot be told apart from earlier ones: advice.
+   */
+  async reconcileRefund(
+    body: RefundBody,
+    deadline: number,
+    orderId: string | undefined,
+  ): Promise<Result<{ refund_id: number | null }>> {
+    if (!orderId || !('payment_id' in body) || body.amount !== undefined)
+      throw outcomeUnknown.refund(orderId);
+    const paymentId = String(body.payment_id);
+    const payments = await this.#paymentsForReconciliation(orderId, deadline, () =>
+      outcomeUnknown.refund(orderId),
+    );
+    const payment = payments.find((record) => String(record.payment_id) === paymentId);
+    if (!payment?.status.startsWith('REFUND')) throw outcomeUnknown.refund(orderId);
     return {
-      msg: envelope.msg || 'Successfully processed the refund',
-      data: { refund_id: id === null || id === undefined ? null : Number(id) },
+      msg: `The gateway did not answer the refund, but its records show the payment ${payment.status}.`,
+      data: { refund_id: null },
     };
   }
 
@@ -215,7 +292,7 @@ export class PayHere {
     }
     if (httpStatus !== 404 && envelope.status !== -1) throw new GatewayError();
     const { data } = await this.listSubscriptions(deadline);
-    const found = data.find((subscription) => String(subscription.subscription_id) === id);
+    const found = data.find((subscription) => String(subscription.subscription_id) === String(Number(id)));
     if (!found) throw new NotFoundError(`Subscription ${id} was not found.`);
     return { msg: 'Found subscription', data: found };
   }
@@ -232,10 +309,33 @@ export class PayHere {
   async retrySubscription(id: string, deadline: number): Promise<Result<null>> {
     const body = { subscription_id: Number(id) };
     const call = { method: 'POST', path: `${V1}/subscription/retry`, body, deadline } as const;
-    const envelope = await this.#money('subscription retry', call);
-    if (envelope.status === -1) throw subscriptionRefusal(id, envelope.msg);
-    if (envelope.status !== 1) throw moneyOutcomeUnknown('subscription retry');
-    return { msg: envelope.msg || 'Recurring payment charged successfully', data: null };
+    return this.#money(call, outcomeUnknown.retry.bind(null, id), ({ status, msg }) => {
+      if (status === -1) throw refused(subscriptionRefusal(id, msg));
+      return status === 1 ? { msg: msg || 'Recurring payment charged successfully', data: null } : undefined;
+    });
+  }
+
+  /** A retry whose answer was lost, repeated: charged if the subscription shows a payment made within its window. */
+  async reconcileRetry(id: string, window: ChargeWindow, deadline: number): Promise<Result<null>> {
+    let payments: PaymentRecord[];
+    try {
+      ({ data: payments } = await this.subscriptionPayments(id, deadline));
+    } catch (error) {
+      throw outcomeUnknown.retry(id, error);
+    }
+    const charged = payments.some((payment) => {
+      const at = gatewayDateToEpoch(payment.date);
+      return (
+        at !== undefined &&
+        at >= Math.floor(window.sentAt / 1000) * 1000 &&
+        at <= Math.ceil(window.until / 1000) * 1000
+      );
+    });
+    if (!charged) throw outcomeUnknown.retry(id);
+    return {
+      msg: 'The gateway did not answer the retry, but its records show the installment was charged.',
+      data: null,
+    };
   }
 
   async cancelSubscription(id: string, deadline: number): Promise<Result<null>> {
@@ -248,7 +348,7 @@ export class PayHere {
       if (!(error instanceof LostAnswerError)) throw error;
       return this.#reconcileCancel(id, deadline, error);
     }
-    if (envelope.status === -1) throw subscriptionRefusal(id, envelope.msg);
+    if (envelope.status === -1) throw refused(subscriptionRefusal(id, envelope.msg));
     if (envelope.status !== 1) return this.#reconcileCancel(id, deadline, undefined);
     return { msg: envelope.msg || 'Successfully cancelled the subscription', data: null };
   }
@@ -261,20 +361,43 @@ export class PayHere {
     } catch {
       // fall through: the state could not be read
     }
-    throw new OutcomeUnknownError(
-      'The gateway did not confirm the cancellation; it may have been processed. Send the DELETE again: ' +
-        '"already cancelled" then means it was done.',
-      cause,
-    );
+    throw outcomeUnknown.cancel(id, cause);
   }
 
-  /** A money call: a lost answer becomes outcome_unknown (the caller must not blindly resend). */
-  async #money(operation: string, call: Omit<GatewayCall, 'money'>) {
+  /**
+   * Send a money call and map its answer with `interpret` (a result, a refusal thrown as
+   * `answered`, or undefined for an answer it cannot use). An unusable or lost answer is `advice`.
+   */
+  async #money<T>(
+    call: Omit<GatewayCall, 'money'>,
+    advice: (cause?: unknown) => OutcomeUnknownError,
+    interpret: (envelope: GatewayAnswer['envelope']) => T | undefined,
+  ): Promise<T> {
+    let envelope: GatewayAnswer['envelope'];
     try {
-      return (await this.#client.call({ ...call, money: true })).envelope;
+      ({ envelope } = await this.#client.call({ ...call, money: true }));
     } catch (error) {
-      if (error instanceof LostAnswerError) throw moneyOutcomeUnknown(operation, error);
+      if (error instanceof LostAnswerError) throw advice(error);
       throw error;
+    }
+    const result = interpret(envelope);
+    if (result === undefined) throw advice(new Error(`unusable answer (status ${envelope.status})`));
+    return result;
+  }
+
+  /** An order's payments for reconciliation: none is an answer; a failed search leaves the outcome unknown. */
+  async #paymentsForReconciliation(
+    orderId: string,
+    deadline: number,
+    unknown: () => OutcomeUnknownError,
+  ): Promise<PaymentRecord[]> {
+    try {
+      const found = await this.paymentsOfOrder(orderId, deadline);
+      // A pending search shows no received payment: the outcome is not final either.
+      return found.pending ? [] : found.data;
+    } catch (error) {
+      if (error instanceof NotFoundError) return [];
+      throw reached(unknown(), 'lost');
     }
   }
 }
@@ -302,20 +425,4 @@ function rejection(msg: string | null | undefined, operation: string): string {
 function subscriptionRefusal(id: string, msg: string | null | undefined) {
   if (/not found/i.test(msg ?? '')) return new NotFoundError(`Subscription ${id} was not found.`);
   return new ConflictError(msg || `Subscription ${id} is not in a state that allows this.`);
-}
-
-function chargeOutcomeUnknown(orderId: string, cause: unknown): OutcomeUnknownError {
-  return new OutcomeUnknownError(
-    `The gateway did not answer the charge and no payment for order ${orderId} is visible yet. ` +
-      'Do not charge again: retry this request with the same Idempotency-Key later to check its outcome.',
-    cause,
-  );
-}
-
-function moneyOutcomeUnknown(operation: string, cause?: unknown): OutcomeUnknownError {
-  return new OutcomeUnknownError(
-    `The gateway did not confirm the ${operation}; it may have been processed. ` +
-      'Do not send it again with a new key: check its outcome before acting, or retry with the same Idempotency-Key.',
-    cause,
-  );
 }

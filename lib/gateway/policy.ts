@@ -10,11 +10,18 @@ const BASE_DELAY_MS = 100;
 const MAX_DELAY_MS = 2_000;
 const RETRYABLE_STATUSES = new Set([429, 502, 503, 504]);
 
+/** Why an attempt got nothing usable: no HTTP answer (the transport says how far it got), or an unusable one. */
 export type Failure = { transport: TransportError } | { status: number };
 
+/**
+ * A money request is tried again only when the transport proves it never left, never after an HTTP
+ * answer of any kind; a read, after a connection failure or a transient status.
+ */
 export function isRetryable(failure: Failure, money: boolean, retriesSoFar: number): boolean {
   if (retriesSoFar >= MAX_READ_RETRIES) return false;
-  if ('transport' in failure) return money ? !failure.transport.sent : failure.transport.kind !== 'protocol';
+  if ('transport' in failure) {
+    return money ? failure.transport.reach === 'not_sent' : failure.transport.kind !== 'protocol';
+  }
   return !money && RETRYABLE_STATUSES.has(failure.status);
 }
 

@@ -26,40 +26,42 @@ export const TokenAnswer = z.looseObject({
 });
 export type TokenAnswer = z.infer<typeof TokenAnswer>;
 
-const nullableString = z.optional(z.nullable(z.string()));
+/** PayHere's ids: 12-digit numbers, sometimes sent as strings. */
 const id = z.union([z.number(), z.string()]);
 
-/** Charge result (seed 2.3). */
-export const ChargeResult = z.looseObject({
-  order_id: z.string(),
-  items: nullableString,
-  currency: z.string(),
-  amount: z.number(),
-  custom_1: nullableString,
-  custom_2: nullableString,
-  payment_id: z.nullable(id),
-  status_code: z.number(),
-  status_message: nullableString,
-  md5sig: nullableString,
-  authorization_token: nullableString,
-});
-export type ChargeResult = z.infer<typeof ChargeResult>;
+/**
+ * The code that decides a payment's outcome: a number, or (PayHere has not documented that it never
+ * does) the same number as a string.
+ */
+const StatusCode = z.union([z.int(), z.string().check(z.regex(/^-?[0-9]{1,3}$/))]);
 
-/** Capture result (seed 2.5). */
-export const CaptureResult = z.looseObject({
-  status_code: z.number(),
-  status_message: nullableString,
-  payment_id: z.nullable(id),
-  currency: z.string(),
-  amount: z.number(),
-  captured_amount: z.number(),
-  items: nullableString,
-  order_id: z.string(),
-  md5sig: nullableString,
-  custom_1: nullableString,
-  custom_2: nullableString,
-});
-export type CaptureResult = z.infer<typeof CaptureResult>;
+/**
+ * Charge and capture results (seed 2.3, 2.5): only `status_code` decides the outcome, so only it is
+ * required; every other field is passed on as PayHere sent it (an amount as a string, a missing
+ * md5sig must not turn a completed payment into an unknown one).
+ */
+export const ChargeResult = z.looseObject({ status_code: StatusCode });
+export type ChargeResult = z.infer<typeof ChargeResult> & {
+  payment_id?: unknown;
+  order_id?: unknown;
+  authorization_token?: unknown;
+  status_message?: unknown;
+};
+
+export const CaptureResult = ChargeResult;
+export type CaptureResult = ChargeResult;
+
+/** A result's status code as a number. */
+export function statusCodeOf(result: { status_code: number | string }): number {
+  return Number(result.status_code);
+}
+
+/** A PayHere id (number or digit string) as the ledger keeps it, or null when there is none usable. */
+export function idOf(value: unknown): string | null {
+  if (typeof value === 'number' && Number.isSafeInteger(value) && value > 0) return String(value);
+  if (typeof value === 'string' && /^[1-9][0-9]{0,19}$/.test(value)) return value;
+  return null;
+}
 
 /** Payment records (seed 2.6): identity and money fields checked, the rest passed through as PayHere sent it. */
 export const PaymentRecord = z.looseObject({

@@ -25,22 +25,30 @@ export interface UpstreamResponse {
   body: string;
 }
 
-/**
- * How a call failed below HTTP. `sent` is false only when no byte can have reached the gateway
- * (the connection was never established): only then may a money request be tried again.
- */
+/** How a call failed below HTTP. */
 export type TransportFailureKind = 'connect' | 'timeout' | 'reset' | 'protocol';
 
+/**
+ * A call that got no HTTP answer. `reach` is what only the transport knows: `not_sent` when no byte
+ * can have reached the gateway (the connection was never established, or the call was abandoned
+ * before it was written: its deadline had passed), else `lost`. Only a `not_sent` money request may
+ * be tried again.
+ */
 export class TransportError extends Error {
   readonly kind: TransportFailureKind;
-  readonly sent: boolean;
+  readonly reach: 'not_sent' | 'lost';
   readonly code: string | undefined;
 
-  constructor(kind: TransportFailureKind, code: string | undefined, cause: unknown) {
+  constructor(
+    kind: TransportFailureKind,
+    code: string | undefined,
+    cause: unknown,
+    reach?: 'not_sent' | 'lost',
+  ) {
     super(`upstream ${kind} failure${code ? ` (${code})` : ''}`, { cause });
     this.name = 'TransportError';
     this.kind = kind;
-    this.sent = kind !== 'connect';
+    this.reach = reach ?? (kind === 'connect' ? 'not_sent' : 'lost');
     this.code = code;
   }
 }
@@ -116,7 +124,9 @@ export class Transport {
 
   async send(request: UpstreamRequest): Promise<UpstreamResponse> {
     const remaining = Math.floor(request.deadline - Date.now());
-    if (remaining <= 0) throw new TransportError('timeout', 'DEADLINE_EXCEEDED', undefined);
+    // Abandoned before a byte was written: whatever waited too long before (a secret, the limiter,
+    // a table), this request certainly did not reach the gateway.
+    if (remaining <= 0) throw new TransportError('timeout', 'DEADLINE_EXCEEDED', undefined, 'not_sent');
     if (request.unsafeToRepeat && Date.now() - this.#lastExchangeAt > STALE_AFTER_IDLE_MS) {
       // The idle sockets may be dead: one handshake is cheaper than a charge whose outcome is
       // unknown. The new pool's connection then serves the requests that follow.

@@ -2,6 +2,7 @@ import middy, { type MiddlewareObj } from '@middy/core';
 import httpJsonBodyParser from '@middy/http-json-body-parser';
 import type { APIGatewayProxyEvent, APIGatewayProxyResult, Context } from 'aws-lambda';
 import type * as z from 'zod/mini';
+import { WRITES_AFTER_ANSWER_MS } from '../config/dynamodb.ts';
 import { type FieldError, InvalidRequestError } from '../envelope/errors.ts';
 import { type IdempotencyOptions, runIdempotent } from '../idempotency/idempotent.ts';
 import { authenticate } from './auth/middleware.ts';
@@ -116,7 +117,12 @@ export function route<Body = undefined, Path = undefined>(
       ...(onBehalfOf === undefined ? {} : { onBehalfOf }),
       ...(key?.ok ? { idempotencyKey: key.key } : {}),
       apiBaseUrl: apiBaseUrl(event),
-      deadline: requestDeadline(context.getRemainingTimeInMillis?.()),
+      // A money request keeps time for its bookkeeping after PayHere answers (lib/config/dynamodb.ts).
+      deadline: requestDeadline(
+        context.getRemainingTimeInMillis?.(),
+        Date.now(),
+        options.idempotency ? WRITES_AFTER_ANSWER_MS : 0,
+      ),
       context,
     };
     if (options.idempotency && key?.ok) {

@@ -32,6 +32,12 @@ export interface IdempotencyOptions<Request extends IdempotentRequest> {
   operation: string;
   store: IdempotencyStore;
   /**
+   * The request as it will be sent upstream, for its fingerprint: two requests PayHere receives
+   * identically are the same request (`description` for `deduction_details`, a payment id as a
+   * number or a digit string, a subscription id with a leading zero). By default, body and path.
+   */
+  upstream?: (request: Request) => unknown;
+  /**
    * Settles a request whose earlier attempt may have reached the gateway without a usable answer,
    * without sending it again (a charge searches its order's payments from `startedAt`). It returns
    * the answer or throws OutcomeUnknownError. Routes without it replay their outcome_unknown answer.
@@ -68,7 +74,15 @@ export async function runIdempotent<Request extends IdempotentRequest>(
 ): Promise<Result> {
   const { store } = options;
   const key = recordKey(options.operation, request.caller.sub, idempotencyKey);
-  const fingerprint = requestFingerprint(request);
+  const fingerprint = requestFingerprint(
+    options.upstream
+      ? {
+          body: options.upstream(request),
+          path: null,
+          ...(request.onBehalfOf === undefined ? {} : { onBehalfOf: request.onBehalfOf }),
+        }
+      : request,
+  );
   const lockedUntil = store.now() + remainingMs(request.context);
 
   for (let round = 0; round < MAX_ROUNDS; round++) {
@@ -83,6 +97,12 @@ export async function runIdempotent<Request extends IdempotentRequest>(
     if (existing.state === 'complete' || (existing.state === 'outcome_unknown' && !options.reconcile)) {
       log.info('idempotent replay', { operation: options.operation, state: existing.state });
       return replay(existing);
+    }
+    if (existing.state === 'in_progress' && existing.notSent) {
+      // Its attempt provably sent nothing and could not delete the record: this one sends it.
+      const claimed = await beforeSending(() => store.claim(existing, lockedUntil));
+      if (claimed) return attempt(options, claimed, execute);
+      continue;
     }
     const now = store.now();
     if (existing.state === 'in_progress' && (existing.lockedUntil ?? 0) > now) {
@@ -194,15 +214,36 @@ async function finish<Request extends IdempotentRequest>(
   }
 }
 
-/** Delete the record of an attempt that sent nothing; if that fails, the key unlocks at its deadline. */
+/** How long a failed release waits before it is tried once more. */
+const RELEASE_RETRY_MS = 200;
+
+/**
+ * Delete the record of an attempt that provably sent nothing, so its key can be used again. A
+ * failure is tried once more; failing that, the record is marked not sent, so that a repeat sends
+ * the request rather than treating the key as an unknown outcome. If even that fails, the record
+ * stays in_progress: a repeat after its deadline reconciles it (never sends it), and the log says why.
+ */
 async function release<Request extends IdempotentRequest>(
   options: IdempotencyOptions<Request>,
   held: IdempotencyRecord,
 ): Promise<void> {
+  const { store } = options;
+  for (let tries = 0; tries < 2; tries++) {
+    try {
+      await store.release(held);
+      return;
+    } catch (error) {
+      log.warn('could not release the idempotency record', {
+        operation: options.operation,
+        error: describeError(error),
+      });
+      if (tries === 0) await new Promise((resolve) => setTimeout(resolve, RELEASE_RETRY_MS));
+    }
+  }
   try {
-    await options.store.release(held);
+    if (await store.markNotSent(held)) return;
   } catch (error) {
-    log.error('could not release the idempotency record', {
+    log.error('could not release nor mark the idempotency record of a request that was not sent', {
       operation: options.operation,
       error: describeError(error),
     });

@@ -33,6 +33,11 @@ export interface IdempotencyRecord {
   attempt: string;
   /** Epoch ms; set while in_progress: after it the holder is certainly dead. */
   lockedUntil?: number;
+  /**
+   * Set on an in_progress record whose attempt provably sent nothing but could not be deleted:
+   * a repeat may then send the request (it never left) instead of treating it as unknown.
+   */
+  notSent?: boolean;
   /** Epoch seconds: the table's TTL attribute and, for reads, the end of the record's life. */
   expiresAt: number;
   response?: StoredResponse;
@@ -57,6 +62,7 @@ const NAMES = {
   '#statusCode': 'statusCode',
   '#headers': 'headers',
   '#body': 'body',
+  '#notSent': 'notSent',
 };
 
 /**
@@ -106,7 +112,11 @@ export class IdempotencyStore {
         ExpressionAttributeValues: { ':now': seconds(now) },
       }),
     );
-    return written ? { acquired: record } : { existing: await this.get(key) };
+    if (written) return { acquired: record };
+    const existing = await this.get(key);
+    // The SDK repeats a write whose answer it lost: a failed condition may be our own write, done.
+    if (existing?.attempt === record.attempt) return { acquired: existing };
+    return { existing };
   }
 
   /** The live record for `key`, read strongly consistent. */
@@ -130,9 +140,10 @@ export class IdempotencyStore {
       new UpdateItemCommand({
         TableName: this.#table,
         Key: { pk: { S: seen.key } },
-        UpdateExpression: 'SET #state = :inProgress, #attempt = :attempt, #lockedUntil = :lockedUntil',
+        UpdateExpression:
+          'SET #state = :inProgress, #attempt = :attempt, #lockedUntil = :lockedUntil REMOVE #notSent',
         ConditionExpression: '#attempt = :seenAttempt AND #state = :seenState AND #expiresAt > :now',
-        ExpressionAttributeNames: pick('#state', '#attempt', '#lockedUntil', '#expiresAt'),
+        ExpressionAttributeNames: pick('#state', '#attempt', '#lockedUntil', '#expiresAt', '#notSent'),
         ExpressionAttributeValues: {
           ':inProgress': { S: 'in_progress' },
           ':attempt': { S: attempt },
@@ -143,7 +154,9 @@ export class IdempotencyStore {
         },
       }),
     );
-    return claimed ? { ...seen, state: 'in_progress', attempt, lockedUntil } : undefined;
+    if (claimed) return { ...seen, state: 'in_progress', attempt, lockedUntil, notSent: false };
+    const current = await this.get(seen.key);
+    return current?.attempt === attempt ? current : undefined;
   }
 
   /**
@@ -157,7 +170,7 @@ export class IdempotencyStore {
     state: Exclude<RecordState, 'in_progress'>,
     response: StoredResponse,
   ): Promise<boolean> {
-    return this.#conditional(
+    const stored = await this.#conditional(
       new UpdateItemCommand({
         TableName: this.#table,
         Key: { pk: { S: held.key } },
@@ -184,17 +197,44 @@ export class IdempotencyStore {
         },
       }),
     );
+    if (stored) return true;
+    // A repeat by the SDK of a write that was done finds its own answer stored.
+    const current = await this.get(held.key);
+    return current?.attempt === held.attempt && current.state === state;
   }
 
   /** Delete the record of an attempt that provably sent nothing, so the key can be used again. */
   async release(held: IdempotencyRecord): Promise<boolean> {
-    return this.#conditional(
+    const deleted = await this.#conditional(
       new DeleteItemCommand({
         TableName: this.#table,
         Key: { pk: { S: held.key } },
         ConditionExpression: '#attempt = :attempt AND #state = :inProgress',
         ExpressionAttributeNames: pick('#attempt', '#state'),
         ExpressionAttributeValues: { ':attempt': { S: held.attempt }, ':inProgress': { S: 'in_progress' } },
+      }),
+    );
+    // A repeat by the SDK of a delete that was done finds nothing there.
+    return deleted || (await this.get(held.key)) === undefined;
+  }
+
+  /**
+   * Say on the record that its attempt provably sent nothing, when deleting it failed: a repeat
+   * then sends the request (it never left) instead of taking it for an unknown outcome.
+   */
+  async markNotSent(held: IdempotencyRecord): Promise<boolean> {
+    return this.#conditional(
+      new UpdateItemCommand({
+        TableName: this.#table,
+        Key: { pk: { S: held.key } },
+        UpdateExpression: 'SET #notSent = :true',
+        ConditionExpression: '#attempt = :attempt AND #state = :inProgress',
+        ExpressionAttributeNames: pick('#notSent', '#attempt', '#state'),
+        ExpressionAttributeValues: {
+          ':true': { BOOL: true },
+          ':attempt': { S: held.attempt },
+          ':inProgress': { S: 'in_progress' },
+        },
       }),
     );
   }
@@ -275,6 +315,7 @@ function fromItem(item: Record<string, AttributeValue>): IdempotencyRecord {
     expiresAt: numeric('expiresAt'),
   };
   if (item.lockedUntil !== undefined) record.lockedUntil = numeric('lockedUntil');
+  if (item.notSent?.BOOL === true) record.notSent = true;
   if (state !== 'in_progress') {
     record.response = {
       statusCode: numeric('statusCode'),

@@ -1,5 +1,5 @@
 import { GatewayUnavailableError, NotFoundError, notSent } from '../envelope/errors.ts';
-import type { Order, ReferenceKind } from '../ledger/model.ts';
+import type { Order, Reference, ReferenceKind } from '../ledger/model.ts';
 import type { LedgerStore } from '../ledger/store.ts';
 
 /** Who acts: a customer acts only on what it owns, the merchant on everything. */
@@ -25,6 +25,21 @@ export class Ownership {
     if (actor.role === 'merchant') return;
     const reference = await readLedger(() => this.#ledger.lookup(kind, id));
     if (reference?.owner !== actor.sub) throw notSent(notFound());
+  }
+
+  /**
+   * The order `kind`/`id` belongs to, for a caller allowed to act on it: a customer must own it
+   * (else `notFound()`); for the merchant it is looked up, undefined when the ledger does not know it.
+   */
+  async reference(
+    actor: Actor,
+    kind: ReferenceKind,
+    id: string,
+    notFound: () => NotFoundError,
+  ): Promise<Reference | undefined> {
+    const reference = await readLedger(() => this.#ledger.lookup(kind, id));
+    if (actor.role === 'customer' && reference?.owner !== actor.sub) throw notSent(notFound());
+    return reference;
   }
 
   /** Throws a not-found unless `actor` may act on subscription `id` (digits; leading zeros allowed). */

@@ -1,6 +1,5 @@
 import {
   ApiError,
-  GatewayRejectedError,
   InvalidRequestError,
   NotFoundError,
   notSent,
@@ -8,7 +7,7 @@ import {
 } from '../envelope/errors.ts';
 import type { PayHere } from '../gateway/payhere.ts';
 import { chargeDeadline } from '../gateway/payhere.ts';
-import type { ChargeResult } from '../gateway/schemas.ts';
+import { type ChargeResult, idOf, statusCodeOf } from '../gateway/schemas.ts';
 import type { ChargeClaim, ChargeOutcome, Order, Price } from '../ledger/model.ts';
 import type { LedgerStore } from '../ledger/store.ts';
 import { describeError, log } from '../log/log.ts';
@@ -33,7 +32,7 @@ export interface ChargeAnswer {
 }
 
 /** lib/http/deadline.ts's budget for all of a request's upstream work. */
-const MAX_UPSTREAM_MS = 20_000;
+export const MAX_UPSTREAM_MS = 20_000;
 
 const TOKEN_NOT_FOUND = () => new NotFoundError('The customer token was not found.');
 const orderNotFound = (orderId: string) => () => new NotFoundError(`Order ${orderId} was not found.`);
@@ -90,6 +89,22 @@ export class Charging {
     // Without the ledger's window (an order it never recorded), the longest a request's upstream work can last.
     const window = slot ?? { sentAt: startedAt, until: startedAt + MAX_UPSTREAM_MS };
     const reference = { orderId: input.body.order_id, owner: order?.owner ?? input.owner };
+    // A hold never shows in the order's payments; PayHere's notification of it does, in the ledger.
+    if (input.body.type === 'AUTHORIZE' && order?.state === 'succeeded' && order.authorizationToken) {
+      return {
+        msg: 'The gateway did not answer the hold, but its notification shows the amount was held.',
+        data: {
+          order_id: order.orderId,
+          items: input.body.items,
+          currency: order.currency,
+          amount: input.body.amount,
+          payment_id: order.paymentId === null ? null : Number(order.paymentId),
+          status_code: 3,
+          status_message: "Held according to PayHere's notification.",
+          authorization_token: order.authorizationToken,
+        },
+      };
+    }
     const answer = await this.#payhere.reconcileCharge(input.body, window, input.deadline, (payment) =>
       this.#ledger.link('payment', String(payment.payment_id), reference, input.chargeKey),
     );
@@ -139,32 +154,34 @@ export class Charging {
 
   /** Not sent: the order is as it was. Refused by PayHere: failed. Anything else: unknown. */
   async #afterFailure(order: Order, chargeKey: string, error: unknown): Promise<void> {
-    if (error instanceof ApiError && error.notSent) {
+    if (error instanceof ApiError && error.reach === 'not_sent') {
       await this.#write('release the order of a charge that was not sent', order, () =>
         this.#ledger.releaseCharge(order.orderId, chargeKey),
       );
       return;
     }
-    await this.#record(order, chargeKey, {
-      state: error instanceof GatewayRejectedError ? 'failed' : 'unknown',
-    });
+    // PayHere answered a refusal (an unknown card, an amount it refuses): nothing was charged.
+    const answered = error instanceof ApiError && error.reach === 'answered';
+    await this.#record(order, chargeKey, { state: answered ? 'failed' : 'unknown' });
   }
 
+  /** The outcome and the ids it gave, written together: they are independent items. */
   async #record(order: Order, chargeKey: string, outcome: ChargeOutcome): Promise<void> {
     const reference = { orderId: order.orderId, owner: order.owner };
-    await this.#write('record the outcome of a charge', order, () =>
-      this.#ledger.finishCharge(order.orderId, chargeKey, outcome),
-    );
-    if (outcome.paymentId) {
-      await this.#write('index a charged payment', order, () =>
-        this.#ledger.link('payment', outcome.paymentId!, reference, chargeKey),
-      );
-    }
-    if (outcome.authorizationToken) {
-      await this.#write('index a hold', order, () =>
-        this.#ledger.link('authorization', outcome.authorizationToken!, reference),
-      );
-    }
+    const { paymentId, authorizationToken } = outcome;
+    await Promise.all([
+      this.#write('record the outcome of a charge', order, () =>
+        this.#ledger.finishCharge(order.orderId, chargeKey, outcome),
+      ),
+      paymentId &&
+        this.#write('index a charged payment', order, () =>
+          this.#ledger.link('payment', paymentId, reference, chargeKey),
+        ),
+      authorizationToken &&
+        this.#write('index a hold', order, () =>
+          this.#ledger.link('authorization', authorizationToken, reference),
+        ),
+    ]);
   }
 
   /**
@@ -187,14 +204,11 @@ function cents(amount: number): number {
 /** What a charge answer tells about its order (status_code: 2, or 3 for a hold, is success). */
 function outcomeOf(request: ChargeRequest, result: ChargeResult): ChargeOutcome {
   const hold = request.type === 'AUTHORIZE';
-  const code = result.status_code;
-  const paymentId = result.payment_id === null ? null : String(result.payment_id);
+  const code = statusCodeOf(result);
+  const paymentId = idOf(result.payment_id);
   if (code === 2 || (hold && code === 3)) {
-    return {
-      state: 'succeeded',
-      paymentId,
-      authorizationToken: hold ? (result.authorization_token ?? null) : null,
-    };
+    const token = typeof result.authorization_token === 'string' ? result.authorization_token : null;
+    return { state: 'succeeded', paymentId, authorizationToken: hold ? token : null };
   }
   if (code === -1) return { state: 'cancelled', paymentId };
   if (code === -2) return { state: 'failed', paymentId };

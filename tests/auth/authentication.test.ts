@@ -11,7 +11,7 @@ import { ROUTES } from '../helpers/routes.ts';
  * against the sandbox: what it accepts answers 200 from the gateway, what it refuses answers 401
  * before the gateway is reached.
  */
-const sandbox = useTestGateway();
+const sandbox = useTestGateway({ beforeEachTest: 'keepTokens' });
 
 const now = () => Math.floor(Date.now() / 1000);
 const b64url = (value: unknown) => Buffer.from(JSON.stringify(value)).toString('base64url');

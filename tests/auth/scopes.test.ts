@@ -10,7 +10,7 @@ import { ROUTES, type RouteName } from '../helpers/routes.ts';
  * `merchant`) gets 403 and the gateway sees nothing. `merchant` alone grants no route. The expected
  * scopes are SPEC.md's table (tests/helpers/auth.ts), not the handlers'.
  */
-const sandbox = useTestGateway();
+const sandbox = useTestGateway({ beforeEachTest: 'keepTokens' });
 
 /** A request each route answers with 200 on the sandbox's seeded data. */
 const VALID: Record<RouteName, () => CallOptions> = {

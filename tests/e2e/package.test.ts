@@ -200,13 +200,13 @@ describe('each function role', () => {
 });
 
 describe('deployed defaults', () => {
-  it("keep every function under PayHere's 20 requests per 10 s and idempotent answers for 24 h", () => {
+  it("keep every function under PayHere's 20 requests per 10 s and idempotent answers for 7 days", () => {
     const functions = Object.values(template.Resources).filter((r) => r.Type === 'AWS::Lambda::Function');
 
     for (const fn of functions) {
       expect(fn.Properties.Environment.Variables).toMatchObject({
         GATEWAY_RATE_LIMIT: '20/10000',
-        IDEMPOTENCY_TTL_SECONDS: '86400',
+        IDEMPOTENCY_TTL_SECONDS: '604800',
       });
     }
   });

@@ -3,10 +3,10 @@ import { ConfigError } from '../../lib/config/config.ts';
 import { idempotencyStoreFromEnvironment, loadIdempotencyConfig } from '../../lib/idempotency/environment.ts';
 
 describe('loadIdempotencyConfig', () => {
-  it('needs the table and defaults the rest: a day, the region of the service', () => {
+  it('needs the table and defaults the rest: 7 days, the region of the service', () => {
     expect(loadIdempotencyConfig({ IDEMPOTENCY_TABLE: 'records' })).toEqual({
       table: 'records',
-      ttlSeconds: 86_400,
+      ttlSeconds: 604_800,
       region: 'ap-south-1',
     });
   });
@@ -14,14 +14,14 @@ describe('loadIdempotencyConfig', () => {
   it('takes the endpoint, region and a longer retention from the environment', () => {
     const config = loadIdempotencyConfig({
       IDEMPOTENCY_TABLE: 'records',
-      IDEMPOTENCY_TTL_SECONDS: '172800',
+      IDEMPOTENCY_TTL_SECONDS: '2592000',
       AWS_REGION: 'eu-west-1',
       DYNAMODB_ENDPOINT: 'http://127.0.0.1:4567',
     });
 
     expect(config).toEqual({
       table: 'records',
-      ttlSeconds: 172_800,
+      ttlSeconds: 2_592_000,
       region: 'eu-west-1',
       endpoint: 'http://127.0.0.1:4567',
     });
@@ -37,6 +37,7 @@ describe('loadIdempotencyConfig', () => {
     [{}, 'IDEMPOTENCY_TABLE'],
     [{ IDEMPOTENCY_TABLE: '  ' }, 'IDEMPOTENCY_TABLE'],
     [{ IDEMPOTENCY_TABLE: 't', IDEMPOTENCY_TTL_SECONDS: '3600' }, 'IDEMPOTENCY_TTL_SECONDS'],
+    [{ IDEMPOTENCY_TABLE: 't', IDEMPOTENCY_TTL_SECONDS: '86400' }, 'IDEMPOTENCY_TTL_SECONDS'],
     [{ IDEMPOTENCY_TABLE: 't', IDEMPOTENCY_TTL_SECONDS: '1e6' }, 'IDEMPOTENCY_TTL_SECONDS'],
     [{ IDEMPOTENCY_TABLE: 't', IDEMPOTENCY_TTL_SECONDS: 'a day' }, 'IDEMPOTENCY_TTL_SECONDS'],
     [{ IDEMPOTENCY_TABLE: 't', DYNAMODB_ENDPOINT: 'localhost:4567' }, 'DYNAMODB_ENDPOINT'],

@@ -10,6 +10,7 @@ import {
   notSent,
   OutcomeUnknownError,
   RateLimitedError,
+  reached,
 } from '../../lib/envelope/errors.ts';
 import { classifyFailure } from '../../lib/idempotency/failure.ts';
 
@@ -27,11 +28,25 @@ describe('classifyFailure', () => {
   });
 
   it.each([
-    ['409 conflict', new ConflictError('Authorization is already CAPTURED')],
-    ['422 gateway_rejected', new GatewayRejectedError('Invalid token')],
-    ['404 not_found', new NotFoundError('Subscription 1 was not found.')],
-  ])('stores %s as the answer: the gateway decided', (_, error) => {
+    ['409 conflict', reached(new ConflictError('Authorization is already CAPTURED'), 'answered')],
+    ['422 gateway_rejected', reached(new GatewayRejectedError('Invalid token'), 'answered')],
+    ['404 not_found', reached(new NotFoundError('Subscription 1 was not found.'), 'answered')],
+  ])('stores %s that PayHere answered as the answer: the gateway decided', (_, error) => {
     expect(classifyFailure(error)).toBe('answered');
+  });
+
+  it.each([
+    ['409 conflict', new ConflictError('Authorization is already CAPTURED')],
+    ['404 not_found', new NotFoundError('Subscription 1 was not found.')],
+  ])(
+    'keeps a %s that says nothing of where its request got as outcome_unknown (never inferred from its class)',
+    (_, error) => {
+      expect(classifyFailure(error)).toBe('unknown');
+    },
+  );
+
+  it('keeps a lost answer as outcome_unknown, whatever its class', () => {
+    expect(classifyFailure(reached(new GatewayRejectedError('x'), 'lost'))).toBe('unknown');
   });
 
   it.each([

@@ -205,26 +205,71 @@ describe('a lost answer repeated with the same key', () => {
     expect(sandbox.counters()).toMatchObject({ charge: 1, search: 3 });
   });
 
+  /** A hold or a payment made through the service: the ledger knows its order. */
+  const held = async () => (await call('charge', { body: chargeBody({ type: 'AUTHORIZE' }) })).body.data;
+  const paid = async () => (await call('charge', { body: chargeBody() })).body.data;
+
   it.each([
-    ['capture', 'capture'],
-    ['refund', 'refund'],
-    ['retrySubscription', 'retry'],
+    [
+      'capture',
+      'capture',
+      async () => ({
+        body: {
+          authorization_token: (await held()).authorization_token,
+          amount: 100,
+          deduction_details: 'x',
+        },
+      }),
+      /GET \/gateway\/api\/payments\//,
+    ],
+    [
+      'refund',
+      'refund',
+      async () => ({ body: { payment_id: (await paid()).payment_id, description: 'Returned' } }),
+      /REFUND REQUESTED/,
+    ],
+    [
+      'retrySubscription',
+      'retry',
+      async () => ({ id: String(SEED.subscriptions.failed) }),
+      /GET \/gateway\/api\/subscriptions\/\d+\/payments/,
+    ],
   ] as const)(
-    '%s (nothing to reconcile with): the stored 202 is replayed and the request never resent',
-    async (route, endpoint) => {
+    '%s, answer lost: 202 naming the read that shows it, then the repeat settles it from PayHere’s records',
+    async (route, endpoint, prepare, advice) => {
       const key = randomUUID();
-      const request = requests[route]();
+      const request = await prepare();
+      sandbox.resetCounters();
       sandbox.faults.inject(endpoint, { kind: 'reset' });
+      sandbox.faults.inject('search', { kind: 'status', status: 503 }, 3);
+      sandbox.faults.inject('subscriptionPayments', { kind: 'status', status: 503 }, 3);
 
       const first = await call(route, { ...request, idempotencyKey: key });
+      sandbox.faults.clear();
       const repeat = await call(route, { ...request, idempotencyKey: key });
 
       expect(first.statusCode).toBe(202);
       expect(first.body.data.code).toBe('outcome_unknown');
-      expectReplayOf(repeat, first);
+      expect(first.body.msg).toMatch(advice);
+      expect(repeat.statusCode).toBe(200);
+      expect(repeat.body.status).toBe(1);
       expect(sandbox.counters()[endpoint]).toBe(1);
     },
   );
+
+  it('capture of a hold the ledger does not know, answer lost: 202 with advice, replayed, never resent', async () => {
+    const key = randomUUID();
+    const request = requests.capture();
+    sandbox.faults.inject('capture', { kind: 'reset' });
+
+    const first = await call('capture', { ...request, idempotencyKey: key });
+    const repeat = await call('capture', { ...request, idempotencyKey: key });
+
+    expect(first.statusCode).toBe(202);
+    expect(first.body.msg).toMatch(/GET \/gateway\/api\/payments\/\{order_id\}/);
+    expect(repeat.statusCode).toBe(202);
+    expect(sandbox.counters().capture).toBe(1);
+  });
 });
 
 describe('the caller behind a key', () => {

@@ -6,7 +6,7 @@ process.env.NOTIFY_URL_ORIGINS = 'https://www.abc.com';
 import { SEED } from '../../sandbox/server.ts';
 import { call, useTestGateway } from '../helpers/gateway.ts';
 
-const sandbox = useTestGateway();
+const sandbox = useTestGateway({ beforeEachTest: 'keepTokens' });
 
 const charge = (overrides: Record<string, unknown> = {}) => ({
   type: 'PAYMENT',

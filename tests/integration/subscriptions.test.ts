@@ -2,7 +2,7 @@ import { describe, expect, it } from 'vitest';
 import { SEED } from '../../sandbox/server.ts';
 import { call, useTestGateway } from '../helpers/gateway.ts';
 
-const sandbox = useTestGateway();
+const sandbox = useTestGateway({ beforeEachTest: 'keepTokens' });
 
 const ids = {
   active: String(SEED.subscriptions.active),

@@ -30,7 +30,7 @@ function configFor(baseUrl: string) {
 const soon = () => Date.now() + 5_000;
 
 describe('wrong app credentials', () => {
-  it('give gateway_error naming the configuration, after looking the credentials up once more', async () => {
+  it('give gateway_error, after looking the credentials up once more', async () => {
     let lookups = 0;
     let invalidations = 0;
     const credentials: CredentialsProvider = {
@@ -48,7 +48,8 @@ describe('wrong app credentials', () => {
     const error = await payhere.listSubscriptions(soon()).catch((e: unknown) => e);
 
     expect(error).toBeInstanceOf(GatewayError);
-    expect((error as Error).message).toMatch(/GATEWAY_APP_ID/);
+    // The caller is not told how the service is configured (the log is, tests/security/leak-canary).
+    expect((error as Error).message).not.toMatch(/GATEWAY_/);
     expect((error as Error).message).not.toContain('WRONG-SECRET');
     expect({ lookups, invalidations }).toEqual({ lookups: 2, invalidations: 2 });
     expect(sandbox.counters()).toMatchObject({ token: 2, listSubscriptions: 0 });

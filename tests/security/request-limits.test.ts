@@ -6,7 +6,7 @@ import { call, handlerOf, useTestGateway } from '../helpers/gateway.ts';
 import { ROUTES, type RouteName } from '../helpers/routes.ts';
 
 /** What no valid request has is refused before anything parses it, and the gateway never sees it. */
-const sandbox = useTestGateway();
+const sandbox = useTestGateway({ beforeEachTest: 'keepTokens' });
 
 const LIMIT = 10 * 1024;
 const gatewayCalls = () => Object.values(sandbox.counters()).reduce((sum, count) => sum + count, 0);

@@ -21,7 +21,7 @@ describe('classifyTransportError', () => {
     // Assess
     expect(failure).toBeInstanceOf(TransportError);
     expect(failure.kind).toBe('connect');
-    expect(failure.sent).toBe(false);
+    expect(failure.reach).toBe('not_sent');
     expect(failure.code).toBe(code);
     expect(failure.cause).toBe(error);
   });
@@ -37,7 +37,7 @@ describe('classifyTransportError', () => {
 
     // Assess
     expect(failure.kind).toBe('timeout');
-    expect(failure.sent).toBe(true);
+    expect(failure.reach).toBe('lost');
     expect(failure.code).toBe(code);
   });
 
@@ -50,7 +50,7 @@ describe('classifyTransportError', () => {
 
     // Assess
     expect(failure.kind).toBe('timeout');
-    expect(failure.sent).toBe(true);
+    expect(failure.reach).toBe('lost');
   });
 
   it('calls an AbortError a timeout that may have sent the request', () => {
@@ -59,7 +59,7 @@ describe('classifyTransportError', () => {
 
     // Assess
     expect(failure.kind).toBe('timeout');
-    expect(failure.sent).toBe(true);
+    expect(failure.reach).toBe('lost');
   });
 
   it.each([
@@ -74,7 +74,7 @@ describe('classifyTransportError', () => {
 
     // Assess
     expect(failure.kind).toBe('reset');
-    expect(failure.sent).toBe(true);
+    expect(failure.reach).toBe('lost');
     expect(failure.code).toBe(code);
   });
 
@@ -91,7 +91,7 @@ describe('classifyTransportError', () => {
 
     // Assess
     expect(failure.kind).toBe('protocol');
-    expect(failure.sent).toBe(true);
+    expect(failure.reach).toBe('lost');
   });
 
   it('finds the code of a connect failure wrapped in a cause', () => {
@@ -105,7 +105,7 @@ describe('classifyTransportError', () => {
 
     // Assess
     expect(failure.kind).toBe('connect');
-    expect(failure.sent).toBe(false);
+    expect(failure.reach).toBe('not_sent');
     expect(failure.code).toBe('ECONNREFUSED');
   });
 
