@@ -7,6 +7,7 @@ import {
   notSent,
   RateLimitedError,
 } from '../envelope/errors.ts';
+import { log } from '../log/log.ts';
 import { type Failure, isRetryable, parseRetryAfter, retryDelayMs } from './policy.ts';
 import { defaultSleep, type SlidingWindowLimiter } from './rate-limit.ts';
 import { OAuthError, TokenAnswer, UpstreamEnvelope } from './schemas.ts';
@@ -50,8 +51,15 @@ export interface GatewayClientOptions {
   limiter: SlidingWindowLimiter;
 }
 
-const CREDENTIALS_REJECTED =
-  'The payment gateway rejected the service credentials; the operator must check the gateway app id and secret (GATEWAY_APP_ID/GATEWAY_APP_SECRET or the GATEWAY_SECRET_ID secret).';
+/** What a caller learns of the service's own configuration; the operator finds the rest in the log. */
+const MISCONFIGURED = 'The payment service is misconfigured; try again later.';
+
+function credentialsRejected(): GatewayError {
+  log.error('the payment gateway rejected the service credentials', {
+    check: 'the app id and secret: the GATEWAY_SECRET_ID secret, or GATEWAY_APP_ID and GATEWAY_APP_SECRET',
+  });
+  return new GatewayError(MISCONFIGURED);
+}
 
 /** Why an answer could not be used; decides between retry, lost answer and the error for the caller. */
 type Unusable = { failure: Failure; error: Error; retryAfterMs?: number };
@@ -82,7 +90,7 @@ export class GatewayClient {
       if ('answer' in outcome) return outcome.answer;
       if ('tokenRejected' in outcome) {
         // A rejected token means the request was refused before processing: one refresh, one repeat.
-        if (refreshed) throw notSent(new GatewayError(CREDENTIALS_REJECTED));
+        if (refreshed) throw notSent(credentialsRejected());
         this.#tokens.invalidate(token);
         token = await this.#token(call.deadline);
         refreshed = true;
@@ -143,7 +151,7 @@ export class GatewayClient {
       // Rejected: the credentials may have rotated; look them up again once.
       this.#credentials.invalidate();
     }
-    throw new GatewayError(CREDENTIALS_REJECTED);
+    throw credentialsRejected();
   }
 
   /** One token request (reads' retry policy applies); undefined when the credentials were rejected. */
@@ -251,11 +259,8 @@ function interpretAnswer(
     if (response.status !== 404) return { unusable: statusFailure(response) };
     if (allowNotFound) return { answer: { httpStatus: 404, envelope: NOT_FOUND } };
     // A bare 404 is the gateway's router: a wrong base URL or path, nothing was processed.
-    throw notSent(
-      new GatewayError(
-        'The payment gateway does not know this operation; the operator must check GATEWAY_BASE_URL.',
-      ),
-    );
+    log.error('the payment gateway does not know this operation', { check: 'GATEWAY_BASE_URL' });
+    throw notSent(new GatewayError(MISCONFIGURED));
   }
   const { status, msg } = envelope.data;
   // PayHere's generic authentication failure: the token was refused after all.

@@ -236,7 +236,7 @@ describe("API Gateway's own answers", () => {
   });
 
   it.each(Object.entries(EXPECTED))(
-    '%s renders the envelope as JSON with its status and code',
+    '%s renders the envelope as JSON with its status and code, never cached or sniffed',
     (type, expected) => {
       const [statusCode, status, code] = expected;
       const response = responses()[type];
@@ -244,6 +244,8 @@ describe("API Gateway's own answers", () => {
       expect(response.RestApiId).toEqual({ Ref: 'ApiGatewayRestApi' });
       expect(response.StatusCode).toBe(statusCode);
       expect(response.ResponseParameters['gatewayresponse.header.Content-Type']).toBe("'application/json'");
+      expect(response.ResponseParameters['gatewayresponse.header.Cache-Control']).toBe("'no-store'");
+      expect(response.ResponseParameters['gatewayresponse.header.X-Content-Type-Options']).toBe("'nosniff'");
       const envelope = JSON.parse(response.ResponseTemplates['application/json']);
       expect(Object.keys(envelope).sort()).toEqual(['data', 'msg', 'status']);
       expect(envelope.status).toBe(status);
