@@ -18,6 +18,7 @@ const root = path.resolve(import.meta.dirname, '../..');
 
 const SECRET_ARN = 'arn:aws:secretsmanager:ap-south-1:123456789012:secret:payhere/test/gateway-AbCdEf';
 const DEPLOY_ENV = {
+  GATEWAY_BASE_URL: 'https://www.payhere.lk',
   AUTH_ISSUER: 'https://issuer.example.com/',
   AUTH_AUDIENCE: 'payhere-payments-api',
   AUTH_JWKS_URL: 'https://issuer.example.com/.well-known/jwks.json',
@@ -57,7 +58,7 @@ beforeAll(async () => {
   out = await mkdtemp(path.join(tmpdir(), 'payhere-package-security-'));
   [template, defaultTemplate] = await Promise.all([
     packageWith(DEPLOY_ENV, 'security-deploy'),
-    packageWith({}, 'security-default'),
+    packageWith({ GATEWAY_BASE_URL: DEPLOY_ENV.GATEWAY_BASE_URL }, 'security-default'),
   ]);
 }, 120_000);
 
@@ -293,5 +294,14 @@ describe('the stage', () => {
     expect(stage.Properties.MethodSettings[0].ThrottlingBurstLimit).toBeGreaterThan(0);
     // The stage resource owns the stage; a Deployment naming it too would collide.
     expect(deployment!.Properties.StageName).toBeUndefined();
+  });
+});
+
+describe('a deployed stage by default', () => {
+  it('talks to the gateway it was given, never the sandbox', () => {
+    for (const fn of functions(defaultTemplate)) {
+      expect(fn.Properties.Environment.Variables.GATEWAY_BASE_URL).toBe('https://www.payhere.lk');
+    }
+    expect(JSON.stringify(defaultTemplate)).not.toContain('sandbox.payhere.lk');
   });
 });

@@ -3,6 +3,7 @@ import { describe, expect, it } from 'vitest';
 import {
   ConfigError,
   environmentCredentials,
+  httpsUrl,
   loadConfig,
   requireMerchantCredentials,
 } from '../../lib/config/config.ts';
@@ -111,6 +112,22 @@ describe('loadConfig', () => {
     expect(configError(env({ GATEWAY_BASE_URL: url })).message).toContain('GATEWAY_BASE_URL');
   });
 
+  it.each(['http://sandbox.payhere.lk', 'http://www.payhere.lk/merchant/v1', 'http://10.0.0.5:8080'])(
+    'refuses the gateway %s over plain http: the app credentials would travel in clear',
+    (url) => {
+      expect(configError(env({ GATEWAY_BASE_URL: url })).message).toBe(
+        'Invalid configuration: GATEWAY_BASE_URL must be an absolute https URL (http only on loopback).',
+      );
+    },
+  );
+
+  it.each(['http://127.0.0.1:4010', 'http://localhost:4010/merchant/v1', 'http://[::1]:4010'])(
+    'accepts a local gateway over http on loopback (%s)',
+    (url) => {
+      expect(loadConfig(env({ GATEWAY_BASE_URL: url })).gatewayBaseUrl).toBe(url);
+    },
+  );
+
   it('takes the credentials from the secret named by GATEWAY_SECRET_ID, without requiring them in the environment', () => {
     // Act
     const config = loadConfig({
@@ -199,5 +216,30 @@ describe('environmentCredentials', () => {
       merchantSecret: 'm',
       appMerchantSecrets: [],
     });
+  });
+});
+
+describe('httpsUrl', () => {
+  it.each([
+    'https://issuer.example.com/.well-known/jwks.json',
+    'http://127.0.0.1:9999/jwks',
+    'http://localhost/x',
+    'http://[::1]:80/',
+  ])('accepts %s', (value) => {
+    expect(httpsUrl('SOME_URL', value).href).toBe(new URL(value).href);
+  });
+
+  it.each([
+    ['plain http beyond loopback', 'http://issuer.example.com/jwks'],
+    ['plain http to a private address', 'http://192.168.1.10/jwks'],
+    ['a loopback look-alike', 'http://127.0.0.1.example.com/jwks'],
+    ['another scheme', 'ftp://issuer.example.com/jwks'],
+    ['not a URL', 'issuer.example.com/jwks'],
+  ])('refuses %s, naming the variable', (_, value) => {
+    expect(() => httpsUrl('SOME_URL', value)).toThrow(
+      new ConfigError(
+        'Invalid configuration: SOME_URL must be an absolute https URL (http only on loopback).',
+      ),
+    );
   });
 });

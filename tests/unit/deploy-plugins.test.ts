@@ -1,0 +1,123 @@
+import { createRequire } from 'node:module';
+import { describe, expect, it } from 'vitest';
+
+/**
+ * The deploy plugins' refusals, called through their hooks as osls calls them, on a stand-in for
+ * osls's `serverless` object holding only what they read. tests/e2e/package-production.test.ts
+ * runs osls itself: a package refused, a local deploy refused, a template with VPC and CORS.
+ */
+const require = createRequire(import.meta.url);
+const DeployGuardPlugin = require('../../plugins/deploy-guard.cjs');
+
+class ServerlessError extends Error {}
+
+interface Stand {
+  stage?: string;
+  commands?: string[];
+  environment?: Record<string, string>;
+  custom?: Record<string, unknown>;
+  functions?: Record<string, { events: Array<{ http?: Record<string, unknown> }> }>;
+}
+
+function serverless({
+  stage = 'prod',
+  commands = ['package'],
+  environment = {},
+  custom = {},
+  functions = {},
+}: Stand) {
+  return {
+    classes: { Error: ServerlessError },
+    processedInput: { commands },
+    getProvider: () => ({ getStage: () => stage }),
+    service: {
+      custom,
+      provider: {
+        environment,
+        compiledCloudFormationTemplate: { Resources: {} as Record<string, unknown> },
+      } as Record<string, any>,
+      getAllFunctions: () => Object.keys(functions),
+      getFunction: (name: string) => functions[name],
+    },
+  };
+}
+
+/** What a hook throws (or undefined); hooks may be async. */
+async function refusal(
+  plugin: { hooks: Record<string, () => unknown> },
+  hook: string,
+): Promise<string | undefined> {
+  try {
+    await plugin.hooks[hook]!();
+  } catch (error) {
+    expect(error).toBeInstanceOf(ServerlessError);
+    return (error as Error).message;
+  }
+  return undefined;
+}
+
+const LIVE = { GATEWAY_BASE_URL: 'https://www.payhere.lk' };
+
+describe('plugins/deploy-guard.cjs', () => {
+  it.each([[['deploy']], [['deploy', 'function']]])('refuses `%s` of the stage local', async (commands) => {
+    const guard = new DeployGuardPlugin(serverless({ stage: 'local', commands }));
+
+    expect(await refusal(guard, 'initialize')).toMatch(
+      /^The stage "local" is for npm start and the tests only/,
+    );
+  });
+
+  it.each([
+    ['packaging the stage local', 'local', ['package']],
+    ['running it offline', 'local', ['offline', 'start']],
+    ['deploying another stage', 'prod', ['deploy']],
+  ])('allows %s', async (_, stage, commands) => {
+    expect(
+      await refusal(new DeployGuardPlugin(serverless({ stage, commands })), 'initialize'),
+    ).toBeUndefined();
+  });
+
+  it.each(['before:package:initialize', 'before:deploy:function:initialize'])(
+    'refuses a deployed stage without GATEWAY_BASE_URL (%s)',
+    async (hook) => {
+      const guard = new DeployGuardPlugin(
+        serverless({ stage: 'prod', environment: { GATEWAY_BASE_URL: ' ' } }),
+      );
+
+      expect(await refusal(guard, hook)).toMatch(
+        /^GATEWAY_BASE_URL is not set: the stage "prod" must name its gateway/,
+      );
+    },
+  );
+
+  it.each([
+    ['the gateway over http', { GATEWAY_BASE_URL: 'http://www.payhere.lk' }, 'GATEWAY_BASE_URL'],
+    ['a gateway that is not a URL', { GATEWAY_BASE_URL: 'www.payhere.lk' }, 'GATEWAY_BASE_URL'],
+    [
+      'the token keys over http',
+      { ...LIVE, AUTH_JWKS_URL: 'http://issuer.example.com/jwks' },
+      'AUTH_JWKS_URL',
+    ],
+  ])('refuses %s, naming the variable', async (_, environment, name) => {
+    const guard = new DeployGuardPlugin(serverless({ environment }));
+
+    expect(await refusal(guard, 'before:package:initialize')).toBe(
+      `Invalid configuration: ${name} must be an absolute https URL (http only on loopback).`,
+    );
+  });
+
+  it.each([
+    [
+      'the live gateway and an https JWKS',
+      'prod',
+      { ...LIVE, AUTH_JWKS_URL: 'https://issuer.example.com/jwks' },
+    ],
+    ['an inline JWKS', 'prod', { ...LIVE, AUTH_JWKS_URL: '' }],
+    ["the local stage's sandbox default", 'local', { GATEWAY_BASE_URL: 'https://sandbox.payhere.lk' }],
+    ['a local gateway on loopback', 'local', { GATEWAY_BASE_URL: 'http://127.0.0.1:4010' }],
+  ])('accepts %s', async (_, stage, environment) => {
+    const guard = new DeployGuardPlugin(serverless({ stage, environment }));
+
+    expect(await refusal(guard, 'before:package:initialize')).toBeUndefined();
+  });
+});
