@@ -74,6 +74,27 @@ export function httpsUrl(name: string, value: string): URL {
   return url;
 }
 
+/**
+ * A comma-separated list of origins (`https://host[:port]`, http only on loopback), each as a
+ * browser sends it in `Origin`; empty when `value` is. Anything else (a path, a wildcard, user
+ * info) is a ConfigError naming `name`: an origin matches exactly or not at all.
+ */
+export function httpsOrigins(name: string, value: string | undefined): string[] {
+  return (value ?? '')
+    .split(',')
+    .map((entry) => entry.trim())
+    .filter((entry) => entry !== '')
+    .map((entry) => {
+      const url = httpsUrl(name, entry);
+      if (url.href !== `${url.origin}/` || !/^([a-z0-9.-]+|\[[0-9a-f:.]+\])$/.test(url.hostname)) {
+        throw new ConfigError(
+          `Invalid configuration: ${name} must list origins only (https://host[:port], comma-separated).`,
+        );
+      }
+      return url.origin;
+    });
+}
+
 function gatewayBaseUrl(env: Env): string {
   return httpsUrl('GATEWAY_BASE_URL', required(env, 'GATEWAY_BASE_URL')).href.replace(/\/+$/, '');
 }

@@ -2,11 +2,12 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { slsRefusal } from '../helpers/package.ts';
+import { packageCopy, slsRefusal, type Template } from '../helpers/package.ts';
 
 /**
- * What a production deploy refuses (`osls package` and `osls deploy`, no AWS account): the
- * configuration that fails safe. tests/e2e/package-security.test.ts checks the default template.
+ * What a production deploy can be configured with, and what it refuses (`osls package` and
+ * `osls deploy`, no AWS account): the configuration that fails safe and CORS for browser apps.
+ * tests/e2e/package-security.test.ts checks the default template: no CORS.
  */
 const DEPLOY_ENV = {
   GATEWAY_BASE_URL: 'https://www.payhere.lk',
@@ -14,11 +15,14 @@ const DEPLOY_ENV = {
   AUTH_AUDIENCE: 'payhere-payments-api',
   AUTH_JWKS_URL: 'https://issuer.example.com/.well-known/jwks.json',
 };
+const CORS_ENV = { CORS_ORIGINS: 'https://app.example.com, https://admin.example.com:8443' };
+
 let scratch: string;
+let template: Template;
 const refusals = new Map<string, string>();
 
 /**
- * Refusals stop osls before it builds anything: run them all at once.
+ * Refusals stop osls before it builds anything: run them all at once, next to the one real package.
  * Each plugin's other refusals are checked on the plugin itself (tests/unit/deploy-plugins.test.ts).
  */
 const REFUSED: Array<[string, string[], Record<string, string>, RegExp]> = [
@@ -45,11 +49,13 @@ const REFUSED: Array<[string, string[], Record<string, string>, RegExp]> = [
 beforeAll(async () => {
   scratch = await mkdtemp(path.join(tmpdir(), 'payhere-package-production-'));
   const artifacts = (i: number) => ['--package', path.join(scratch, `refused-${i}`)];
-  const outputs = await Promise.all(
-    REFUSED.map(([, args, env], i) =>
+  const [configured, ...outputs] = await Promise.all([
+    packageCopy({ ...DEPLOY_ENV, ...CORS_ENV }),
+    ...REFUSED.map(([, args, env], i) =>
       slsRefusal(args[0] === 'package' ? [...args, ...artifacts(i)] : args, env),
     ),
-  );
+  ]);
+  template = configured;
   REFUSED.forEach(([name], i) => {
     refusals.set(name, outputs[i]!);
   });
@@ -66,4 +72,69 @@ describe('configuration that fails safe', () => {
       expect(refusals.get(name)).toMatch(message);
     },
   );
+});
+
+const resourcesOf = (type: string) =>
+  Object.entries(template.Resources).filter(([, resource]) => resource.Type === type);
+const functions = () => resourcesOf('AWS::Lambda::Function').map(([, fn]) => fn);
+
+describe('CORS, given CORS_ORIGINS', () => {
+  const preflights = () =>
+    resourcesOf('AWS::ApiGateway::Method').filter(([, method]) => method.Properties.HttpMethod === 'OPTIONS');
+
+  it('answers the preflight on every resource that has a route', () => {
+    const routed = new Set(
+      resourcesOf('AWS::ApiGateway::Method')
+        .filter(([, method]) => method.Properties.HttpMethod !== 'OPTIONS')
+        .map(([, method]) => JSON.stringify(method.Properties.ResourceId)),
+    );
+
+    expect(new Set(preflights().map(([, method]) => JSON.stringify(method.Properties.ResourceId)))).toEqual(
+      routed,
+    );
+  });
+
+  it.each([
+    'Access-Control-Allow-Headers',
+    'Access-Control-Max-Age',
+    'Cache-Control',
+    'X-Content-Type-Options',
+  ])('sets %s on every preflight', (header) => {
+    const expected: Record<string, string> = {
+      'Access-Control-Allow-Headers': "'Authorization,Content-Type,Idempotency-Key,On-Behalf-Of'",
+      'Access-Control-Max-Age': "'600'",
+      'Cache-Control': "'no-store'",
+      'X-Content-Type-Options': "'nosniff'",
+    };
+    for (const [, method] of preflights()) {
+      const [response] = method.Properties.Integration.IntegrationResponses;
+      expect(response.ResponseParameters[`method.response.header.${header}`]).toBe(expected[header]);
+      expect(
+        method.Properties.MethodResponses[0].ResponseParameters[`method.response.header.${header}`],
+      ).toBe(true);
+    }
+  });
+
+  it('allows exactly the listed origins, without credentials', () => {
+    for (const [, method] of preflights()) {
+      const [response] = method.Properties.Integration.IntegrationResponses;
+      // API Gateway echoes Origin only when it matches one of these, whole (Java's String.matches).
+      const matched = [
+        ...response.ResponseTemplates['application/json'].matchAll(/\$origin\.matches\("([^"]+)"\)/g),
+      ].map((match) => match[1]);
+      expect(matched).toEqual(['https://app[.]example[.]com', 'https://admin[.]example[.]com:8443']);
+      expect(response.ResponseParameters['method.response.header.Access-Control-Allow-Origin']).toBe(
+        "'https://app.example.com'",
+      );
+      expect(
+        response.ResponseParameters['method.response.header.Access-Control-Allow-Credentials'],
+      ).toBeUndefined();
+    }
+  });
+
+  it('gives every function the same origins for its own answers', () => {
+    for (const fn of functions()) {
+      expect(fn.Properties.Environment.Variables.CORS_ORIGINS).toBe(CORS_ENV.CORS_ORIGINS);
+    }
+  });
 });

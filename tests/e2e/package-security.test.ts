@@ -29,6 +29,9 @@ const DEPLOY_ENV = {
   GATEWAY_MERCHANT_SECRET: 'CANARY-MERCHANT-SECRET-in-deploy-env',
 };
 
+/** Off by default; tests/e2e/package-production.test.ts sets them. */
+const OPTIONAL_ENV = ['CORS_ORIGINS'];
+
 type Template = { Resources: Record<string, { Type: string; Properties: any; DependsOn?: string[] }> };
 let out: string;
 let template: Template;
@@ -45,7 +48,9 @@ async function packageWith(env: Record<string, string>, folder: string): Promise
     await cp(path.join(root, name), path.join(service, name), { recursive: true });
   }
   await symlink(path.join(root, 'node_modules'), path.join(service, 'node_modules'), 'dir');
-  const inherited = Object.fromEntries(Object.entries(process.env).filter(([name]) => !(name in DEPLOY_ENV)));
+  const inherited = Object.fromEntries(
+    Object.entries(process.env).filter(([name]) => !(name in DEPLOY_ENV) && !OPTIONAL_ENV.includes(name)),
+  );
   const dir = path.join(service, 'artifacts');
   await run(process.execPath, [slsBin, 'package', '--stage', 'test', '--package', dir], {
     cwd: service,
@@ -303,5 +308,16 @@ describe('a deployed stage by default', () => {
       expect(fn.Properties.Environment.Variables.GATEWAY_BASE_URL).toBe('https://www.payhere.lk');
     }
     expect(JSON.stringify(defaultTemplate)).not.toContain('sandbox.payhere.lk');
+  });
+
+  it('has no CORS: no preflight, no origin for the functions', () => {
+    const preflights = resourcesOf(defaultTemplate, 'AWS::ApiGateway::Method').filter(
+      ([, method]) => method.Properties.HttpMethod === 'OPTIONS',
+    );
+
+    expect(preflights).toEqual([]);
+    expect(JSON.stringify(defaultTemplate)).not.toMatch(/Access-Control-/);
+    for (const fn of functions(defaultTemplate))
+      expect(fn.Properties.Environment.Variables.CORS_ORIGINS).toBe('');
   });
 });

@@ -3,6 +3,7 @@ import { describe, expect, it } from 'vitest';
 import {
   ConfigError,
   environmentCredentials,
+  httpsOrigins,
   httpsUrl,
   loadConfig,
   requireMerchantCredentials,
@@ -240,6 +241,34 @@ describe('httpsUrl', () => {
       new ConfigError(
         'Invalid configuration: SOME_URL must be an absolute https URL (http only on loopback).',
       ),
+    );
+  });
+});
+
+describe('httpsOrigins', () => {
+  it('reads a comma-separated list as browsers send Origin', () => {
+    expect(
+      httpsOrigins(
+        'SOME_ORIGINS',
+        ' https://App.Example.com , https://admin.example.com:8443/,http://localhost:5173',
+      ),
+    ).toEqual(['https://app.example.com', 'https://admin.example.com:8443', 'http://localhost:5173']);
+  });
+
+  it.each([undefined, '', ' , '])('is empty for %j', (value) => {
+    expect(httpsOrigins('SOME_ORIGINS', value)).toEqual([]);
+  });
+
+  it.each([
+    ['a path', 'https://app.example.com/app', 'must list origins only'],
+    ['a query', 'https://app.example.com?x=1', 'must list origins only'],
+    ['user info', 'https://user@app.example.com', 'must list origins only'],
+    ['a wildcard', 'https://*.example.com', 'must list origins only'],
+    ['"*"', '*', 'must be an absolute https URL'],
+    ['plain http beyond loopback', 'http://app.example.com', 'must be an absolute https URL'],
+  ])('refuses %s, naming the variable', (_, value, problem) => {
+    expect(() => httpsOrigins('SOME_ORIGINS', `https://ok.example.com,${value}`)).toThrow(
+      new RegExp(`^Invalid configuration: SOME_ORIGINS ${problem}`),
     );
   });
 });

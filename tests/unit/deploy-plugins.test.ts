@@ -8,6 +8,7 @@ import { describe, expect, it } from 'vitest';
  */
 const require = createRequire(import.meta.url);
 const DeployGuardPlugin = require('../../plugins/deploy-guard.cjs');
+const CorsPlugin = require('../../plugins/cors.cjs');
 
 class ServerlessError extends Error {}
 
@@ -119,5 +120,55 @@ describe('plugins/deploy-guard.cjs', () => {
     const guard = new DeployGuardPlugin(serverless({ stage, environment }));
 
     expect(await refusal(guard, 'before:package:initialize')).toBeUndefined();
+  });
+});
+
+describe('plugins/cors.cjs', () => {
+  const custom = (origins: string) => ({
+    cors: { origins, headers: ['Authorization', 'Content-Type'], maxAge: 600 },
+  });
+  const functions = () => ({
+    charge: { events: [{ http: { method: 'post', path: 'charge' } }] },
+    getCheckout: { events: [{ http: { method: 'get', path: 'checkouts/{id}' } }] },
+  });
+
+  it('leaves every route without a preflight when no origin is listed', async () => {
+    const stand = serverless({ custom: custom(''), functions: functions() });
+
+    await new CorsPlugin(stand).hooks.initialize();
+
+    for (const name of stand.service.getAllFunctions()) {
+      expect(stand.service.getFunction(name)!.events[0]!.http!.cors).toBeUndefined();
+    }
+  });
+
+  it('gives every route a preflight for exactly the listed origins, without credentials', async () => {
+    const stand = serverless({
+      custom: custom('https://App.example.com/, http://localhost:5173'),
+      functions: functions(),
+    });
+
+    await new CorsPlugin(stand).hooks.initialize();
+
+    for (const name of stand.service.getAllFunctions()) {
+      expect(stand.service.getFunction(name)!.events[0]!.http!.cors).toEqual({
+        origins: ['https://app.example.com', 'http://localhost:5173'],
+        headers: ['Authorization', 'Content-Type'],
+        maxAge: 600,
+        allowCredentials: false,
+        cacheControl: 'no-store',
+      });
+    }
+  });
+
+  it.each([
+    ['plain http beyond loopback', 'http://app.example.com', 'must be an absolute https URL'],
+    ['a wildcard', 'https://*.example.com', 'must list origins only'],
+  ])('refuses an origin over %s, naming CORS_ORIGINS', async (_, origins, problem) => {
+    const plugin = new CorsPlugin(serverless({ custom: custom(origins), functions: functions() }));
+
+    expect(await refusal(plugin, 'initialize')).toMatch(
+      new RegExp(`^Invalid configuration: CORS_ORIGINS ${problem}`),
+    );
   });
 });
