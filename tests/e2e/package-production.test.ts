@@ -3,17 +3,25 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { packageCopy, slsRefusal, type Template } from '../helpers/package.ts';
+import { FUNCTIONS } from '../helpers/routes.ts';
 
 /**
  * What a production deploy can be configured with, and what it refuses (`osls package` and
- * `osls deploy`, no AWS account): the configuration that fails safe and CORS for browser apps.
- * tests/e2e/package-security.test.ts checks the default template: no CORS.
+ * `osls deploy`, no AWS account): the configuration that fails safe, the live network path (a VPC
+ * behind a fixed egress address) and CORS for browser apps. tests/e2e/package-security.test.ts
+ * checks the default template: no VPC, no CORS.
  */
 const DEPLOY_ENV = {
   GATEWAY_BASE_URL: 'https://www.payhere.lk',
   AUTH_ISSUER: 'https://issuer.example.com/',
   AUTH_AUDIENCE: 'payhere-payments-api',
   AUTH_JWKS_URL: 'https://issuer.example.com/.well-known/jwks.json',
+};
+const NETWORK_ENV = {
+  VPC_SUBNET_IDS: 'subnet-0a1b2c3d4e5f60718, subnet-0b1c2d3e',
+  VPC_SECURITY_GROUP_IDS: 'sg-0123abcd',
+  VPC_ID: 'vpc-0123abcd',
+  VPC_ROUTE_TABLE_IDS: 'rtb-0123abcd,rtb-4567ef01',
 };
 const CORS_ENV = { CORS_ORIGINS: 'https://app.example.com, https://admin.example.com:8443' };
 
@@ -50,7 +58,7 @@ beforeAll(async () => {
   scratch = await mkdtemp(path.join(tmpdir(), 'payhere-package-production-'));
   const artifacts = (i: number) => ['--package', path.join(scratch, `refused-${i}`)];
   const [configured, ...outputs] = await Promise.all([
-    packageCopy({ ...DEPLOY_ENV, ...CORS_ENV }),
+    packageCopy({ ...DEPLOY_ENV, ...NETWORK_ENV, ...CORS_ENV }),
     ...REFUSED.map(([, args, env], i) =>
       slsRefusal(args[0] === 'package' ? [...args, ...artifacts(i)] : args, env),
     ),
@@ -77,6 +85,62 @@ describe('configuration that fails safe', () => {
 const resourcesOf = (type: string) =>
   Object.entries(template.Resources).filter(([, resource]) => resource.Type === type);
 const functions = () => resourcesOf('AWS::Lambda::Function').map(([, fn]) => fn);
+
+describe('the live network path, given subnets, security groups, the VPC and its route tables', () => {
+  it('runs every function in those subnets and security groups', () => {
+    expect(functions()).toHaveLength(FUNCTIONS.length);
+    for (const fn of functions()) {
+      expect(fn.Properties.VpcConfig).toEqual({
+        SubnetIds: ['subnet-0a1b2c3d4e5f60718', 'subnet-0b1c2d3e'],
+        SecurityGroupIds: ['sg-0123abcd'],
+      });
+    }
+  });
+
+  it("lets every function's own role manage its network interfaces, and nothing more", () => {
+    for (const fn of functions()) {
+      const roleId = fn.Properties.Role['Fn::GetAtt'][0] as string;
+      const statements = template.Resources[roleId]!.Properties.Policies.flatMap(
+        (policy: any) => policy.PolicyDocument.Statement,
+      );
+      const ec2 = statements.filter((s: any) => [s.Action].flat().some((a: string) => a.startsWith('ec2:')));
+
+      expect(ec2).toEqual([
+        {
+          Effect: 'Allow',
+          Action: ['ec2:DescribeNetworkInterfaces', 'ec2:DescribeSubnets'],
+          Resource: ['*'],
+        },
+        {
+          Effect: 'Allow',
+          Action: [
+            'ec2:CreateNetworkInterface',
+            'ec2:DeleteNetworkInterface',
+            'ec2:AssignPrivateIpAddresses',
+            'ec2:UnassignPrivateIpAddresses',
+          ],
+          Resource: [{ 'Fn::Sub': `arn:\${AWS::Partition}:ec2:\${AWS::Region}:\${AWS::AccountId}:*/*` }],
+        },
+      ]);
+      // Inline in the role: Lambda checks them when it creates the function in the VPC.
+      expect(template.Resources[roleId]!.Type).toBe('AWS::IAM::Role');
+    }
+    // Not the managed policy, which would let every function write every log group in the account.
+    expect(JSON.stringify(template)).not.toContain('AWSLambdaVPCAccessExecutionRole');
+  });
+
+  it('sends DynamoDB traffic through a gateway endpoint on those route tables', () => {
+    const endpoints = resourcesOf('AWS::EC2::VPCEndpoint');
+
+    expect(endpoints).toHaveLength(1);
+    expect(endpoints[0]![1].Properties).toEqual({
+      VpcId: 'vpc-0123abcd',
+      VpcEndpointType: 'Gateway',
+      ServiceName: { 'Fn::Sub': `com.amazonaws.\${AWS::Region}.dynamodb` },
+      RouteTableIds: ['rtb-0123abcd', 'rtb-4567ef01'],
+    });
+  });
+});
 
 describe('CORS, given CORS_ORIGINS', () => {
   const preflights = () =>

@@ -30,7 +30,13 @@ const DEPLOY_ENV = {
 };
 
 /** Off by default; tests/e2e/package-production.test.ts sets them. */
-const OPTIONAL_ENV = ['CORS_ORIGINS'];
+const OPTIONAL_ENV = [
+  'CORS_ORIGINS',
+  'VPC_SUBNET_IDS',
+  'VPC_SECURITY_GROUP_IDS',
+  'VPC_ID',
+  'VPC_ROUTE_TABLE_IDS',
+];
 
 type Template = { Resources: Record<string, { Type: string; Properties: any; DependsOn?: string[] }> };
 let out: string;
@@ -319,5 +325,13 @@ describe('a deployed stage by default', () => {
     expect(JSON.stringify(defaultTemplate)).not.toMatch(/Access-Control-/);
     for (const fn of functions(defaultTemplate))
       expect(fn.Properties.Environment.Variables.CORS_ORIGINS).toBe('');
+  });
+
+  it('runs outside any VPC, with no network interface permissions', () => {
+    for (const fn of functions(defaultTemplate)) expect(fn.Properties.VpcConfig).toBeUndefined();
+    expect(resourcesOf(defaultTemplate, 'AWS::EC2::VPCEndpoint')).toEqual([]);
+    expect(statements(defaultTemplate).flatMap((s) => [s.Action].flat())).not.toContainEqual(
+      expect.stringMatching(/^ec2:/),
+    );
   });
 });

@@ -9,6 +9,7 @@ import { describe, expect, it } from 'vitest';
 const require = createRequire(import.meta.url);
 const DeployGuardPlugin = require('../../plugins/deploy-guard.cjs');
 const CorsPlugin = require('../../plugins/cors.cjs');
+const VpcPlugin = require('../../plugins/vpc.cjs');
 
 class ServerlessError extends Error {}
 
@@ -170,5 +171,86 @@ describe('plugins/cors.cjs', () => {
     expect(await refusal(plugin, 'initialize')).toMatch(
       new RegExp(`^Invalid configuration: CORS_ORIGINS ${problem}`),
     );
+  });
+});
+
+describe('plugins/vpc.cjs', () => {
+  const vpc = (settings: Record<string, string>) => ({
+    vpc: { subnetIds: '', securityGroupIds: '', vpcId: '', routeTableIds: '', ...settings },
+  });
+  const NETWORK = { subnetIds: 'subnet-0a1b2c3d, subnet-4e5f6a7b', securityGroupIds: 'sg-0123abcd' };
+
+  it('changes nothing without subnets: no VPC, no endpoint', async () => {
+    const stand = serverless({ custom: vpc({}) });
+    const plugin = new VpcPlugin(stand);
+
+    await plugin.hooks['before:package:initialize']();
+    await plugin.hooks['after:aws:package:finalize:mergeCustomProviderResources']();
+
+    expect(stand.service.provider.vpc).toBeUndefined();
+    expect(stand.service.provider.compiledCloudFormationTemplate.Resources).toEqual({});
+  });
+
+  it('places the functions in the subnets and security groups', async () => {
+    const stand = serverless({ custom: vpc(NETWORK) });
+
+    await new VpcPlugin(stand).hooks['before:package:initialize']();
+
+    expect(stand.service.provider.vpc).toEqual({
+      subnetIds: ['subnet-0a1b2c3d', 'subnet-4e5f6a7b'],
+      securityGroupIds: ['sg-0123abcd'],
+    });
+  });
+
+  it.each([
+    [
+      'subnets without security groups',
+      { subnetIds: NETWORK.subnetIds },
+      /^VPC_SUBNET_IDS and VPC_SECURITY_GROUP_IDS go together/,
+    ],
+    [
+      'security groups without subnets',
+      { securityGroupIds: 'sg-0123abcd' },
+      /^VPC_SUBNET_IDS and VPC_SECURITY_GROUP_IDS go together/,
+    ],
+    [
+      'route tables without the VPC',
+      { ...NETWORK, routeTableIds: 'rtb-0123abcd' },
+      /^VPC_ID and VPC_ROUTE_TABLE_IDS go together/,
+    ],
+    [
+      'the VPC without route tables',
+      { ...NETWORK, vpcId: 'vpc-0123abcd' },
+      /^VPC_ID and VPC_ROUTE_TABLE_IDS go together/,
+    ],
+    [
+      'an endpoint without functions in the VPC',
+      { vpcId: 'vpc-0123abcd', routeTableIds: 'rtb-0123abcd' },
+      /^VPC_ID and VPC_ROUTE_TABLE_IDS serve functions in a VPC/,
+    ],
+    [
+      'two VPCs',
+      { ...NETWORK, vpcId: 'vpc-0123abcd,vpc-4567ef01', routeTableIds: 'rtb-0123abcd' },
+      /^VPC_ID names one VPC/,
+    ],
+    [
+      'a security group among the subnets',
+      { ...NETWORK, subnetIds: 'subnet-0a1b2c3d,sg-0123abcd' },
+      /^VPC_SUBNET_IDS \(custom\.vpc\.subnetIds\) holds "sg-0123abcd", not an id of its kind\.$/,
+    ],
+    [
+      'a subnet name instead of its id',
+      { ...NETWORK, subnetIds: 'private-a' },
+      /^VPC_SUBNET_IDS .* holds "private-a"/,
+    ],
+    [
+      'a route table id with a typo',
+      { ...NETWORK, vpcId: 'vpc-0123abcd', routeTableIds: 'rt-0123abcd' },
+      /^VPC_ROUTE_TABLE_IDS/,
+    ],
+  ])('refuses %s', async (_, settings, message) => {
+    const plugin = new VpcPlugin(serverless({ custom: vpc(settings) }));
+
+    expect(await refusal(plugin, 'before:package:initialize')).toMatch(message);
   });
 });
