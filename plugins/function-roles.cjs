@@ -11,8 +11,9 @@
  *       charge: { secret: true, idempotency: [GetItem, PutItem], ledger: [GetItem] }
  *
  * Each role may write its own function's logs, send the listed item actions to each listed table,
- * and read the one secret if `secret` is set. A function without an entry fails the package:
- * nothing falls back to a shared role that holds more than it needs.
+ * and read the one secret if `secret` is set; a function placed in a VPC (plugins/vpc.cjs) may also
+ * manage its network interfaces. A function without an entry fails the package: nothing falls
+ * back to a shared role that holds more than it needs.
  */
 class FunctionRolesPlugin {
   constructor(serverless) {
@@ -67,6 +68,7 @@ class FunctionRolesPlugin {
           Resource: [config.secretArn],
         });
       }
+      if (this.inVpc(name)) statements.push(...this.networkInterfaceStatements());
       resources[this.roleName(name)] = {
         Type: 'AWS::IAM::Role',
         Properties: {
@@ -89,6 +91,39 @@ class FunctionRolesPlugin {
         },
       };
     }
+  }
+
+  inVpc(functionName) {
+    const logicalId = this.serverless.getProvider('aws').naming.getLambdaLogicalId(functionName);
+    const resources = this.serverless.service.provider.compiledCloudFormationTemplate.Resources;
+    return resources[logicalId]?.Properties?.VpcConfig !== undefined;
+  }
+
+  /**
+   * What Lambda does with the function's role to connect it to its subnets: the EC2 actions of the
+   * AWS managed policy AWSLambdaVPCAccessExecutionRole, written here instead of attaching it because
+   * that policy also grants writing to every log group in the account. The two Describe actions
+   * take no resource; the others are held to this account and region. Inline in the role, so that
+   * they exist before the function is created with its VpcConfig.
+   */
+  networkInterfaceStatements() {
+    return [
+      {
+        Effect: 'Allow',
+        Action: ['ec2:DescribeNetworkInterfaces', 'ec2:DescribeSubnets'],
+        Resource: ['*'],
+      },
+      {
+        Effect: 'Allow',
+        Action: [
+          'ec2:CreateNetworkInterface',
+          'ec2:DeleteNetworkInterface',
+          'ec2:AssignPrivateIpAddresses',
+          'ec2:UnassignPrivateIpAddresses',
+        ],
+        Resource: [{ 'Fn::Sub': `arn:\${AWS::Partition}:ec2:\${AWS::Region}:\${AWS::AccountId}:*/*` }],
+      },
+    ];
   }
 
   /** The function's own log group: create it and its streams, and write to them. */

@@ -51,8 +51,52 @@ export function httpUrl(name: string, value: string): string {
   return value;
 }
 
+const LOOPBACK_HOSTS = new Set(['127.0.0.1', '[::1]', 'localhost']);
+
+/**
+ * `value` (the trimmed value of `name`) as a URL if it is absolute https, or http on loopback for
+ * local runs; otherwise a ConfigError naming `name`. What goes over plain HTTP beyond this machine
+ * (app credentials, keys, notifications) can be read or changed on the way.
+ */
+export function httpsUrl(name: string, value: string): URL {
+  let url: URL | undefined;
+  try {
+    url = new URL(value);
+  } catch {
+    // reported below
+  }
+  const loopback = url?.protocol === 'http:' && LOOPBACK_HOSTS.has(url.hostname);
+  if (!url || (url.protocol !== 'https:' && !loopback)) {
+    throw new ConfigError(
+      `Invalid configuration: ${name} must be an absolute https URL (http only on loopback).`,
+    );
+  }
+  return url;
+}
+
+/**
+ * A comma-separated list of origins (`https://host[:port]`, http only on loopback), each as a
+ * browser sends it in `Origin`; empty when `value` is. Anything else (a path, a wildcard, user
+ * info) is a ConfigError naming `name`: an origin matches exactly or not at all.
+ */
+export function httpsOrigins(name: string, value: string | undefined): string[] {
+  return (value ?? '')
+    .split(',')
+    .map((entry) => entry.trim())
+    .filter((entry) => entry !== '')
+    .map((entry) => {
+      const url = httpsUrl(name, entry);
+      if (url.href !== `${url.origin}/` || !/^([a-z0-9.-]+|\[[0-9a-f:.]+\])$/.test(url.hostname)) {
+        throw new ConfigError(
+          `Invalid configuration: ${name} must list origins only (https://host[:port], comma-separated).`,
+        );
+      }
+      return url.origin;
+    });
+}
+
 function gatewayBaseUrl(env: Env): string {
-  return httpUrl('GATEWAY_BASE_URL', required(env, 'GATEWAY_BASE_URL')).replace(/\/+$/, '');
+  return httpsUrl('GATEWAY_BASE_URL', required(env, 'GATEWAY_BASE_URL')).href.replace(/\/+$/, '');
 }
 
 /** `GATEWAY_RATE_LIMIT` = `<requests>/<milliseconds>`; PayHere's limit (20 per 10 s) by default. */

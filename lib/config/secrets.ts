@@ -1,7 +1,7 @@
 import { GetSecretValueCommand, SecretsManagerClient } from '@aws-sdk/client-secrets-manager';
 import * as z from 'zod/mini';
 import { GatewayUnavailableError } from '../envelope/errors.ts';
-import { log } from '../log/log.ts';
+import { describeError, log } from '../log/log.ts';
 import {
   type Config,
   type CredentialsProvider,
@@ -46,10 +46,19 @@ function defaultClient(): SecretsClient {
   });
 }
 
-/** Names the secret and what is wrong with it; never quotes its content (a parse error would). */
+/**
+ * The operator's log line names the secret and what is wrong with it, never its content (a parse
+ * error would quote it); the caller learns only that the credentials are unavailable: a secret's
+ * name or ARN (with the account id) is the service's business.
+ */
 function unusable(secretId: string, problem: string, cause?: unknown): GatewayUnavailableError {
+  log.error('the gateway credentials are unavailable', {
+    secretId,
+    problem: `the secret ${problem}`,
+    ...(cause === undefined ? {} : { error: describeError(cause) }),
+  });
   return new GatewayUnavailableError(
-    `The payment gateway credentials are unavailable: the secret ${secretId} ${problem}. Try again later.`,
+    'The payment gateway credentials are unavailable right now; try again later.',
     cause,
   );
 }

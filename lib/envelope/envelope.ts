@@ -9,6 +9,12 @@ export interface Envelope<T = unknown> {
   data: T;
 }
 
+/**
+ * On every answer, and not for a caller to change: no cache (a phone's HTTP cache, a proxy) may
+ * keep a payment record, and no client may read the JSON as anything else.
+ */
+export const ANSWER_HEADERS = { 'Cache-Control': 'no-store', 'X-Content-Type-Options': 'nosniff' } as const;
+
 /** Every response of the service, success or failure, goes through here. */
 export function respond<T>(
   httpStatus: number,
@@ -17,7 +23,7 @@ export function respond<T>(
 ): APIGatewayProxyResult {
   return {
     statusCode: httpStatus,
-    headers: { 'Content-Type': 'application/json', ...headers },
+    headers: { 'Content-Type': 'application/json', ...headers, ...ANSWER_HEADERS },
     body: JSON.stringify(envelope),
   };
 }

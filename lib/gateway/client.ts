@@ -52,10 +52,8 @@ export interface GatewayClientOptions {
   limiter: SlidingWindowLimiter;
 }
 
-/** The caller is told only that the service cannot reach PayHere; the detail goes to the log. */
-const CREDENTIALS_REJECTED = 'The payment gateway refused the service’s credentials; nothing was processed.';
-const CREDENTIALS_REJECTED_LOG =
-  'the gateway rejected the app credentials: check the gateway app id and secret (GATEWAY_APP_ID/GATEWAY_APP_SECRET or the GATEWAY_SECRET_ID secret)';
+/** What a caller learns of the service's own configuration; the operator finds the rest in the log. */
+const MISCONFIGURED = 'The payment service is misconfigured; try again later.';
 
 /** PayHere's one documented envelope for a refused bearer token (GATEWAY.md "Envelope and generic errors"). */
 const AUTHENTICATION_ERROR = 'authentication error';
@@ -191,8 +189,10 @@ export class GatewayClient {
 }
 
 function credentialsRejected(): GatewayError {
-  log.error(CREDENTIALS_REJECTED_LOG);
-  return new GatewayError(`${CREDENTIALS_REJECTED} Try again later.`);
+  log.error('the payment gateway rejected the service credentials', {
+    check: 'the app id and secret: the GATEWAY_SECRET_ID secret, or GATEWAY_APP_ID and GATEWAY_APP_SECRET',
+  });
+  return new GatewayError(MISCONFIGURED);
 }
 
 /**
@@ -279,10 +279,9 @@ function interpretAnswer(response: UpstreamResponse, allowNotFound: boolean): At
   if (!envelope.success) {
     if (response.status !== 404) return { unusable: statusFailure(response, true) };
     if (allowNotFound) return { answer: { httpStatus: 404, envelope: NOT_FOUND } };
-    log.error('the gateway does not know this operation: check GATEWAY_BASE_URL');
-    throw notSent(
-      new GatewayError('The payment gateway does not know this operation; nothing was processed.'),
-    );
+    // A bare 404 is the gateway's router: a wrong base URL or path, nothing was processed.
+    log.error('the payment gateway does not know this operation', { check: 'GATEWAY_BASE_URL' });
+    throw notSent(new GatewayError(MISCONFIGURED));
   }
   const { status, msg } = envelope.data;
   if (status === -2 && (msg ?? '').trim().toLowerCase() === AUTHENTICATION_ERROR)

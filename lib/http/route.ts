@@ -8,6 +8,7 @@ import { type IdempotencyOptions, runIdempotent } from '../idempotency/idempoten
 import { authenticate } from './auth/middleware.ts';
 import type { Scope } from './auth/scopes.ts';
 import { type Caller, callerOf } from './caller.ts';
+import { cors, corsFromEnvironment } from './cors.ts';
 import { requestDeadline } from './deadline.ts';
 import { headerValues } from './headers.ts';
 import { readIdempotencyKey } from './idempotency-key.ts';
@@ -92,7 +93,11 @@ export function route<Body = undefined, Path = undefined>(
 ) {
   // No early-timeout race: lib/http/deadline.ts already ends upstream work well before Lambda's timeout,
   // and the race costs a timer per request and would answer the last moments with a 500.
-  const stack = middy<Event, Result>({ timeoutEarlyInMillis: 0 })
+  const stack = middy<Event, Result>({ timeoutEarlyInMillis: 0 });
+  // Only when CORS_ORIGINS lists origins; outermost, so it sees every answer the rest produces.
+  const corsConfig = corsFromEnvironment();
+  if (corsConfig) stack.use(cors(corsConfig));
+  stack
     .use(envelopeErrors())
     .use(metricsWritten())
     .use(authenticate(options.scope))

@@ -159,3 +159,20 @@ describe('idempotency through serverless-offline', () => {
     expect(body.data.errors.map((error) => error.path)).toContain('Idempotency-Key');
   });
 });
+
+describe('the headers of every answer, through serverless-offline', () => {
+  it('keep Cache-Control: no-store and nosniff on an answer and on a refusal', async () => {
+    const answers = [
+      await fetch(`${api}/subscriptions`, {
+        headers: { authorization: `Bearer ${await tokenFor(MERCHANT_SCOPES)}` },
+      }),
+      await fetch(`${api}/subscriptions`),
+    ];
+
+    expect(answers.map((answer) => answer.status)).toEqual([200, 401]);
+    for (const answer of answers) {
+      expect(answer.headers.get('cache-control')).toBe('no-store');
+      expect(answer.headers.get('x-content-type-options')).toBe('nosniff');
+    }
+  });
+});

@@ -18,6 +18,7 @@ const root = path.resolve(import.meta.dirname, '../..');
 
 const SECRET_ARN = 'arn:aws:secretsmanager:ap-south-1:123456789012:secret:payhere/test/gateway-AbCdEf';
 const DEPLOY_ENV = {
+  GATEWAY_BASE_URL: 'https://www.payhere.lk',
   AUTH_ISSUER: 'https://issuer.example.com/',
   AUTH_AUDIENCE: 'payhere-payments-api',
   AUTH_JWKS_URL: 'https://issuer.example.com/.well-known/jwks.json',
@@ -27,6 +28,15 @@ const DEPLOY_ENV = {
   GATEWAY_APP_SECRET: 'CANARY-APP-SECRET-in-deploy-env',
   GATEWAY_MERCHANT_SECRET: 'CANARY-MERCHANT-SECRET-in-deploy-env',
 };
+
+/** Off by default; tests/e2e/package-production.test.ts sets them. */
+const OPTIONAL_ENV = [
+  'CORS_ORIGINS',
+  'VPC_SUBNET_IDS',
+  'VPC_SECURITY_GROUP_IDS',
+  'VPC_ID',
+  'VPC_ROUTE_TABLE_IDS',
+];
 
 type Template = { Resources: Record<string, { Type: string; Properties: any; DependsOn?: string[] }> };
 let out: string;
@@ -44,7 +54,9 @@ async function packageWith(env: Record<string, string>, folder: string): Promise
     await cp(path.join(root, name), path.join(service, name), { recursive: true });
   }
   await symlink(path.join(root, 'node_modules'), path.join(service, 'node_modules'), 'dir');
-  const inherited = Object.fromEntries(Object.entries(process.env).filter(([name]) => !(name in DEPLOY_ENV)));
+  const inherited = Object.fromEntries(
+    Object.entries(process.env).filter(([name]) => !(name in DEPLOY_ENV) && !OPTIONAL_ENV.includes(name)),
+  );
   const dir = path.join(service, 'artifacts');
   await run(process.execPath, [slsBin, 'package', '--stage', 'test', '--package', dir], {
     cwd: service,
@@ -57,7 +69,7 @@ beforeAll(async () => {
   out = await mkdtemp(path.join(tmpdir(), 'payhere-package-security-'));
   [template, defaultTemplate] = await Promise.all([
     packageWith(DEPLOY_ENV, 'security-deploy'),
-    packageWith({}, 'security-default'),
+    packageWith({ GATEWAY_BASE_URL: DEPLOY_ENV.GATEWAY_BASE_URL }, 'security-default'),
   ]);
 }, 120_000);
 
@@ -236,7 +248,7 @@ describe("API Gateway's own answers", () => {
   });
 
   it.each(Object.entries(EXPECTED))(
-    '%s renders the envelope as JSON with its status and code',
+    '%s renders the envelope as JSON with its status and code, never cached or sniffed',
     (type, expected) => {
       const [statusCode, status, code] = expected;
       const response = responses()[type];
@@ -244,6 +256,8 @@ describe("API Gateway's own answers", () => {
       expect(response.RestApiId).toEqual({ Ref: 'ApiGatewayRestApi' });
       expect(response.StatusCode).toBe(statusCode);
       expect(response.ResponseParameters['gatewayresponse.header.Content-Type']).toBe("'application/json'");
+      expect(response.ResponseParameters['gatewayresponse.header.Cache-Control']).toBe("'no-store'");
+      expect(response.ResponseParameters['gatewayresponse.header.X-Content-Type-Options']).toBe("'nosniff'");
       const envelope = JSON.parse(response.ResponseTemplates['application/json']);
       expect(Object.keys(envelope).sort()).toEqual(['data', 'msg', 'status']);
       expect(envelope.status).toBe(status);
@@ -291,5 +305,33 @@ describe('the stage', () => {
     expect(stage.Properties.MethodSettings[0].ThrottlingBurstLimit).toBeGreaterThan(0);
     // The stage resource owns the stage; a Deployment naming it too would collide.
     expect(deployment!.Properties.StageName).toBeUndefined();
+  });
+});
+
+describe('a deployed stage by default', () => {
+  it('talks to the gateway it was given, never the sandbox', () => {
+    for (const fn of functions(defaultTemplate)) {
+      expect(fn.Properties.Environment.Variables.GATEWAY_BASE_URL).toBe('https://www.payhere.lk');
+    }
+    expect(JSON.stringify(defaultTemplate)).not.toContain('sandbox.payhere.lk');
+  });
+
+  it('has no CORS: no preflight, no origin for the functions', () => {
+    const preflights = resourcesOf(defaultTemplate, 'AWS::ApiGateway::Method').filter(
+      ([, method]) => method.Properties.HttpMethod === 'OPTIONS',
+    );
+
+    expect(preflights).toEqual([]);
+    expect(JSON.stringify(defaultTemplate)).not.toMatch(/Access-Control-/);
+    for (const fn of functions(defaultTemplate))
+      expect(fn.Properties.Environment.Variables.CORS_ORIGINS).toBe('');
+  });
+
+  it('runs outside any VPC, with no network interface permissions', () => {
+    for (const fn of functions(defaultTemplate)) expect(fn.Properties.VpcConfig).toBeUndefined();
+    expect(resourcesOf(defaultTemplate, 'AWS::EC2::VPCEndpoint')).toEqual([]);
+    expect(statements(defaultTemplate).flatMap((s) => [s.Action].flat())).not.toContainEqual(
+      expect.stringMatching(/^ec2:/),
+    );
   });
 });

@@ -23,6 +23,8 @@ beforeAll(async () => {
     env: {
       ...process.env,
       ESBUILD_WORK_FOLDER: '.esbuild-package-test',
+      // The one variable a deployed stage must set (plugins/deploy-guard.cjs).
+      GATEWAY_BASE_URL: 'https://www.payhere.lk',
       GATEWAY_RATE_LIMIT: undefined,
       IDEMPOTENCY_TTL_SECONDS: undefined,
     },

@@ -84,15 +84,17 @@ export async function call(name: RouteName, options: CallOptions = {}): Promise<
 
 /**
  * A test file's gateway: started before its tests (startTestGateway), closed after them. Before
- * each test it is `reset` to the seeded state (the default), or, with `keepTokens`, gets its
- * seeded data back with faults and counters cleared while the containers keep their access
- * tokens (as warm ones do, so counters show only the calls under test), or is left as it is.
+ * each test it gets its seeded data back with faults and counters cleared while the containers
+ * keep their access tokens (`keepTokens`, the default: as warm ones do, so counters show only the
+ * calls under test, and a money request is not met by a token the gateway no longer knows, which
+ * it would answer with 503 rather than send twice), or is `reset` whole (tokens and rate limit
+ * too), or is left as it is.
  * The sandbox is returned at once and usable inside tests.
  */
 export function useTestGateway(
   options: SandboxOptions & { beforeEachTest?: 'reset' | 'keepTokens' | 'nothing' } = {},
 ): Sandbox {
-  const { beforeEachTest = 'reset', ...sandboxOptions } = options;
+  const { beforeEachTest = 'keepTokens', ...sandboxOptions } = options;
   let current: Sandbox | undefined;
   beforeAll(async () => {
     current = await startTestGateway(sandboxOptions);

@@ -1,12 +1,13 @@
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { setTimeout } from 'node:timers/promises';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
 import { type CredentialsProvider, loadConfig } from '../../lib/config/config.ts';
 import { GatewayError, GatewayUnavailableError } from '../../lib/envelope/errors.ts';
 import { createPayHere } from '../../lib/gateway/index.ts';
 import { STALE_AFTER_IDLE_MS, Transport } from '../../lib/gateway/transport.ts';
 import { SANDBOX_CREDENTIALS, type Sandbox, startSandbox } from '../../sandbox/server.ts';
+import { captureLogs } from '../helpers/logs.ts';
 import { freePort } from '../helpers/ports.ts';
 import { chargeBody } from './fixtures.ts';
 
@@ -29,8 +30,12 @@ function configFor(baseUrl: string) {
 
 const soon = () => Date.now() + 5_000;
 
+afterEach(() => {
+  vi.unstubAllEnvs();
+});
+
 describe('wrong app credentials', () => {
-  it('give gateway_error, after looking the credentials up once more', async () => {
+  it('give gateway_error, the configuration named in the log only, after looking the credentials up once more', async () => {
     let lookups = 0;
     let invalidations = 0;
     const credentials: CredentialsProvider = {
@@ -44,13 +49,16 @@ describe('wrong app credentials', () => {
     };
     const payhere = createPayHere(configFor(sandbox.url), { credentials });
     sandbox.resetCounters();
+    const logs = captureLogs();
 
     const error = await payhere.listSubscriptions(soon()).catch((e: unknown) => e);
 
     expect(error).toBeInstanceOf(GatewayError);
-    // The caller is not told how the service is configured (the log is, tests/security/leak-canary).
-    expect((error as Error).message).not.toMatch(/GATEWAY_/);
-    expect((error as Error).message).not.toContain('WRONG-SECRET');
+    expect((error as Error).message).toBe('The payment service is misconfigured; try again later.');
+    expect(logs).toContainEqual(
+      expect.objectContaining({ level: 'error', check: expect.stringMatching(/GATEWAY_APP_ID/) }),
+    );
+    expect(JSON.stringify(logs)).not.toContain('WRONG-SECRET');
     expect({ lookups, invalidations }).toEqual({ lookups: 2, invalidations: 2 });
     expect(sandbox.counters()).toMatchObject({ token: 2, listSubscriptions: 0 });
   });

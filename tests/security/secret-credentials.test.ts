@@ -35,7 +35,7 @@ afterAll(async () => {
 });
 
 describe('a function reading its gateway credentials from Secrets Manager', () => {
-  it('answers 503 naming the secret, never its value, while the secret is malformed', async () => {
+  it('answers 503, naming neither the secret nor its value, while the secret is malformed', async () => {
     secrets.secrets.set(SECRET_ID, `{"app_id":"app-first","app_secret":"${FIRST.appSecret}"`);
 
     const answer = await call('listSubscriptions');
@@ -43,7 +43,7 @@ describe('a function reading its gateway credentials from Secrets Manager', () =
     expect(answer.statusCode).toBe(503);
     expect(answer.body).toEqual({
       status: -1,
-      msg: `The payment gateway credentials are unavailable: the secret ${SECRET_ID} is not JSON. Try again later.`,
+      msg: 'The payment gateway credentials are unavailable right now; try again later.',
       data: { code: 'gateway_unavailable' },
     });
     expect(answer.raw).not.toContain(FIRST.appSecret);

@@ -1,7 +1,8 @@
 import { SecretsManagerClient } from '@aws-sdk/client-secrets-manager';
-import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it, vi } from 'vitest';
 import { SECRET_MAX_AGE_MS, secretCredentials } from '../../lib/config/secrets.ts';
 import { GatewayUnavailableError } from '../../lib/envelope/errors.ts';
+import { captureLogs } from '../helpers/logs.ts';
 import { freePort } from '../helpers/ports.ts';
 import { type FakeSecretsManager, startFakeSecretsManager } from '../helpers/secrets-manager.ts';
 
@@ -33,6 +34,9 @@ beforeAll(async () => {
 });
 afterAll(async () => {
   await fake.close();
+});
+afterEach(() => {
+  vi.unstubAllEnvs();
 });
 
 let reads0: number;
@@ -129,34 +133,52 @@ describe('gateway credentials from Secrets Manager', () => {
       /lacks a non-empty app_merchant_secrets/,
     ],
   ])(
-    'a secret that is %s: 503 gateway_unavailable naming the secret id, never its value',
+    'a secret that is %s: 503 gateway_unavailable, the secret and the problem named in the log only, never its value',
     async (_, value, problem) => {
       fake.secrets.set(SECRET_ID, value);
+      const logs = captureLogs();
 
       const error = await failure(provider().get());
 
       expect(error.httpStatus).toBe(503);
       expect(error.code).toBe('gateway_unavailable');
-      expect(error.message).toContain(SECRET_ID);
-      expect(error.message).toMatch(problem);
-      expect(JSON.stringify({ message: error.message, cause: String(error.cause) })).not.toContain(CANARY);
+      expect(error.message).toBe(
+        'The payment gateway credentials are unavailable right now; try again later.',
+      );
+      const line = logs.find((l) => l.message === 'the gateway credentials are unavailable');
+      expect(line).toMatchObject({
+        level: 'error',
+        secretId: SECRET_ID,
+        problem: expect.stringMatching(problem),
+      });
+      expect(JSON.stringify({ message: error.message, cause: String(error.cause), logs })).not.toContain(
+        CANARY,
+      );
     },
   );
 
-  it('a secret that does not exist: 503 naming it', async () => {
+  it('a secret that does not exist: 503, named in the log with what went wrong', async () => {
+    const logs = captureLogs();
+
     const error = await failure(provider('no/such/secret').get());
 
-    expect(error.message).toContain('no/such/secret');
-    expect(error.message).toContain('cannot be read');
+    expect(error.message).not.toContain('no/such/secret');
+    expect(logs.find((l) => l.level === 'error')).toMatchObject({
+      secretId: 'no/such/secret',
+      problem: 'the secret cannot be read',
+      error: { name: expect.any(String) },
+    });
   });
 
-  it('Secrets Manager unreachable: 503 naming the secret', async () => {
+  it('Secrets Manager unreachable: 503, the secret named in the log', async () => {
+    const logs = captureLogs();
     const unreachable = secretCredentials({
       secretId: SECRET_ID,
       client: clientFor(`http://127.0.0.1:${await freePort()}`),
     });
 
-    expect((await failure(unreachable.get())).message).toContain(SECRET_ID);
+    expect((await failure(unreachable.get())).message).not.toContain(SECRET_ID);
+    expect(logs.find((l) => l.level === 'error')).toMatchObject({ secretId: SECRET_ID });
   });
 
   it('a failed read is not kept: once the secret is fixed, the next call succeeds', async () => {

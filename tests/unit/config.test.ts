@@ -3,6 +3,8 @@ import { describe, expect, it } from 'vitest';
 import {
   ConfigError,
   environmentCredentials,
+  httpsOrigins,
+  httpsUrl,
   loadConfig,
   requireMerchantCredentials,
 } from '../../lib/config/config.ts';
@@ -111,6 +113,22 @@ describe('loadConfig', () => {
     expect(configError(env({ GATEWAY_BASE_URL: url })).message).toContain('GATEWAY_BASE_URL');
   });
 
+  it.each(['http://sandbox.payhere.lk', 'http://www.payhere.lk/merchant/v1', 'http://10.0.0.5:8080'])(
+    'refuses the gateway %s over plain http: the app credentials would travel in clear',
+    (url) => {
+      expect(configError(env({ GATEWAY_BASE_URL: url })).message).toBe(
+        'Invalid configuration: GATEWAY_BASE_URL must be an absolute https URL (http only on loopback).',
+      );
+    },
+  );
+
+  it.each(['http://127.0.0.1:4010', 'http://localhost:4010/merchant/v1', 'http://[::1]:4010'])(
+    'accepts a local gateway over http on loopback (%s)',
+    (url) => {
+      expect(loadConfig(env({ GATEWAY_BASE_URL: url })).gatewayBaseUrl).toBe(url);
+    },
+  );
+
   it('takes the credentials from the secret named by GATEWAY_SECRET_ID, without requiring them in the environment', () => {
     // Act
     const config = loadConfig({
@@ -199,5 +217,58 @@ describe('environmentCredentials', () => {
       merchantSecret: 'm',
       appMerchantSecrets: [],
     });
+  });
+});
+
+describe('httpsUrl', () => {
+  it.each([
+    'https://issuer.example.com/.well-known/jwks.json',
+    'http://127.0.0.1:9999/jwks',
+    'http://localhost/x',
+    'http://[::1]:80/',
+  ])('accepts %s', (value) => {
+    expect(httpsUrl('SOME_URL', value).href).toBe(new URL(value).href);
+  });
+
+  it.each([
+    ['plain http beyond loopback', 'http://issuer.example.com/jwks'],
+    ['plain http to a private address', 'http://192.168.1.10/jwks'],
+    ['a loopback look-alike', 'http://127.0.0.1.example.com/jwks'],
+    ['another scheme', 'ftp://issuer.example.com/jwks'],
+    ['not a URL', 'issuer.example.com/jwks'],
+  ])('refuses %s, naming the variable', (_, value) => {
+    expect(() => httpsUrl('SOME_URL', value)).toThrow(
+      new ConfigError(
+        'Invalid configuration: SOME_URL must be an absolute https URL (http only on loopback).',
+      ),
+    );
+  });
+});
+
+describe('httpsOrigins', () => {
+  it('reads a comma-separated list as browsers send Origin', () => {
+    expect(
+      httpsOrigins(
+        'SOME_ORIGINS',
+        ' https://App.Example.com , https://admin.example.com:8443/,http://localhost:5173',
+      ),
+    ).toEqual(['https://app.example.com', 'https://admin.example.com:8443', 'http://localhost:5173']);
+  });
+
+  it.each([undefined, '', ' , '])('is empty for %j', (value) => {
+    expect(httpsOrigins('SOME_ORIGINS', value)).toEqual([]);
+  });
+
+  it.each([
+    ['a path', 'https://app.example.com/app', 'must list origins only'],
+    ['a query', 'https://app.example.com?x=1', 'must list origins only'],
+    ['user info', 'https://user@app.example.com', 'must list origins only'],
+    ['a wildcard', 'https://*.example.com', 'must list origins only'],
+    ['"*"', '*', 'must be an absolute https URL'],
+    ['plain http beyond loopback', 'http://app.example.com', 'must be an absolute https URL'],
+  ])('refuses %s, naming the variable', (_, value, problem) => {
+    expect(() => httpsOrigins('SOME_ORIGINS', `https://ok.example.com,${value}`)).toThrow(
+      new RegExp(`^Invalid configuration: SOME_ORIGINS ${problem}`),
+    );
   });
 });

@@ -8,7 +8,11 @@ describe('respond', () => {
 
     // Assess
     expect(result.statusCode).toBe(402);
-    expect(result.headers).toEqual({ 'Content-Type': 'application/json' });
+    expect(result.headers).toEqual({
+      'Content-Type': 'application/json',
+      'Cache-Control': 'no-store',
+      'X-Content-Type-Options': 'nosniff',
+    });
     expect(JSON.parse(result.body)).toEqual({ status: -1, msg: 'Card declined', data: { status_code: -2 } });
   });
 
@@ -21,7 +25,27 @@ describe('respond', () => {
     );
 
     // Assess
-    expect(result.headers).toEqual({ 'Content-Type': 'application/json', 'Retry-After': '3' });
+    expect(result.headers).toEqual({
+      'Content-Type': 'application/json',
+      'Retry-After': '3',
+      'Cache-Control': 'no-store',
+      'X-Content-Type-Options': 'nosniff',
+    });
+  });
+
+  it('never lets a caller drop no-store or nosniff', () => {
+    // Act
+    const result = respond(
+      200,
+      { status: 1, msg: 'ok', data: null },
+      { 'Cache-Control': 'max-age=3600', 'X-Content-Type-Options': '' },
+    );
+
+    // Assess
+    expect(result.headers).toMatchObject({
+      'Cache-Control': 'no-store',
+      'X-Content-Type-Options': 'nosniff',
+    });
   });
 
   it('keeps a null data in the body', () => {

@@ -79,7 +79,7 @@ describe('errorResponse', () => {
 
     // Assess
     expect(result.statusCode).toBe(httpStatus);
-    expect(result.headers).toEqual({ 'Content-Type': 'application/json', 'Retry-After': retryAfter });
+    expect(result.headers).toMatchObject({ 'Content-Type': 'application/json', 'Retry-After': retryAfter });
   });
 
   it('answers 401 with status -2 and WWW-Authenticate when unauthorized', () => {

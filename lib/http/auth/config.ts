@@ -1,5 +1,5 @@
 import type { JSONWebKeySet } from 'jose';
-import { ConfigError, type Env, required } from '../../config/config.ts';
+import { ConfigError, type Env, httpsUrl, required } from '../../config/config.ts';
 
 /** Who issues the tokens the service accepts, and where their public keys are. */
 export interface AuthConfig {
@@ -7,25 +7,6 @@ export interface AuthConfig {
   audience: string;
   /** An inline JWKS saves a fetch on every cold start; a URL follows the issuer's key rotation. */
   keys: { source: 'inline'; jwks: JSONWebKeySet } | { source: 'url'; url: URL };
-}
-
-const LOOPBACK_HOSTS = new Set(['127.0.0.1', '[::1]', 'localhost']);
-
-/** Keys fetched over plain HTTP could be swapped on the way: only a local issuer may use http. */
-function jwksUrl(value: string): URL {
-  let url: URL;
-  try {
-    url = new URL(value);
-  } catch {
-    throw new ConfigError('Invalid configuration: AUTH_JWKS_URL must be an absolute https URL.');
-  }
-  const local = url.protocol === 'http:' && LOOPBACK_HOSTS.has(url.hostname);
-  if (url.protocol !== 'https:' && !local) {
-    throw new ConfigError(
-      'Invalid configuration: AUTH_JWKS_URL must be an https URL (http only on loopback).',
-    );
-  }
-  return url;
 }
 
 /** Public asymmetric keys only: a private or shared-secret key has no business in configuration. */
@@ -59,6 +40,9 @@ export function loadAuthConfig(env: Env): AuthConfig {
   return {
     issuer,
     audience,
-    keys: inline ? { source: 'inline', jwks: inlineJwks(inline) } : { source: 'url', url: jwksUrl(url!) },
+    // Keys fetched over plain HTTP could be swapped on the way: only a local issuer may use http.
+    keys: inline
+      ? { source: 'inline', jwks: inlineJwks(inline) }
+      : { source: 'url', url: httpsUrl('AUTH_JWKS_URL', url!) },
   };
 }

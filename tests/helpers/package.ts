@@ -1,0 +1,66 @@
+import { execFile } from 'node:child_process';
+import { cp, mkdtemp, readFile, symlink } from 'node:fs/promises';
+import { createRequire } from 'node:module';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { promisify } from 'node:util';
+
+/** osls as `npm run package` runs it, on this process's Node; no AWS account is needed to package. */
+const run = promisify(execFile);
+const slsBin = createRequire(import.meta.url).resolve('osls/bin/serverless.js');
+export const root = path.resolve(import.meta.dirname, '../..');
+
+export type Template = {
+  Resources: Record<string, { Type: string; Properties: any; DependsOn?: string[] }>;
+};
+
+let home: Promise<string> | undefined;
+
+/**
+ * Exactly `env` and what a shell needs, nothing of this process's configuration; no AWS credentials
+ * anywhere (HOME is a scratch folder), so that no command can reach an AWS account.
+ */
+async function isolatedEnv(env: Record<string, string>): Promise<NodeJS.ProcessEnv> {
+  home ??= mkdtemp(path.join(tmpdir(), 'osls-home-'));
+  return {
+    PATH: process.env.PATH,
+    HOME: await home,
+    AWS_SHARED_CREDENTIALS_FILE: '/nonexistent/credentials',
+    AWS_CONFIG_FILE: '/nonexistent/config',
+    AWS_EC2_METADATA_DISABLED: 'true',
+    ...env,
+  };
+}
+
+/**
+ * Package a copy of the service with `env` (stage `test` unless given) and return its template.
+ * A copy, because serverless-esbuild always stages artifacts in the service's own .serverless/,
+ * which packages running at once in other test files would share.
+ */
+export async function packageCopy(env: Record<string, string>, stage = 'test'): Promise<Template> {
+  const service = await mkdtemp(path.join(tmpdir(), 'payhere-package-copy-'));
+  for (const name of ['serverless.yml', 'package.json', 'tsconfig.json', 'functions', 'lib', 'plugins']) {
+    await cp(path.join(root, name), path.join(service, name), { recursive: true });
+  }
+  await symlink(path.join(root, 'node_modules'), path.join(service, 'node_modules'), 'dir');
+  const dir = path.join(service, 'artifacts');
+  await run(process.execPath, [slsBin, 'package', '--stage', stage, '--package', dir], {
+    cwd: service,
+    env: await isolatedEnv({ ...env, ESBUILD_WORK_FOLDER: '.esbuild' }),
+  });
+  return JSON.parse(await readFile(path.join(dir, 'cloudformation-template-update-stack.json'), 'utf8'));
+}
+
+/** Run `sls <args>` in the service, expecting it to fail before building anything; its output. */
+export async function slsRefusal(args: string[], env: Record<string, string>): Promise<string> {
+  const failure = await run(process.execPath, [slsBin, ...args], {
+    cwd: root,
+    env: await isolatedEnv(env),
+    timeout: 60_000,
+  }).then(
+    () => undefined,
+    (error: { stdout: string; stderr: string }) => error,
+  );
+  if (!failure) throw new Error(`sls ${args.join(' ')} succeeded`);
+  return `${failure.stdout}\n${failure.stderr}`;
+}

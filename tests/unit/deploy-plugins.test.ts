@@ -1,0 +1,266 @@
+import { createRequire } from 'node:module';
+import { describe, expect, it } from 'vitest';
+
+/**
+ * The deploy plugins' refusals, called through their hooks as osls calls them, on a stand-in for
+ * osls's `serverless` object holding only what they read. tests/e2e/package-production.test.ts
+ * runs osls itself: a package refused, a local deploy refused, a template with VPC and CORS.
+ */
+const require = createRequire(import.meta.url);
+const DeployGuardPlugin = require('../../plugins/deploy-guard.cjs');
+const CorsPlugin = require('../../plugins/cors.cjs');
+const VpcPlugin = require('../../plugins/vpc.cjs');
+
+class ServerlessError extends Error {}
+
+interface Stand {
+  stage?: string;
+  commands?: string[];
+  environment?: Record<string, string>;
+  custom?: Record<string, unknown>;
+  functions?: Record<string, { events: Array<{ http?: Record<string, unknown> }> }>;
+}
+
+function serverless({
+  stage = 'prod',
+  commands = ['package'],
+  environment = {},
+  custom = {},
+  functions = {},
+}: Stand) {
+  return {
+    classes: { Error: ServerlessError },
+    processedInput: { commands },
+    getProvider: () => ({ getStage: () => stage }),
+    service: {
+      custom,
+      provider: {
+        environment,
+        compiledCloudFormationTemplate: { Resources: {} as Record<string, unknown> },
+      } as Record<string, any>,
+      getAllFunctions: () => Object.keys(functions),
+      getFunction: (name: string) => functions[name],
+    },
+  };
+}
+
+/** What a hook throws (or undefined); hooks may be async. */
+async function refusal(
+  plugin: { hooks: Record<string, () => unknown> },
+  hook: string,
+): Promise<string | undefined> {
+  try {
+    await plugin.hooks[hook]!();
+  } catch (error) {
+    expect(error).toBeInstanceOf(ServerlessError);
+    return (error as Error).message;
+  }
+  return undefined;
+}
+
+const LIVE = { GATEWAY_BASE_URL: 'https://www.payhere.lk' };
+
+describe('plugins/deploy-guard.cjs', () => {
+  it.each([[['deploy']], [['deploy', 'function']]])('refuses `%s` of the stage local', async (commands) => {
+    const guard = new DeployGuardPlugin(serverless({ stage: 'local', commands }));
+
+    expect(await refusal(guard, 'initialize')).toMatch(
+      /^The stage "local" is for npm start and the tests only/,
+    );
+  });
+
+  it.each([
+    ['packaging the stage local', 'local', ['package']],
+    ['running it offline', 'local', ['offline', 'start']],
+    ['deploying another stage', 'prod', ['deploy']],
+  ])('allows %s', async (_, stage, commands) => {
+    expect(
+      await refusal(new DeployGuardPlugin(serverless({ stage, commands })), 'initialize'),
+    ).toBeUndefined();
+  });
+
+  it.each(['before:package:initialize', 'before:deploy:function:initialize'])(
+    'refuses a deployed stage without GATEWAY_BASE_URL (%s)',
+    async (hook) => {
+      const guard = new DeployGuardPlugin(
+        serverless({ stage: 'prod', environment: { GATEWAY_BASE_URL: ' ' } }),
+      );
+
+      expect(await refusal(guard, hook)).toMatch(
+        /^GATEWAY_BASE_URL is not set: the stage "prod" must name its gateway/,
+      );
+    },
+  );
+
+  it.each([
+    ['the gateway over http', { GATEWAY_BASE_URL: 'http://www.payhere.lk' }, 'GATEWAY_BASE_URL'],
+    ['a gateway that is not a URL', { GATEWAY_BASE_URL: 'www.payhere.lk' }, 'GATEWAY_BASE_URL'],
+    [
+      'the token keys over http',
+      { ...LIVE, AUTH_JWKS_URL: 'http://issuer.example.com/jwks' },
+      'AUTH_JWKS_URL',
+    ],
+    [
+      'notifications to an http base URL',
+      { ...LIVE, PUBLIC_BASE_URL: 'http://pay.example.com' },
+      'PUBLIC_BASE_URL',
+    ],
+    [
+      'a notify_url origin over http',
+      { ...LIVE, NOTIFY_URL_ORIGINS: 'http://hooks.example.com' },
+      'NOTIFY_URL_ORIGINS',
+    ],
+  ])('refuses %s, naming the variable', async (_, environment, name) => {
+    const guard = new DeployGuardPlugin(serverless({ environment }));
+
+    expect(await refusal(guard, 'before:package:initialize')).toBe(
+      `Invalid configuration: ${name} must be an absolute https URL (http only on loopback).`,
+    );
+  });
+
+  it.each([
+    [
+      'the live gateway and an https JWKS',
+      'prod',
+      { ...LIVE, AUTH_JWKS_URL: 'https://issuer.example.com/jwks' },
+    ],
+    ['an inline JWKS', 'prod', { ...LIVE, AUTH_JWKS_URL: '' }],
+    ["the local stage's sandbox default", 'local', { GATEWAY_BASE_URL: 'https://sandbox.payhere.lk' }],
+    ['a local gateway on loopback', 'local', { GATEWAY_BASE_URL: 'http://127.0.0.1:4010' }],
+  ])('accepts %s', async (_, stage, environment) => {
+    const guard = new DeployGuardPlugin(serverless({ stage, environment }));
+
+    expect(await refusal(guard, 'before:package:initialize')).toBeUndefined();
+  });
+});
+
+describe('plugins/cors.cjs', () => {
+  const custom = (origins: string) => ({
+    cors: { origins, headers: ['Authorization', 'Content-Type'], maxAge: 600 },
+  });
+  const functions = () => ({
+    charge: { events: [{ http: { method: 'post', path: 'charge' } }] },
+    getCheckout: { events: [{ http: { method: 'get', path: 'checkouts/{id}' } }] },
+  });
+
+  it('leaves every route without a preflight when no origin is listed', async () => {
+    const stand = serverless({ custom: custom(''), functions: functions() });
+
+    await new CorsPlugin(stand).hooks.initialize();
+
+    for (const name of stand.service.getAllFunctions()) {
+      expect(stand.service.getFunction(name)!.events[0]!.http!.cors).toBeUndefined();
+    }
+  });
+
+  it('gives every route a preflight for exactly the listed origins, without credentials', async () => {
+    const stand = serverless({
+      custom: custom('https://App.example.com/, http://localhost:5173'),
+      functions: functions(),
+    });
+
+    await new CorsPlugin(stand).hooks.initialize();
+
+    for (const name of stand.service.getAllFunctions()) {
+      expect(stand.service.getFunction(name)!.events[0]!.http!.cors).toEqual({
+        origins: ['https://app.example.com', 'http://localhost:5173'],
+        headers: ['Authorization', 'Content-Type'],
+        maxAge: 600,
+        allowCredentials: false,
+        cacheControl: 'no-store',
+      });
+    }
+  });
+
+  it.each([
+    ['plain http beyond loopback', 'http://app.example.com', 'must be an absolute https URL'],
+    ['a wildcard', 'https://*.example.com', 'must list origins only'],
+  ])('refuses an origin over %s, naming CORS_ORIGINS', async (_, origins, problem) => {
+    const plugin = new CorsPlugin(serverless({ custom: custom(origins), functions: functions() }));
+
+    expect(await refusal(plugin, 'initialize')).toMatch(
+      new RegExp(`^Invalid configuration: CORS_ORIGINS ${problem}`),
+    );
+  });
+});
+
+describe('plugins/vpc.cjs', () => {
+  const vpc = (settings: Record<string, string>) => ({
+    vpc: { subnetIds: '', securityGroupIds: '', vpcId: '', routeTableIds: '', ...settings },
+  });
+  const NETWORK = { subnetIds: 'subnet-0a1b2c3d, subnet-4e5f6a7b', securityGroupIds: 'sg-0123abcd' };
+
+  it('changes nothing without subnets: no VPC, no endpoint', async () => {
+    const stand = serverless({ custom: vpc({}) });
+    const plugin = new VpcPlugin(stand);
+
+    await plugin.hooks['before:package:initialize']();
+    await plugin.hooks['after:aws:package:finalize:mergeCustomProviderResources']();
+
+    expect(stand.service.provider.vpc).toBeUndefined();
+    expect(stand.service.provider.compiledCloudFormationTemplate.Resources).toEqual({});
+  });
+
+  it('places the functions in the subnets and security groups', async () => {
+    const stand = serverless({ custom: vpc(NETWORK) });
+
+    await new VpcPlugin(stand).hooks['before:package:initialize']();
+
+    expect(stand.service.provider.vpc).toEqual({
+      subnetIds: ['subnet-0a1b2c3d', 'subnet-4e5f6a7b'],
+      securityGroupIds: ['sg-0123abcd'],
+    });
+  });
+
+  it.each([
+    [
+      'subnets without security groups',
+      { subnetIds: NETWORK.subnetIds },
+      /^VPC_SUBNET_IDS and VPC_SECURITY_GROUP_IDS go together/,
+    ],
+    [
+      'security groups without subnets',
+      { securityGroupIds: 'sg-0123abcd' },
+      /^VPC_SUBNET_IDS and VPC_SECURITY_GROUP_IDS go together/,
+    ],
+    [
+      'route tables without the VPC',
+      { ...NETWORK, routeTableIds: 'rtb-0123abcd' },
+      /^VPC_ID and VPC_ROUTE_TABLE_IDS go together/,
+    ],
+    [
+      'the VPC without route tables',
+      { ...NETWORK, vpcId: 'vpc-0123abcd' },
+      /^VPC_ID and VPC_ROUTE_TABLE_IDS go together/,
+    ],
+    [
+      'an endpoint without functions in the VPC',
+      { vpcId: 'vpc-0123abcd', routeTableIds: 'rtb-0123abcd' },
+      /^VPC_ID and VPC_ROUTE_TABLE_IDS serve functions in a VPC/,
+    ],
+    [
+      'two VPCs',
+      { ...NETWORK, vpcId: 'vpc-0123abcd,vpc-4567ef01', routeTableIds: 'rtb-0123abcd' },
+      /^VPC_ID names one VPC/,
+    ],
+    [
+      'a security group among the subnets',
+      { ...NETWORK, subnetIds: 'subnet-0a1b2c3d,sg-0123abcd' },
+      /^VPC_SUBNET_IDS \(custom\.vpc\.subnetIds\) holds "sg-0123abcd", not an id of its kind\.$/,
+    ],
+    [
+      'a subnet name instead of its id',
+      { ...NETWORK, subnetIds: 'private-a' },
+      /^VPC_SUBNET_IDS .* holds "private-a"/,
+    ],
+    [
+      'a route table id with a typo',
+      { ...NETWORK, vpcId: 'vpc-0123abcd', routeTableIds: 'rt-0123abcd' },
+      /^VPC_ROUTE_TABLE_IDS/,
+    ],
+  ])('refuses %s', async (_, settings, message) => {
+    const plugin = new VpcPlugin(serverless({ custom: vpc(settings) }));
+
+    expect(await refusal(plugin, 'before:package:initialize')).toMatch(message);
+  });
+});
