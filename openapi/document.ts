@@ -9,7 +9,7 @@ import { ON_BEHALF_OF_HEADER, SUBJECT } from '../lib/http/on-behalf-of.ts';
 import packageJson from '../package.json' with { type: 'json' };
 import * as answerSchemas from './data.ts';
 import { CODES_WITH_FIELD_ERRORS, commonFailures, FAILURE_WHEN, type FailureCode } from './failures.ts';
-import { type Answer, describedRoutes, type Example, type RouteDoc } from './routes.ts';
+import { type Answer, describedRoutes, type Example, type Failure, type RouteDoc } from './routes.ts';
 
 /**
  * Builds the OpenAPI 3.1 document from the route table (openapi/routes.ts): the schemas are turned
@@ -148,14 +148,14 @@ class DocumentBuilder {
   }
 
   responses(route: Route) {
-    const failures = [
+    const failures: Failure[] = [
       ...commonFailures({
         scope: route.scope,
         takesBody: route.body !== undefined,
         idempotent: route.idempotent === true,
         upstream: route.upstream,
       }).map((error) => ({ error })),
-      { error: route.invalid as ApiError },
+      { error: route.invalid },
       ...route.failures,
     ];
     const statuses = new Set([

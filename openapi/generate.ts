@@ -5,12 +5,16 @@
 import { readFile, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { buildDocument } from './document.ts';
+import { buildReferencePage } from './reference.ts';
 
 const root = path.resolve(import.meta.dirname, '..');
 
 export async function generatedFiles(): Promise<Record<string, string>> {
   const document = buildDocument();
-  return { 'openapi/openapi.json': `${JSON.stringify(document, null, 2)}\n` };
+  return {
+    'openapi/openapi.json': `${JSON.stringify(document, null, 2)}\n`,
+    'openapi/reference.html': await buildReferencePage(document),
+  };
 }
 
 async function main(): Promise<void> {
