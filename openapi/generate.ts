@@ -4,6 +4,7 @@
  */
 import { readFile, writeFile } from 'node:fs/promises';
 import path from 'node:path';
+import { buildClientTypes } from './client-types.ts';
 import { buildDocument } from './document.ts';
 import { buildReferencePage } from './reference.ts';
 
@@ -14,6 +15,7 @@ export async function generatedFiles(): Promise<Record<string, string>> {
   return {
     'openapi/openapi.json': `${JSON.stringify(document, null, 2)}\n`,
     'openapi/reference.html': await buildReferencePage(document),
+    'client/api.ts': await buildClientTypes(JSON.parse(JSON.stringify(document))),
   };
 }
 
