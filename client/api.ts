@@ -156,13 +156,13 @@ export interface Operations {
       '200': {
         status: 1;
         msg: string;
-        data: CaptureResult;
+        data: ChargeResult;
       };
       '202':
         | {
             status: 0;
             msg: string;
-            data: CaptureResult;
+            data: ChargeResult;
           }
         | {
             status: 0;
@@ -189,7 +189,7 @@ export interface Operations {
       '402': {
         status: -1;
         msg: string;
-        data: CaptureResult;
+        data: ChargeResult;
       };
       '403': {
         status: -2;
@@ -1077,17 +1077,7 @@ export interface Operations {
  * via the `definition` "ChargeResult".
  */
 export interface ChargeResult {
-  order_id: string;
-  items?: string | null;
-  currency: string;
-  amount: number;
-  custom_1?: string | null;
-  custom_2?: string | null;
-  payment_id: number | string | null;
-  status_code: number;
-  status_message?: string | null;
-  md5sig?: string | null;
-  authorization_token?: string | null;
+  status_code: number | string;
   [k: string]: unknown;
 }
 /**
@@ -1127,24 +1117,6 @@ export interface ChargeRequest {
      */
     unit_amount: number;
   }[];
-}
-/**
- * This interface was referenced by `Operations`'s JSON-Schema
- * via the `definition` "CaptureResult".
- */
-export interface CaptureResult {
-  status_code: number;
-  status_message?: string | null;
-  payment_id: number | string | null;
-  currency: string;
-  amount: number;
-  captured_amount: number;
-  items?: string | null;
-  order_id: string;
-  md5sig?: string | null;
-  custom_1?: string | null;
-  custom_2?: string | null;
-  [k: string]: unknown;
 }
 /**
  * This interface was referenced by `Operations`'s JSON-Schema
@@ -1217,6 +1189,8 @@ export interface CheckoutParameters {
   notify_url: string;
   hash: string;
   sandbox: boolean;
+  recurrence?: string;
+  duration?: string;
 }
 /**
  * This interface was referenced by `Operations`'s JSON-Schema
@@ -1263,6 +1237,38 @@ export interface CheckoutView {
     card_expiry: string | null;
   } | null;
   updated_at: string;
+}
+/**
+ * This interface was referenced by `Operations`'s JSON-Schema
+ * via the `definition` "NotifyRequest".
+ */
+export interface NotifyRequest {
+  merchant_id: string;
+  order_id: string;
+  payhere_amount: string;
+  payhere_currency: string;
+  status_code: string;
+  md5sig: string;
+  payment_id?: string;
+  custom_1?: string;
+  custom_2?: string;
+  status_message?: string;
+  method?: string;
+  card_holder_name?: string;
+  card_no?: string;
+  card_expiry?: string;
+  recurring?: string;
+  customer_token?: string;
+  authorization_token?: string;
+  captured_amount?: string;
+  subscription_id?: string;
+  message_type?: string;
+  item_recurrence?: string;
+  item_duration?: string;
+  item_rec_status?: string;
+  item_rec_date_next?: string;
+  item_rec_install_paid?: string;
+  [k: string]: unknown;
 }
 
 /** How each operation is called. */

@@ -11,6 +11,7 @@ type JsonSchema = Record<string, unknown>;
 
 interface OpenApiOperation {
   operationId: string;
+  security: unknown[];
   parameters: Array<{ $ref?: string; name?: string; in?: string; schema?: JsonSchema }>;
   requestBody?: { content: Record<string, { schema: JsonSchema }> };
   responses: Record<string, { content: Record<string, { schema: JsonSchema }> }>;
@@ -24,9 +25,12 @@ interface OpenApiDocument {
 
 const JSON_MEDIA = 'application/json';
 
+/** The operations an app calls: those with a bearer token (PayHere's notifications are not for apps). */
 function operationsOf(document: OpenApiDocument) {
   return Object.entries(document.paths).flatMap(([path, item]) =>
-    Object.entries(item).map(([method, operation]) => ({ path, method: method.toUpperCase(), operation })),
+    Object.entries(item)
+      .filter(([, operation]) => operation.security.length > 0)
+      .map(([method, operation]) => ({ path, method: method.toUpperCase(), operation })),
   );
 }
 

@@ -106,7 +106,7 @@ class DocumentBuilder {
           requestBody: {
             required: true,
             content: {
-              [JSON_MEDIA]: {
+              [route.mediaType ?? JSON_MEDIA]: {
                 schema: this.schemaOf(route.body, 'input', `${pascal(route.operationId)}Request`),
                 ...(route.bodyExamples ? { examples: namedExamples(route.bodyExamples) } : {}),
               },
@@ -120,7 +120,8 @@ class DocumentBuilder {
       summary: route.summary,
       description: `${route.description}\n\n${requirements(route)}`,
       tags: [route.tag],
-      security: [{ [SECURITY_SCHEME]: [route.scope] }],
+      // No scope: no bearer token (PayHere's notifications are signed instead).
+      security: route.scope ? [{ [SECURITY_SCHEME]: [route.scope] }] : [],
       parameters: this.parameters(route),
       ...body,
       responses: this.responses(route),
@@ -151,7 +152,7 @@ class DocumentBuilder {
     const failures: Failure[] = [
       ...commonFailures({
         scope: route.scope,
-        takesBody: route.body !== undefined,
+        body: route.body === undefined ? undefined : route.mediaType === undefined ? 'json' : 'form',
         idempotent: route.idempotent === true,
         upstream: route.upstream,
       }).map((error) => ({ error })),
@@ -272,7 +273,11 @@ function namedExamples(examples: Example[]) {
 }
 
 function requirements(route: Route): string {
-  const lines = [`Requires a bearer token with the scope \`${route.scope}\`.`];
+  const lines = [
+    route.scope
+      ? `Requires a bearer token with the scope \`${route.scope}\`.`
+      : 'Takes no bearer token: the body is authenticated by its signature.',
+  ];
   if (route.idempotent) {
     lines.push(
       'Requires an `Idempotency-Key`: a repeat with the same key is answered from the store for at least 24 hours ' +
@@ -332,7 +337,7 @@ PayHere does not deduplicate, so charge, capture, refund and subscription retry 
 
 ## Callers and scopes
 
-Every route needs \`Authorization: Bearer <JWT>\` from the configured issuer, holding the route's scope. A token without \`merchant\` is a customer's: it acts only on what it owns, and anything else is answered as if it did not exist (404). Locally, \`npm start\` runs an issuer and \`npm run -s token\` prints a merchant token.
+Every route but PayHere's notifications needs \`Authorization: Bearer <JWT>\` from the configured issuer, holding the route's scope. A token without \`merchant\` is a customer's: it acts only on what it owns, and anything else is answered as if it did not exist (404). Locally, \`npm start\` runs an issuer and \`npm run -s token\` prints a merchant token.
 
 | scope | routes |
 |---|---|
@@ -374,6 +379,7 @@ export function buildDocument() {
       },
       { name: 'Subscriptions', description: 'Recurring payments set up through PayHere.' },
       { name: 'Checkouts', description: "Orders the app pays through PayHere's SDK or checkout." },
+      { name: 'Notifications', description: 'What PayHere reports to the service: not for apps.' },
     ],
     paths,
     components: {

@@ -4,6 +4,7 @@ import type { RouteDoc } from './routes.ts';
  * events/<function>.json: a sample API Gateway (REST, proxy) event per function for
  * `sls invoke local`, made from the route's first examples, which use the sandbox's seeded data.
  * The token is a placeholder: `npm run -s event -- <function>` prints the event with a fresh one.
+ * PayHere's notification carries none: its sample is signed with the sandbox merchant's secret.
  */
 
 export const TOKEN_PLACEHOLDER = 'Bearer <token: npm run -s event -- <function> puts one here>';
@@ -14,14 +15,21 @@ export function sampleEvent(route: RouteDoc & { operationId: string }, pathParam
   const pathParameters =
     pathParameter && route.pathExample !== undefined ? { [pathParameter]: String(route.pathExample) } : null;
   const path = route.path.replace(/\{\w+\}/g, () => encodeURIComponent(String(route.pathExample)));
-  const body = route.body && route.bodyExamples?.[0] ? JSON.stringify(route.bodyExamples[0].value) : null;
+  const example = route.body ? route.bodyExamples?.[0]?.value : undefined;
+  const form = route.mediaType !== undefined;
+  const body =
+    example === undefined
+      ? null
+      : form
+        ? new URLSearchParams(example as Record<string, string>).toString()
+        : JSON.stringify(example);
   const headers: Record<string, string> = {
     Accept: 'application/json',
-    Authorization: TOKEN_PLACEHOLDER,
     Host: LOCAL_HOST,
     'User-Agent': 'sls invoke local',
   };
-  if (body !== null) headers['Content-Type'] = 'application/json';
+  if (route.scope) headers.Authorization = TOKEN_PLACEHOLDER;
+  if (body !== null) headers['Content-Type'] = route.mediaType ?? 'application/json';
   // A fixed key: invoking the event again is answered from the idempotency store.
   if (route.idempotent) headers['Idempotency-Key'] = `sample-${route.operationId}-1`;
   const method = route.method.toUpperCase();

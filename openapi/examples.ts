@@ -4,6 +4,7 @@ import type { ChargeResult } from '../lib/gateway/schemas.ts';
 import { checkoutHash } from '../lib/orders/checkout.ts';
 import { NOTIFY_PATH } from '../lib/orders/config.ts';
 import { SANDBOX_CREDENTIALS, SEED } from '../sandbox/server.ts';
+import { md5sig } from '../sandbox/signature.ts';
 import { GatewayState } from '../sandbox/state.ts';
 
 /**
@@ -94,6 +95,32 @@ const checkoutParameters = {
 const preapprovalRequest = { kind: 'preapproval', items: 'Save a card for rides', currency: 'LKR' };
 const preapprovalOrder = 'ORD-3f1c9e2a-7b44-4d0e-9a61-58c2f0d7b913';
 
+/** PayHere's notification that the checkout above was paid, signed with the sandbox merchant's secret. */
+const paidNotification = {
+  merchant_id: SANDBOX_CREDENTIALS.merchantId,
+  order_id: checkoutRequest.order_id,
+  payment_id: '320040000009',
+  payhere_amount: '1000.00',
+  payhere_currency: 'LKR',
+  status_code: '2',
+  md5sig: md5sig({
+    merchantId: SANDBOX_CREDENTIALS.merchantId,
+    orderId: checkoutRequest.order_id,
+    amount: '1000.00',
+    currency: 'LKR',
+    statusCode: '2',
+    merchantSecret: SANDBOX_CREDENTIALS.merchantSecret,
+  }),
+  custom_1: '',
+  custom_2: '',
+  status_message: 'Successfully completed the payment.',
+  method: 'VISA',
+  card_holder_name: 'S Perera',
+  card_no: '************1234',
+  card_expiry: '12/29',
+  recurring: '0',
+};
+
 export const EXAMPLES = {
   charge: {
     requests: { payment, authorize },
@@ -177,5 +204,9 @@ export const EXAMPLES = {
       card: { method: 'VISA', card_no: '************1234', card_expiry: '12/29' },
       updated_at: '2026-01-15T04:31:12.000Z',
     }),
+  },
+  notify: {
+    paid: paidNotification,
+    recorded: ok('Notification recorded', null),
   },
 };

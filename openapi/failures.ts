@@ -14,6 +14,7 @@ import {
   UnauthorizedError,
   UnsupportedMediaTypeError,
 } from '../lib/envelope/errors.ts';
+import { FORM_MEDIA_TYPE } from '../lib/http/form-route.ts';
 import { MAX_BODY_BYTES } from '../lib/http/request-guard.ts';
 
 /**
@@ -28,6 +29,8 @@ export const FAILURE_WHEN = {
   unsupported_media_type: 'A body-carrying request is not `application/json`.',
   payload_too_large: `The request body is larger than ${MAX_BODY_BYTES} bytes.`,
   unauthorized: 'No bearer token, or one that is not valid (signature, issuer, audience, expiry).',
+  invalid_signature:
+    "A notification's `md5sig` does not verify, or it names another merchant: nothing is recorded.",
   forbidden:
     'The token is valid but lacks what the route needs (its scope, or `merchant` where only the merchant may act).',
   not_found:
@@ -63,8 +66,10 @@ export const CODES_WITH_FIELD_ERRORS: readonly FailureCode[] = ['invalid_request
 
 /** What shapes a route's failures: which parts of route() it uses and what it talks to. */
 export interface FailureTraits {
-  scope: string;
-  takesBody: boolean;
+  /** The token scope the route requires; none for PayHere's notifications (signed instead). */
+  scope: string | undefined;
+  /** The body's media type, if the route takes a body. */
+  body: 'json' | 'form' | undefined;
   idempotent: boolean;
   /** `payhere`: the route calls PayHere; `ledger`: it answers from the ledger (and the secret). */
   upstream: 'payhere' | 'ledger';
@@ -76,16 +81,26 @@ export interface FailureTraits {
  * 429, 5xx), the body parser, the idempotency store, and the gateway client.
  */
 export function commonFailures(traits: FailureTraits): ApiError[] {
-  const failures: ApiError[] = [
-    new UnauthorizedError('Authentication is required: send Authorization: Bearer <token>.'),
-    new ForbiddenError(`The token is valid but lacks the scope ${traits.scope} that this route requires.`),
+  const failures: ApiError[] = [];
+  if (traits.scope !== undefined) {
+    failures.push(
+      new UnauthorizedError('Authentication is required: send Authorization: Bearer <token>.'),
+      new ForbiddenError(`The token is valid but lacks the scope ${traits.scope} that this route requires.`),
+    );
+  }
+  failures.push(
     new PayloadTooLargeError(MAX_BODY_BYTES),
     new RateLimitedError('Too many requests: wait a moment, then retry.', 1),
     new InternalError(),
     new GatewayUnavailableError(),
     new GatewayTimeoutError(),
-  ];
-  if (traits.takesBody) failures.push(new InvalidJsonError(), new UnsupportedMediaTypeError());
+  );
+  if (traits.body === 'json') failures.push(new InvalidJsonError(), new UnsupportedMediaTypeError());
+  if (traits.body === 'form') {
+    failures.push(
+      new UnsupportedMediaTypeError(`Send the body as ${FORM_MEDIA_TYPE}, with that Content-Type.`),
+    );
+  }
   if (traits.idempotent) {
     failures.push(
       new IdempotencyInProgressError(1),

@@ -6,16 +6,19 @@ import {
   ForbiddenError,
   GatewayRejectedError,
   InvalidRequestError,
+  InvalidSignatureError,
   NotFoundError,
   OrderConflictError,
   OutcomeUnknownError,
 } from '../lib/envelope/errors.ts';
 import { CaptureResult, ChargeResult, PaymentRecord, SubscriptionRecord } from '../lib/gateway/schemas.ts';
 import type { Scope } from '../lib/http/auth/scopes.ts';
+import { FORM_MEDIA_TYPE } from '../lib/http/form-route.ts';
 import { parse } from '../lib/http/validation.ts';
 import { CaptureRequest } from '../lib/schemas/capture.ts';
 import { ChargeRequest } from '../lib/schemas/charge.ts';
 import { CheckoutRequest } from '../lib/schemas/checkout.ts';
+import { Notification } from '../lib/schemas/notification.ts';
 import { CheckoutPath, OrderPath, SubscriptionPath } from '../lib/schemas/paths.ts';
 import { RefundRequest } from '../lib/schemas/refund.ts';
 import { CheckoutParametersSchema, CheckoutViewSchema, RefundAnswer } from './data.ts';
@@ -58,17 +61,19 @@ export interface RouteDoc {
   method: 'get' | 'post' | 'delete';
   /** As in serverless.yml, with a leading slash. */
   path: string;
-  tag: 'Payments' | 'Subscriptions' | 'Checkouts';
+  tag: 'Payments' | 'Subscriptions' | 'Checkouts' | 'Notifications';
   summary: string;
   /** Markdown. */
   description: string;
-  /** The token scope the route requires. */
-  scope: Scope;
+  /** The token scope the route requires; none for PayHere's notifications, which are signed instead. */
+  scope?: Scope;
   /** The path parameters' schema (route()'s `path`), and what the parameter is. */
   pathParameters?: Schema;
   pathDescription?: string;
   pathExample?: string | number;
   body?: Schema;
+  /** The body's media type when it is not JSON: PayHere posts notifications as a form. */
+  mediaType?: typeof FORM_MEDIA_TYPE;
   /** The body's rules its JSON Schema cannot carry (checks across fields). */
   bodyRules?: string;
   bodyExamples?: Example[];
@@ -462,6 +467,30 @@ export const ROUTE_TABLE = {
     ],
     invalid: invalid(CheckoutPath, { order_id: '' }, 'path'),
     failures: [notFound('Order Order-2001 was not found.')],
+  },
+  notify: {
+    method: 'post',
+    path: '/gateway/notify',
+    tag: 'Notifications',
+    summary: "Receive PayHere's notification",
+    description:
+      "PayHere posts a payment's, pre-approval's, hold's or subscription's result to the `notify_url` the service " +
+      'gave it (createCheckout, charge). Not for apps: no bearer token, the `md5sig` signature authenticates it.\n\n' +
+      'Only `merchant_id`, `order_id`, `payhere_amount`, `payhere_currency` and `status_code` are signed, so a ' +
+      'notification changes nothing unless its order is one the service created, with that amount and currency, ' +
+      'and its state may move that way. Answered 200 whenever the signature verifies, recorded or not, so that ' +
+      'PayHere does not retry what can never match.',
+    body: Notification,
+    mediaType: FORM_MEDIA_TYPE,
+    bodyExamples: [{ summary: 'A checkout paid', value: EXAMPLES.notify.paid }],
+    upstream: 'ledger',
+    answers: [
+      ok('Verified; recorded if it matches an order and moves it forward.', null, [
+        { summary: 'Recorded', value: EXAMPLES.notify.recorded },
+      ]),
+    ],
+    invalid: invalid(Notification, { ...EXAMPLES.notify.paid, payhere_amount: '1000' }),
+    failures: [{ error: new InvalidSignatureError() }],
   },
 } satisfies Record<string, RouteDoc>;
 

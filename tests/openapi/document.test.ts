@@ -7,6 +7,7 @@ import { Validator } from '@seriousme/openapi-schema-validator';
 import { describe, expect, it } from 'vitest';
 import { parse as parseYaml } from 'yaml';
 import * as errors from '../../lib/envelope/errors.ts';
+import { FORM_MEDIA_TYPE } from '../../lib/http/form-route.ts';
 import type { RouteOptions } from '../../lib/http/route.ts';
 import { FAILURE_CODES } from '../../openapi/failures.ts';
 import { describedRoutes, ROUTE_TABLE } from '../../openapi/routes.ts';
@@ -116,10 +117,10 @@ describe('openapi/openapi.json', () => {
 
 describe('the route table (openapi/routes.ts)', () => {
   it.each(describedRoutes().map((route) => [route.operationId, route] as const))(
-    '%s says what its function requires: scope, schemas, Idempotency-Key, On-Behalf-Of',
+    '%s says what its function requires: scope, schemas, Idempotency-Key, On-Behalf-Of, media type',
     async (name, route) => {
       const handler = (await handlerOf(name as RouteName)) as unknown as {
-        route: RouteOptions<unknown, unknown>;
+        route: Partial<RouteOptions<unknown, unknown>> & { form?: true };
       };
 
       expect(handler.route.scope).toBe(route.scope);
@@ -127,6 +128,7 @@ describe('the route table (openapi/routes.ts)', () => {
       expect(handler.route.path).toBe(route.pathParameters);
       expect(handler.route.idempotency !== undefined).toBe(route.idempotent === true);
       expect(handler.route.createsOrders === true).toBe(route.createsOrders === true);
+      expect(handler.route.form === true).toBe(route.mediaType === FORM_MEDIA_TYPE);
     },
   );
 
@@ -148,8 +150,8 @@ describe('the route table (openapi/routes.ts)', () => {
   });
 
   it('names its routes as tests/helpers/routes.ts does', async () => {
-    const { ROUTES } = await import('../helpers/routes.ts');
+    const { FUNCTIONS } = await import('../helpers/routes.ts');
 
-    expect(Object.keys(ROUTE_TABLE).sort()).toEqual(Object.keys(ROUTES).sort());
+    expect(Object.keys(ROUTE_TABLE).sort()).toEqual([...FUNCTIONS].sort());
   });
 });
