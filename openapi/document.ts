@@ -229,7 +229,8 @@ function envelopeSchema(statuses: EnvelopeStatus[], data: JsonSchema): JsonSchem
   return {
     type: 'object',
     properties: {
-      status: statuses.length === 1 ? { const: statuses[0] } : { enum: statuses },
+      status:
+        statuses.length === 1 ? { type: 'integer', const: statuses[0] } : { type: 'integer', enum: statuses },
       msg: { type: 'string' },
       data,
     },
@@ -246,7 +247,7 @@ function failureEnvelopes(errors: ApiError[]): JsonSchema[] {
     envelopeSchema([status], {
       type: 'object',
       properties: {
-        code: codes.length === 1 ? { const: codes[0] } : { enum: codes },
+        code: codes.length === 1 ? { type: 'string', const: codes[0] } : { type: 'string', enum: codes },
         ...(codes.some((code) => CODES_WITH_FIELD_ERRORS.includes(code as FailureCode))
           ? { errors: { type: 'array', items: { $ref: '#/components/schemas/FieldError' } } }
           : {}),
