@@ -4,9 +4,11 @@
  * DYNAMODB_PORT or a free port), then the API through serverless-offline on PORT (3000).
  * A local token issuer (scripts/issuer.ts) signs the tokens the API accepts: `npm run -s token`.
  */
+import { rm, writeFile } from 'node:fs/promises';
+import path from 'node:path';
 import { loadConfig } from '../lib/config/config.ts';
 import { SANDBOX_CREDENTIALS, type Sandbox, startSandbox } from '../sandbox/server.ts';
-import { ALL_SCOPES, startIssuer } from './issuer.ts';
+import { ALL_SCOPES, ISSUER_FILE, startIssuer } from './issuer.ts';
 import {
   createLocalTables,
   LOCAL_AWS_ENVIRONMENT,
@@ -43,6 +45,15 @@ async function gatewayEnvironment(): Promise<{ env: Record<string, string>; sand
   };
 }
 
+/** Beside the issuer's key file, in the git-ignored .local/; deleted on Ctrl-C. */
+const STACK_ENV_FILE = path.join(path.dirname(ISSUER_FILE), 'stack.env');
+
+async function writeStackEnvironment(env: Record<string, string>): Promise<void> {
+  const quoted = (value: string) => `'${value.replaceAll("'", "'\\''")}'`;
+  const lines = Object.entries(env).map(([name, value]) => `export ${name}=${quoted(value)}`);
+  await writeFile(STACK_ENV_FILE, `${lines.join('\n')}\n`, { mode: 0o600 });
+}
+
 async function main(): Promise<void> {
   const { env, sandbox } = await gatewayEnvironment();
   // The idempotency store and the ledger: dynalite in memory on loopback, with fake credentials it does not check.
@@ -52,20 +63,23 @@ async function main(): Promise<void> {
   // A fresh key pair per start, never on disk outside the git-ignored .local/ (for `npm run token`).
   const issuer = await startIssuer({ port: Number(process.env.ISSUER_PORT ?? 0) });
   console.log(`Token issuer: ${issuer.issuer} (keys at ${issuer.jwksUrl})`);
+  const functionsEnv = {
+    ...env,
+    ...LOCAL_AWS_ENVIRONMENT,
+    ...LOCAL_TABLES_ENVIRONMENT,
+    PUBLIC_BASE_URL: publicBaseUrl,
+    DYNAMODB_ENDPOINT: dynamodb.endpoint,
+    ...issuer.env,
+  };
   const offline = await startOffline({
     port,
     lambdaPort,
-    env: {
-      ...env,
-      ...LOCAL_AWS_ENVIRONMENT,
-      ...LOCAL_TABLES_ENVIRONMENT,
-      PUBLIC_BASE_URL: publicBaseUrl,
-      DYNAMODB_ENDPOINT: dynamodb.endpoint,
-      ...issuer.env,
-    },
+    env: functionsEnv,
     stdio: 'inherit',
     readyTimeoutMs: 120_000,
   });
+  // The same environment for `sls invoke local` in another shell (README "Invoke a function locally").
+  await writeStackEnvironment(functionsEnv);
   const base = `${offline.baseUrl}/gateway/api`;
   const token = await issuer.sign({ scope: ALL_SCOPES });
   console.log(`
@@ -84,6 +98,7 @@ Ctrl-C stops everything.`);
     await sandbox?.close();
     await dynamodb.close();
     await issuer.close();
+    await rm(STACK_ENV_FILE, { force: true });
     process.exit(0);
   };
   process.on('SIGINT', stop);

@@ -65,6 +65,14 @@ export function formRoute<Body>(
   options: { body: z.ZodMiniType<Body> },
   handler: (request: FormRequest<Body>) => Promise<Result>,
 ) {
+  // The options travel with the handler, as route()'s do, for the API description's tests.
+  return Object.assign(formStack(options, handler), { route: { ...options, form: true as const } });
+}
+
+function formStack<Body>(
+  options: { body: z.ZodMiniType<Body> },
+  handler: (request: FormRequest<Body>) => Promise<Result>,
+) {
   return middy<Event, Result>({ timeoutEarlyInMillis: 0 })
     .use(envelopeErrors())
     .use(metricsWritten())

@@ -6,7 +6,7 @@ import { headerValues } from './headers.ts';
 export const IDEMPOTENCY_HEADER = 'Idempotency-Key';
 
 /** 1–255 characters a client can generate and log without escaping (a UUID fits). */
-const VALID_KEY = /^[A-Za-z0-9\-_.:]{1,255}$/;
+export const VALID_KEY = /^[A-Za-z0-9\-_.:]{1,255}$/;
 
 const MALFORMED = 'must be 1 to 255 characters of A-Z, a-z, 0-9, -, _, . and :';
 

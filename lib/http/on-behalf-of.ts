@@ -6,7 +6,7 @@ import { headerValues } from './headers.ts';
 export const ON_BEHALF_OF_HEADER = 'On-Behalf-Of';
 
 /** A token subject: what the header names must be one (lib/http/auth/verify.ts accepts up to 255). */
-const SUBJECT = /^[\x21-\x7E](?:[\x20-\x7E]{0,253}[\x21-\x7E])?$/;
+export const SUBJECT = /^[\x21-\x7E](?:[\x20-\x7E]{0,253}[\x21-\x7E])?$/;
 
 /**
  * The customer a merchant creates an order for (SPEC.md "Ownership"): only merchant tokens may send

@@ -85,9 +85,18 @@ const normalizeHeaders = (): MiddlewareObj<Event, Result> => ({
 
 /**
  * Builds an endpoint's Lambda handler: the middleware stack, in the order it runs, then the
- * validated request handed to `handler`. The stack is assembled once per container.
+ * validated request handed to `handler`. The stack is assembled once per container. The handler
+ * carries its `options` as `route`, so that tests can hold the API description (openapi/routes.ts)
+ * to what each function really requires.
  */
 export function route<Body = undefined, Path = undefined>(
+  options: RouteOptions<Body, Path>,
+  handler: (request: ValidRequest<Body, Path>) => Promise<Result>,
+) {
+  return Object.assign(stackFor(options, handler), { route: options });
+}
+
+function stackFor<Body, Path>(
   options: RouteOptions<Body, Path>,
   handler: (request: ValidRequest<Body, Path>) => Promise<Result>,
 ) {

@@ -6,6 +6,7 @@ import path from 'node:path';
 import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { readZip } from '../../bench/zip.ts';
+import { describedRoutes } from '../../openapi/routes.ts';
 import { FUNCTIONS, NOTIFY_ROUTE, ROUTES } from '../helpers/routes.ts';
 
 const run = promisify(execFile);
@@ -250,5 +251,33 @@ describe('stack traces of a packaged function', () => {
 
     expect(stderr).toMatch(/charge\.mjs:\d+:\d+/);
     expect(stderr).not.toMatch(/\.ts:\d+/);
+  });
+});
+
+describe('the API description and the client', () => {
+  it('are in no function bundle: no cold start pays for them', async () => {
+    const summaries = describedRoutes().map((route) => route.summary);
+
+    for (const zip of (await readdir(out)).filter((file) => file.endsWith('.zip'))) {
+      const entries = readZip(await readFile(path.join(out, zip)));
+      const map = entries.find((entry) => entry.name.endsWith('.mjs.map'));
+      const code = entries
+        .find((entry) => entry.name.endsWith('.mjs'))!
+        .data()
+        .toString('utf8');
+      const sources = (JSON.parse(map!.data().toString('utf8')) as { sources: string[] }).sources;
+
+      // Sources are relative to the bundle (../../../lib/http/route.ts); node_modules have folders named client.
+      const ours = (folders: string) => new RegExp(`^(\\.\\./)*(${folders})/`);
+      expect(
+        sources.filter((source) => ours('openapi|client|events').test(source)),
+        zip,
+      ).toEqual([]);
+      expect(sources.filter((source) => ours('lib').test(source)).length, zip).toBeGreaterThan(0);
+      expect(
+        summaries.filter((summary) => code.includes(summary)),
+        zip,
+      ).toEqual([]);
+    }
   });
 });

@@ -8,6 +8,7 @@ import {
   startSandbox,
 } from '../../sandbox/server.ts';
 import { trustTestIssuer, withToken } from './auth.ts';
+import { recordAnswer } from './contract.ts';
 import { type Answer, apiEvent, invoke, lambdaContext } from './events.ts';
 import { IDEMPOTENT_ROUTES, ROUTES, type RouteName } from './routes.ts';
 
@@ -79,7 +80,18 @@ export async function call(name: RouteName, options: CallOptions = {}): Promise<
     ...(headers ? { headers } : {}),
     ...(options.replaceHeaders ? { replaceHeaders: true } : {}),
   });
-  return invoke(await handlerOf(name), event, lambdaContext(options.remainingMs));
+  const answer = await invoke(await handlerOf(name), event, lambdaContext(options.remainingMs));
+  recordAnswer({
+    method: route.method,
+    path: event.path,
+    operationId: name,
+    status: answer.statusCode,
+    headers: Object.fromEntries(
+      Object.entries(answer.headers).map(([header, value]) => [header, String(value)]),
+    ),
+    body: answer.raw,
+  });
+  return answer;
 }
 
 /**

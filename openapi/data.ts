@@ -1,0 +1,65 @@
+import * as z from 'zod/mini';
+import { ORDER_KINDS, ORDER_STATES } from '../lib/ledger/model.ts';
+import type { CheckoutParameters, CheckoutView } from '../lib/orders/checkout.ts';
+import { CURRENCIES } from '../lib/schemas/fields.ts';
+
+/**
+ * The `data` of answers the functions build themselves (the gateway's records are described by
+ * lib/gateway/schemas.ts, which parse them). Only the generator reads these; the type checks at the
+ * bottom hold them to the interfaces the functions return.
+ */
+
+export const FieldError = z.strictObject({ path: z.string(), message: z.string() });
+
+/** refund: the refund number, or null when an authorization was released. */
+export const RefundAnswer = z.strictObject({ refund_id: z.nullable(z.number()) });
+
+const amount = z.nullable(z.number());
+const gatewayId = z.nullable(z.union([z.number(), z.string()]));
+
+export const CheckoutParametersSchema = z.strictObject({
+  order_id: z.string(),
+  kind: z.enum(ORDER_KINDS),
+  items: z.string(),
+  currency: z.enum(CURRENCIES),
+  amount,
+  merchant_id: z.string(),
+  notify_url: z.string(),
+  hash: z.string().check(z.regex(/^[0-9A-F]{32}$/)),
+  sandbox: z.boolean(),
+  // Recurring checkouts only: PayHere's SDK takes them with the payment (lib/orders/checkout.ts).
+  recurrence: z.optional(z.string()),
+  duration: z.optional(z.string()),
+});
+
+export const Card = z.strictObject({
+  method: z.nullable(z.string()),
+  card_no: z.nullable(z.string()),
+  card_expiry: z.nullable(z.string()),
+});
+
+export const CheckoutViewSchema = z.strictObject({
+  order_id: z.string(),
+  kind: z.enum(ORDER_KINDS),
+  status: z.enum(ORDER_STATES),
+  items: z.string(),
+  currency: z.enum(CURRENCIES),
+  amount,
+  payment_id: gatewayId,
+  customer_token: z.nullable(z.string()),
+  authorization_token: z.nullable(z.string()),
+  subscription_id: gatewayId,
+  card: z.nullable(Card),
+  updated_at: z.string(),
+});
+
+// A described answer is one the function can return, and it names every field the function's type has
+// (the answers' contract test finds fields the function adds beyond its type).
+type Same<A, B> = [A] extends [B] ? ([B] extends [A] ? true : false) : false;
+type Covers<A, B> = [B] extends [A] ? true : false;
+const parametersDescribed: Covers<keyof z.infer<typeof CheckoutParametersSchema>, keyof CheckoutParameters> &
+  (z.infer<typeof CheckoutParametersSchema> extends CheckoutParameters ? true : false) = true;
+const viewDescribed: Same<keyof z.infer<typeof CheckoutViewSchema>, keyof CheckoutView> &
+  (z.infer<typeof CheckoutViewSchema> extends CheckoutView ? true : false) = true;
+void parametersDescribed;
+void viewDescribed;

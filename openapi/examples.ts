@@ -1,0 +1,212 @@
+import type { Envelope } from '../lib/envelope/envelope.ts';
+import { paymentOutcomeResponse } from '../lib/envelope/payment-outcome.ts';
+import type { ChargeResult } from '../lib/gateway/schemas.ts';
+import { checkoutHash } from '../lib/orders/checkout.ts';
+import { NOTIFY_PATH } from '../lib/orders/config.ts';
+import { SANDBOX_CREDENTIALS, SEED } from '../sandbox/server.ts';
+import { md5sig } from '../sandbox/signature.ts';
+import { GatewayState } from '../sandbox/state.ts';
+
+/**
+ * The document's examples: requests made with the sandbox's seeded data (sandbox/README.md) and
+ * the answers the sandbox gives them, put in the envelope by the functions' own builders. A fresh
+ * sandbox state at a fixed time makes them the same on every run (the generator runs in a process
+ * of its own, so the sandbox's payment numbers start from the first one).
+ */
+const state = new GatewayState({
+  now: () => Date.UTC(2026, 0, 15, 4, 30, 0),
+  merchantId: SANDBOX_CREDENTIALS.merchantId,
+  merchantSecret: SANDBOX_CREDENTIALS.merchantSecret,
+});
+
+const LOCAL_API = 'http://127.0.0.1:3000';
+
+const ok = <T>(msg: string, data: T): Envelope<T> => ({ status: 1, msg, data });
+
+/** The envelope the functions send for a charge or capture result (lib/envelope/payment-outcome.ts). */
+function outcome(answer: { msg: string; data: unknown }, successCodes: number[]): Envelope {
+  const response = paymentOutcomeResponse(answer.data as ChargeResult, answer.msg, successCodes);
+  return JSON.parse(response.body) as Envelope;
+}
+
+const price = { items: 'Taxi Hire 123', currency: 'LKR', amount: 345.67 };
+
+const payment = {
+  type: 'PAYMENT' as const,
+  order_id: 'Order-1001',
+  ...price,
+  customer_token: SEED.customerTokens.success,
+  custom_1: 'ride-8842',
+  itemList: [{ name: 'Hire', number: 'HIRE_12345', quantity: 1, unit_amount: 345.67 }],
+};
+const authorize = {
+  type: 'AUTHORIZE' as const,
+  order_id: 'Order-1002',
+  ...price,
+  customer_token: SEED.customerTokens.success,
+};
+const pending = { ...payment, order_id: 'Order-1003', customer_token: SEED.customerTokens.pending };
+const declined = { ...payment, order_id: 'Order-1004', customer_token: SEED.customerTokens.declined };
+
+// The sandbox makes a random token for every hold; the example shows a fixed one.
+const held = state.charge(authorize);
+const heldData = { ...(held.data as object), authorization_token: '0b7f3a52-9c1e-4d8a-b6f0-2e5d7c9a1f34' };
+
+const capture = {
+  authorization_token: SEED.authorizationTokens.capturable,
+  amount: 80,
+  deduction_details: 'Item1 is out of stock',
+};
+
+const refundPayment = { payment_id: SEED.payments.refundable, description: 'Item is out of stock' };
+const refundPart = { payment_id: SEED.payments.sample, amount: 100, description: 'One item returned' };
+const releaseHold = {
+  authorization_token: SEED.authorizationTokens.releasable,
+  description: 'Order cancelled',
+};
+
+const refunded = (envelope: { msg: string; data: unknown }) =>
+  ok(envelope.msg, { refund_id: (envelope.data as number | null) ?? null });
+
+const checkoutRequest = {
+  kind: 'payment',
+  order_id: 'Order-2001',
+  items: 'Door bell',
+  currency: 'LKR',
+  amount: 1000,
+};
+const checkoutParameters = {
+  order_id: checkoutRequest.order_id,
+  kind: 'payment',
+  items: checkoutRequest.items,
+  currency: 'LKR',
+  amount: 1000,
+  merchant_id: SANDBOX_CREDENTIALS.merchantId,
+  notify_url: `${LOCAL_API}${NOTIFY_PATH}`,
+  hash: checkoutHash({
+    merchantId: SANDBOX_CREDENTIALS.merchantId,
+    merchantSecret: SANDBOX_CREDENTIALS.merchantSecret,
+    orderId: checkoutRequest.order_id,
+    amountCents: 100_000,
+    currency: 'LKR',
+  }),
+  sandbox: true,
+};
+const preapprovalRequest = { kind: 'preapproval', items: 'Save a card for rides', currency: 'LKR' };
+const preapprovalOrder = 'ORD-3f1c9e2a-7b44-4d0e-9a61-58c2f0d7b913';
+
+/** PayHere's notification that the checkout above was paid, signed with the sandbox merchant's secret. */
+const paidNotification = {
+  merchant_id: SANDBOX_CREDENTIALS.merchantId,
+  order_id: checkoutRequest.order_id,
+  payment_id: '320040000009',
+  payhere_amount: '1000.00',
+  payhere_currency: 'LKR',
+  status_code: '2',
+  md5sig: md5sig({
+    merchantId: SANDBOX_CREDENTIALS.merchantId,
+    orderId: checkoutRequest.order_id,
+    amount: '1000.00',
+    currency: 'LKR',
+    statusCode: '2',
+    merchantSecret: SANDBOX_CREDENTIALS.merchantSecret,
+  }),
+  custom_1: '',
+  custom_2: '',
+  status_message: 'Successfully completed the payment.',
+  method: 'VISA',
+  card_holder_name: 'S Perera',
+  card_no: '************1234',
+  card_expiry: '12/29',
+  recurring: '0',
+};
+
+export const EXAMPLES = {
+  charge: {
+    requests: { payment, authorize },
+    paid: outcome(state.charge(payment), [2]),
+    held: outcome({ msg: held.msg, data: heldData }, [2, 3]),
+    pending: outcome(state.charge(pending), [2]),
+    declined: outcome(state.charge(declined), [2]),
+  },
+  capture: {
+    request: capture,
+    captured: outcome(state.capture(capture), [2]),
+  },
+  refund: {
+    requests: { refundPayment, refundPart, releaseHold },
+    refunded: refunded(state.refund(refundPayment)),
+    released: refunded(state.refund(releaseHold)),
+  },
+  retrievePayments: {
+    orderId: SEED.orders.sample,
+    found: state.searchPayments(SEED.orders.sample),
+    pending: {
+      status: 0,
+      msg: `The payment of order Order-1003 is pending at the gateway; check again later.`,
+      data: [],
+    },
+  },
+  listSubscriptions: { found: state.listSubscriptions() },
+  getSubscription: { id: SEED.subscriptions.active, found: state.getSubscription(SEED.subscriptions.active) },
+  subscriptionPayments: {
+    id: SEED.subscriptions.active,
+    found: state.subscriptionPayments(SEED.subscriptions.active),
+  },
+  retrySubscription: { id: SEED.subscriptions.failed, retried: state.retry(SEED.subscriptions.failed) },
+  cancelSubscription: { id: SEED.subscriptions.active, cancelled: state.cancel(SEED.subscriptions.active) },
+  createCheckout: {
+    requests: { payment: checkoutRequest, preapproval: preapprovalRequest },
+    created: ok('Checkout created', checkoutParameters),
+    again: ok('Checkout already exists', checkoutParameters),
+    preapproval: ok('Checkout created', {
+      ...checkoutParameters,
+      order_id: preapprovalOrder,
+      kind: 'preapproval',
+      items: preapprovalRequest.items,
+      amount: null,
+      hash: checkoutHash({
+        merchantId: SANDBOX_CREDENTIALS.merchantId,
+        merchantSecret: SANDBOX_CREDENTIALS.merchantSecret,
+        orderId: preapprovalOrder,
+        amountCents: null,
+        currency: 'LKR',
+      }),
+    }),
+  },
+  getCheckout: {
+    orderId: checkoutRequest.order_id,
+    created: ok(`Order ${checkoutRequest.order_id}`, {
+      order_id: checkoutRequest.order_id,
+      kind: 'payment',
+      status: 'created',
+      items: checkoutRequest.items,
+      currency: 'LKR',
+      amount: 1000,
+      payment_id: null,
+      customer_token: null,
+      authorization_token: null,
+      subscription_id: null,
+      card: null,
+      updated_at: '2026-01-15T04:30:00.000Z',
+    }),
+    savedCard: ok(`Order ${preapprovalOrder}`, {
+      order_id: preapprovalOrder,
+      kind: 'preapproval',
+      status: 'succeeded',
+      items: preapprovalRequest.items,
+      currency: 'LKR',
+      amount: null,
+      payment_id: 320040000009,
+      customer_token: SEED.customerTokens.success,
+      authorization_token: null,
+      subscription_id: null,
+      card: { method: 'VISA', card_no: '************1234', card_expiry: '12/29' },
+      updated_at: '2026-01-15T04:31:12.000Z',
+    }),
+  },
+  notify: {
+    paid: paidNotification,
+    recorded: ok('Notification recorded', null),
+  },
+};

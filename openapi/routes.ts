@@ -1,0 +1,505 @@
+import type * as z from 'zod/mini';
+import type { EnvelopeStatus } from '../lib/envelope/envelope.ts';
+import {
+  type ApiError,
+  ConflictError,
+  ForbiddenError,
+  GatewayRejectedError,
+  InvalidRequestError,
+  InvalidSignatureError,
+  NotFoundError,
+  OrderConflictError,
+  OutcomeUnknownError,
+} from '../lib/envelope/errors.ts';
+import { CaptureResult, ChargeResult, PaymentRecord, SubscriptionRecord } from '../lib/gateway/schemas.ts';
+import type { Scope } from '../lib/http/auth/scopes.ts';
+import { FORM_MEDIA_TYPE } from '../lib/http/form-route.ts';
+import { parse } from '../lib/http/validation.ts';
+import { CaptureRequest } from '../lib/schemas/capture.ts';
+import { ChargeRequest } from '../lib/schemas/charge.ts';
+import { CheckoutRequest } from '../lib/schemas/checkout.ts';
+import { Notification } from '../lib/schemas/notification.ts';
+import { CheckoutPath, OrderPath, SubscriptionPath } from '../lib/schemas/paths.ts';
+import { RefundRequest } from '../lib/schemas/refund.ts';
+import { CheckoutParametersSchema, CheckoutViewSchema, RefundAnswer } from './data.ts';
+import { EXAMPLES } from './examples.ts';
+
+/**
+ * The route table: everything the API description says about a route, one entry per function of
+ * serverless.yml, keyed by the function's name (the operationId). Schemas are the very objects the
+ * functions validate with; tests hold each entry to its function's route() options and to
+ * serverless.yml. A new route is described by adding its entry here and running `npm run openapi`.
+ *
+ * Only the generator (openapi/generate.ts) and tests read this folder: no function imports it, so
+ * no cold start pays for it (tests/e2e/package.test.ts checks the bundles).
+ */
+
+type Schema = z.ZodMiniType;
+
+export interface Example<T = unknown> {
+  summary: string;
+  value: T;
+}
+
+/** An answer that is not a failure: its `data` is one record, a list of them, or null. */
+export interface Answer {
+  httpStatus: number;
+  status: EnvelopeStatus;
+  data: Schema | { listOf: Schema } | null;
+  description: string;
+  examples?: Example[];
+}
+
+/** A failure the route can answer besides the common ones (openapi/failures.ts), as the function throws it. */
+export interface Failure {
+  error: ApiError;
+  /** When, on this route; otherwise the code's general "when" (FAILURE_WHEN). */
+  when?: string;
+}
+
+export interface RouteDoc {
+  method: 'get' | 'post' | 'delete';
+  /** As in serverless.yml, with a leading slash. */
+  path: string;
+  tag: 'Payments' | 'Subscriptions' | 'Checkouts' | 'Notifications';
+  summary: string;
+  /** Markdown. */
+  description: string;
+  /** The token scope the route requires; none for PayHere's notifications, which are signed instead. */
+  scope?: Scope;
+  /** The path parameters' schema (route()'s `path`), and what the parameter is. */
+  pathParameters?: Schema;
+  pathDescription?: string;
+  pathExample?: string | number;
+  body?: Schema;
+  /** The body's media type when it is not JSON: PayHere posts notifications as a form. */
+  mediaType?: typeof FORM_MEDIA_TYPE;
+  /** The body's rules its JSON Schema cannot carry (checks across fields). */
+  bodyRules?: string;
+  bodyExamples?: Example[];
+  /** Money routes: an Idempotency-Key is required and answers are replayed. */
+  idempotent?: true;
+  /** The route creates orders: a merchant may name their owner with On-Behalf-Of. */
+  createsOrders?: true;
+  /** `payhere`: the route calls PayHere; `ledger`: it answers from the service's own records. */
+  upstream: 'payhere' | 'ledger';
+  /** Reads that may be answered from data shared for a few seconds, with `Age` (SPEC.md "PayHere's budget"). */
+  shared?: true;
+  answers: Answer[];
+  /** An invalid request to this route and the 400 it gets (made by the functions' own validation). */
+  invalid: InvalidRequestError;
+  failures: Failure[];
+}
+
+/** The 400 answer to `input`, as route() validates it. */
+function invalid(schema: Schema, input: unknown, prefix = ''): InvalidRequestError {
+  const parsed = parse(schema, input, prefix);
+  if (parsed.ok) throw new Error(`the invalid example is valid: ${JSON.stringify(input)}`);
+  return new InvalidRequestError(parsed.errors);
+}
+
+const ok = (description: string, data: Answer['data'], examples?: Example[]): Answer => ({
+  httpStatus: 200,
+  status: 1,
+  data,
+  description,
+  ...(examples ? { examples } : {}),
+});
+
+const paymentOutcomes = (result: Schema, examples: { pending?: unknown; declined?: unknown }): Answer[] => [
+  {
+    httpStatus: 202,
+    status: 0,
+    data: result,
+    description: 'Pending at the gateway (`status_code` 0): not final; check the order later.',
+    ...(examples.pending ? { examples: [{ summary: 'Pending', value: examples.pending }] } : {}),
+  },
+  {
+    httpStatus: 402,
+    status: -1,
+    data: result,
+    description: "Declined or cancelled (`status_code` -2 or -1): `msg` is the gateway's reason.",
+    ...(examples.declined ? { examples: [{ summary: 'Declined', value: examples.declined }] } : {}),
+  },
+];
+
+const notFound = (message: string, when?: string): Failure => ({
+  error: new NotFoundError(message),
+  ...(when ? { when } : {}),
+});
+
+const SUBSCRIPTION_ID = 'A PayHere subscription id: digits only (leading zeros are ignored).';
+const unknownSubscription = notFound('Subscription 420075039999 was not found.');
+const badSubscriptionId = invalid(SubscriptionPath, { id: 'S-42' }, 'path');
+
+const ON_BEHALF_OF_BY_CUSTOMER: Failure = {
+  error: new ForbiddenError('Only a merchant token may act on behalf of a customer (On-Behalf-Of).'),
+  when: 'A customer token sent On-Behalf-Of.',
+};
+
+export const ROUTE_TABLE = {
+  charge: {
+    method: 'post',
+    path: '/gateway/api/payments/charge',
+    tag: 'Payments',
+    summary: 'Charge or hold a pre-approved card',
+    description:
+      'Charges (`PAYMENT`) or holds (`AUTHORIZE`) a customer whose card was pre-approved (its `customer_token`). ' +
+      "The answer follows the result's `status_code`: 200 paid (2) or held (3, with an `authorization_token`), " +
+      '202 pending (0), 402 declined (-1, -2).\n\n' +
+      'A customer charges only its own saved card, and, unless the service runs with `CHARGE_PRICING=client`, only an ' +
+      'order the merchant priced for it (a `charge` checkout) at exactly that price. An order has at most one ' +
+      'successful, pending or unknown payment.\n\n' +
+      'PayHere does not deduplicate: a repeat with the same Idempotency-Key never charges again, and a charge whose ' +
+      "answer was lost is settled from the order's payments.",
+    scope: 'payments:charge',
+    body: ChargeRequest,
+    bodyExamples: [
+      { summary: 'Charge a saved card', value: EXAMPLES.charge.requests.payment },
+      { summary: 'Hold an amount on a saved card', value: EXAMPLES.charge.requests.authorize },
+    ],
+    idempotent: true,
+    createsOrders: true,
+    upstream: 'payhere',
+    answers: [
+      ok('Paid (`status_code` 2) or held (`AUTHORIZE`, `status_code` 3).', ChargeResult, [
+        { summary: 'Paid', value: EXAMPLES.charge.paid },
+        { summary: 'Held', value: EXAMPLES.charge.held },
+      ]),
+      ...paymentOutcomes(ChargeResult, EXAMPLES.charge),
+    ],
+    invalid: invalid(ChargeRequest, { ...EXAMPLES.charge.requests.payment, amount: 345.678, tip: 10 }),
+    failures: [
+      ON_BEHALF_OF_BY_CUSTOMER,
+      notFound(
+        'The customer token was not found.',
+        "A customer's charge names a customer token or order it does not own.",
+      ),
+      {
+        error: new OrderConflictError(
+          'The charge disagrees with the price of order Order-1001: check amount.',
+          [{ path: 'amount', message: "must equal the order's amount" }],
+        ),
+      },
+      { error: new GatewayRejectedError('The gateway refused the charge: Invalid token') },
+    ],
+  },
+  capture: {
+    method: 'post',
+    path: '/gateway/api/payments/capture',
+    tag: 'Payments',
+    summary: 'Capture an authorized hold',
+    description:
+      'Captures all or part of an amount held by an `AUTHORIZE` charge. The reason may be sent as `deduction_details` ' +
+      "or, equally, `description`. The answer follows `status_code` as a charge's does.",
+    scope: 'payments:capture',
+    body: CaptureRequest,
+    bodyRules:
+      'Give the reason as `deduction_details` or `description` (the same field; when both are given they must be equal).',
+    bodyExamples: [{ summary: 'Capture part of a hold', value: EXAMPLES.capture.request }],
+    idempotent: true,
+    upstream: 'payhere',
+    answers: [
+      ok('Captured (`status_code` 2).', CaptureResult, [
+        { summary: 'Captured', value: EXAMPLES.capture.captured },
+      ]),
+      ...paymentOutcomes(CaptureResult, {}),
+    ],
+    invalid: invalid(CaptureRequest, { authorization_token: 'e34f3059', amount: 0 }),
+    failures: [
+      notFound('The authorization was not found.', 'A customer names a hold it does not own.'),
+      { error: new ConflictError('Authorization is already CAPTURED') },
+      {
+        error: new GatewayRejectedError(
+          'The gateway refused the capture: Capture amount must be less than or equal to the authorized amount',
+        ),
+      },
+    ],
+  },
+  refund: {
+    method: 'post',
+    path: '/gateway/api/payments/refund',
+    tag: 'Payments',
+    summary: 'Refund a payment or release a hold',
+    description:
+      'Refunds a payment, fully or (with `amount`) partly, or releases an authorized hold in full. ' +
+      '`data.refund_id` is the refund number, or null when a hold was released.',
+    scope: 'payments:refund',
+    body: RefundRequest,
+    bodyRules:
+      'Exactly one of `payment_id` (refund a payment) or `authorization_token` (release a hold). `amount` only with `payment_id`.',
+    bodyExamples: [
+      { summary: 'Refund a payment in full', value: EXAMPLES.refund.requests.refundPayment },
+      { summary: 'Refund part of a payment', value: EXAMPLES.refund.requests.refundPart },
+      { summary: 'Release a hold', value: EXAMPLES.refund.requests.releaseHold },
+    ],
+    idempotent: true,
+    upstream: 'payhere',
+    answers: [
+      ok('Refunded, or the hold released (`refund_id` null).', RefundAnswer, [
+        { summary: 'Refunded', value: EXAMPLES.refund.refunded },
+        { summary: 'Hold released', value: EXAMPLES.refund.released },
+      ]),
+    ],
+    invalid: invalid(RefundRequest, { payment_id: 320027150501, authorization_token: 'x', description: '' }),
+    failures: [
+      notFound('Payment 320027150501 was not found.', 'A customer names a payment or hold it does not own.'),
+      { error: new GatewayRejectedError('The gateway refused the refund: Error processing refund') },
+    ],
+  },
+  retrievePayments: {
+    method: 'get',
+    path: '/gateway/api/payments/{id}',
+    tag: 'Payments',
+    summary: 'The payments of an order',
+    description: "The payments PayHere recorded for an order (PayHere's payment search by order id).",
+    scope: 'payments:read',
+    pathParameters: OrderPath,
+    pathDescription: 'The order id: 1 to 64 printable characters.',
+    pathExample: EXAMPLES.retrievePayments.orderId,
+    upstream: 'payhere',
+    shared: true,
+    answers: [
+      ok('The payment records; `msg` is `Payments with order_id:<id>`.', { listOf: PaymentRecord }, [
+        { summary: 'Found', value: EXAMPLES.retrievePayments.found },
+      ]),
+      {
+        httpStatus: 202,
+        status: 0,
+        data: { listOf: PaymentRecord },
+        description: 'A payment of the order is pending at the gateway: check again later.',
+        examples: [{ summary: 'Pending', value: EXAMPLES.retrievePayments.pending }],
+      },
+    ],
+    invalid: invalid(OrderPath, { id: 'Ordér-1' }, 'path'),
+    failures: [notFound('No payments were found for order Order00000.')],
+  },
+  listSubscriptions: {
+    method: 'get',
+    path: '/gateway/api/subscriptions',
+    tag: 'Subscriptions',
+    summary: 'List subscriptions',
+    description: "The merchant's subscriptions, or a customer's own; `msg` is `Found <n> subscriptions`.",
+    scope: 'subscriptions:read',
+    upstream: 'payhere',
+    shared: true,
+    answers: [
+      ok('The subscription records.', { listOf: SubscriptionRecord }, [
+        { summary: 'Found', value: EXAMPLES.listSubscriptions.found },
+      ]),
+    ],
+    invalid: new InvalidRequestError([
+      { path: 'body', message: 'must be empty: this route takes no request body' },
+    ]),
+    failures: [],
+  },
+  getSubscription: {
+    method: 'get',
+    path: '/gateway/api/subscriptions/{id}',
+    tag: 'Subscriptions',
+    summary: 'One subscription',
+    description: 'One subscription record.',
+    scope: 'subscriptions:read',
+    pathParameters: SubscriptionPath,
+    pathDescription: SUBSCRIPTION_ID,
+    pathExample: EXAMPLES.getSubscription.id,
+    upstream: 'payhere',
+    shared: true,
+    answers: [
+      ok('The subscription.', SubscriptionRecord, [
+        { summary: 'Found', value: EXAMPLES.getSubscription.found },
+      ]),
+    ],
+    invalid: badSubscriptionId,
+    failures: [unknownSubscription],
+  },
+  subscriptionPayments: {
+    method: 'get',
+    path: '/gateway/api/subscriptions/{id}/payments',
+    tag: 'Subscriptions',
+    summary: "A subscription's payments",
+    description: 'The payments of one subscription; `msg` is `Found <n> payments`.',
+    scope: 'subscriptions:read',
+    pathParameters: SubscriptionPath,
+    pathDescription: SUBSCRIPTION_ID,
+    pathExample: EXAMPLES.subscriptionPayments.id,
+    upstream: 'payhere',
+    shared: true,
+    answers: [
+      ok('The payment records.', { listOf: PaymentRecord }, [
+        { summary: 'Found', value: EXAMPLES.subscriptionPayments.found },
+      ]),
+    ],
+    invalid: badSubscriptionId,
+    failures: [notFound('Subscription 420075039999 was not found or has no payments.')],
+  },
+  retrySubscription: {
+    method: 'post',
+    path: '/gateway/api/subscriptions/{id}/retry',
+    tag: 'Subscriptions',
+    summary: "Retry a failed subscription's installment",
+    description: "Charges a failed subscription's installment again, now. Takes no body.",
+    scope: 'subscriptions:write',
+    pathParameters: SubscriptionPath,
+    pathDescription: SUBSCRIPTION_ID,
+    pathExample: EXAMPLES.retrySubscription.id,
+    idempotent: true,
+    upstream: 'payhere',
+    answers: [
+      ok("Charged; `msg` is the gateway's.", null, [
+        { summary: 'Retried', value: EXAMPLES.retrySubscription.retried },
+      ]),
+    ],
+    invalid: badSubscriptionId,
+    failures: [
+      unknownSubscription,
+      { error: new ConflictError('Subscription is not eligible for retrying') },
+    ],
+  },
+  cancelSubscription: {
+    method: 'delete',
+    path: '/gateway/api/subscriptions/{id}',
+    tag: 'Subscriptions',
+    summary: 'Cancel a subscription',
+    description:
+      'Stops a subscription. Takes no body and no Idempotency-Key: a cancel may simply be sent again ' +
+      '("already cancelled" then means it was done).',
+    scope: 'subscriptions:write',
+    pathParameters: SubscriptionPath,
+    pathDescription: SUBSCRIPTION_ID,
+    pathExample: EXAMPLES.cancelSubscription.id,
+    upstream: 'payhere',
+    answers: [
+      ok("Cancelled; `msg` is the gateway's.", null, [
+        { summary: 'Cancelled', value: EXAMPLES.cancelSubscription.cancelled },
+      ]),
+    ],
+    invalid: badSubscriptionId,
+    failures: [
+      unknownSubscription,
+      { error: new ConflictError('Subscription is already cancelled.') },
+      {
+        error: new OutcomeUnknownError(
+          'The gateway did not confirm the cancellation; it may have been processed. Send the DELETE again: ' +
+            '"already cancelled" then means it was done.',
+        ),
+        when: 'The gateway did not confirm the cancellation and its state could not be read: send the DELETE again.',
+      },
+    ],
+  },
+  createCheckout: {
+    method: 'post',
+    path: '/gateway/api/checkouts',
+    tag: 'Checkouts',
+    summary: 'Create a checkout',
+    description:
+      "Records an order and answers the parameters the app hands to PayHere's SDK or checkout, with `hash` " +
+      'signed by the merchant secret (which the app never holds). 201 for a new order; 200 with the same data when ' +
+      'the same order is created again by the same owner with the same fields.\n\n' +
+      'While the merchant sets prices (`CHARGE_PRICING=merchant`), only the merchant creates `payment`, `authorize`, ' +
+      '`recurring` and `charge` checkouts (with On-Behalf-Of naming the customer who will pay); a customer may ' +
+      'create a `preapproval` for itself, and its order id is assigned by the service.',
+    scope: 'payments:charge',
+    body: CheckoutRequest,
+    bodyRules:
+      '`amount` is required except for `preapproval`; `recurrence` and `duration` are required for `recurring` and ' +
+      'allowed only there.',
+    bodyExamples: [
+      { summary: 'A payment checkout (the merchant)', value: EXAMPLES.createCheckout.requests.payment },
+      {
+        summary: "Save a card (a customer's pre-approval)",
+        value: EXAMPLES.createCheckout.requests.preapproval,
+      },
+    ],
+    createsOrders: true,
+    upstream: 'ledger',
+    answers: [
+      {
+        httpStatus: 201,
+        status: 1,
+        data: CheckoutParametersSchema,
+        description: 'A new order: the parameters for PayHere.',
+        examples: [
+          { summary: 'Payment checkout', value: EXAMPLES.createCheckout.created },
+          { summary: 'Pre-approval', value: EXAMPLES.createCheckout.preapproval },
+        ],
+      },
+      ok('The same order was created before: the same parameters.', CheckoutParametersSchema, [
+        { summary: 'Created again', value: EXAMPLES.createCheckout.again },
+      ]),
+    ],
+    invalid: invalid(CheckoutRequest, { kind: 'recurring', items: 'Gym', currency: 'LKR', amount: 2500 }),
+    failures: [
+      ON_BEHALF_OF_BY_CUSTOMER,
+      {
+        error: new ForbiddenError(
+          'Only the merchant creates payment checkouts; a customer may create a preapproval checkout.',
+        ),
+        when: 'A customer asks for another kind than `preapproval` while the merchant sets prices.',
+      },
+      {
+        error: new OrderConflictError('Order Order-2001 already exists with other amount.', [
+          { path: 'amount', message: 'differs from the existing order' },
+        ]),
+        when: 'The order id is taken by another owner, or was created with other fields.',
+      },
+    ],
+  },
+  getCheckout: {
+    method: 'get',
+    path: '/gateway/api/checkouts/{order_id}',
+    tag: 'Checkouts',
+    summary: 'A checkout and its state',
+    description:
+      'The order as the ledger knows it, to its owner or the merchant. `customer_token` is set only for a ' +
+      'succeeded pre-approval, `authorization_token` only for a succeeded hold, `subscription_id` only for a ' +
+      'subscription; `card` is masked as PayHere sends it.',
+    scope: 'payments:read',
+    pathParameters: CheckoutPath,
+    pathDescription: 'The order id: 1 to 64 printable characters.',
+    pathExample: EXAMPLES.getCheckout.orderId,
+    upstream: 'ledger',
+    answers: [
+      ok('The order.', CheckoutViewSchema, [
+        { summary: 'Created, not paid yet', value: EXAMPLES.getCheckout.created },
+        { summary: 'A saved card', value: EXAMPLES.getCheckout.savedCard },
+      ]),
+    ],
+    invalid: invalid(CheckoutPath, { order_id: '' }, 'path'),
+    failures: [notFound('Order Order-2001 was not found.')],
+  },
+  notify: {
+    method: 'post',
+    path: '/gateway/notify',
+    tag: 'Notifications',
+    summary: "Receive PayHere's notification",
+    description:
+      "PayHere posts a payment's, pre-approval's, hold's or subscription's result to the `notify_url` the service " +
+      'gave it (createCheckout, charge). Not for apps: no bearer token, the `md5sig` signature authenticates it.\n\n' +
+      'Only `merchant_id`, `order_id`, `payhere_amount`, `payhere_currency` and `status_code` are signed, so a ' +
+      'notification changes nothing unless its order is one the service created, with that amount and currency, ' +
+      'and its state may move that way. Answered 200 whenever the signature verifies, recorded or not, so that ' +
+      'PayHere does not retry what can never match.',
+    body: Notification,
+    mediaType: FORM_MEDIA_TYPE,
+    bodyExamples: [{ summary: 'A checkout paid', value: EXAMPLES.notify.paid }],
+    upstream: 'ledger',
+    answers: [
+      ok('Verified; recorded if it matches an order and moves it forward.', null, [
+        { summary: 'Recorded', value: EXAMPLES.notify.recorded },
+      ]),
+    ],
+    invalid: invalid(Notification, { ...EXAMPLES.notify.paid, payhere_amount: '1000' }),
+    failures: [{ error: new InvalidSignatureError() }],
+  },
+} satisfies Record<string, RouteDoc>;
+
+export type OperationId = keyof typeof ROUTE_TABLE;
+
+/** The table's entries with their operationId, in the table's order. */
+export function describedRoutes(): Array<RouteDoc & { operationId: OperationId }> {
+  return (Object.keys(ROUTE_TABLE) as OperationId[]).map((operationId) => ({
+    operationId,
+    ...(ROUTE_TABLE[operationId] as RouteDoc),
+  }));
+}
