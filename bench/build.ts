@@ -122,6 +122,10 @@ const ENTRY_POINTS: Record<string, { imports: string; uses: string }> = {
       "import { DeleteItemCommand, DynamoDBClient, GetItemCommand, PutItemCommand, UpdateItemCommand } from '@aws-sdk/client-dynamodb';",
     uses: 'DeleteItemCommand, DynamoDBClient, GetItemCommand, PutItemCommand, UpdateItemCommand',
   },
+  '@aws-lambda-powertools/metrics': {
+    imports: "import { Metrics } from '@aws-lambda-powertools/metrics';",
+    uses: 'Metrics',
+  },
 };
 
 /** Direct dependencies of the project that a bundle may hold (the rest are theirs). */

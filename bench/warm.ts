@@ -259,8 +259,11 @@ export function bareFloor(plan: Pick<WarmPlan, 'sandboxUrl' | 'dynamodbEndpoint'
     await dynamodb.send(new UpdateItemCommand(writes.claim(Date.now(), price)));
     const body = await exchange();
     const paymentId = String((JSON.parse(body) as { data: { payment_id: number } }).data.payment_id);
-    await dynamodb.send(new UpdateItemCommand(writes.outcome(Date.now(), paymentId)));
-    await dynamodb.send(new PutItemCommand(writes.payment(paymentId)));
+    // Sent together, as lib/orders/charge.ts sends them: they are independent items.
+    await Promise.all([
+      dynamodb.send(new UpdateItemCommand(writes.outcome(Date.now(), paymentId))),
+      dynamodb.send(new PutItemCommand(writes.payment(paymentId))),
+    ]);
     return body;
   }
 

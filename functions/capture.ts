@@ -14,14 +14,18 @@ const store = idempotencyStoreFromEnvironment();
 
 type Capture = ValidRequest<CaptureRequest, undefined>;
 
-/** The hold's order: the customer's own (else 404), or for the merchant the one the ledger knows. */
-const holdOrder = async ({ body, caller }: Capture) =>
+/**
+ * The hold's order: the customer's own (else 404). The merchant's is looked up only to settle a
+ * lost answer (`always`): a first attempt pays no read for it.
+ */
+const holdOrder = async ({ body, caller }: Capture, always = false) =>
   (
     await ownership.reference(
       caller,
       'authorization',
       body.authorization_token,
       () => new NotFoundError('The authorization was not found.'),
+      always,
     )
   )?.orderId;
 
@@ -41,7 +45,7 @@ export const handler = route(
           request.body,
           window,
           request.deadline,
-          await holdOrder(request),
+          await holdOrder(request, true),
         );
         return paymentOutcomeResponse(visibleTo(request.caller, data), msg, [2]);
       },

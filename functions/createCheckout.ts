@@ -13,7 +13,12 @@ const checkouts = checkoutsFromEnvironment();
 export const handler = route(
   { scope: 'payments:charge', body: CheckoutRequest, createsOrders: true },
   async ({ body, caller, owner, apiBaseUrl }) => {
-    const { created, data } = await checkouts.create({ actor: caller, owner, body, apiBaseUrl });
+    const { created, data } = await checkouts.create({
+      actor: caller,
+      owner,
+      body,
+      apiBaseUrl: apiBaseUrl(),
+    });
     return respond(created ? 201 : 200, {
       status: 1,
       msg: created ? 'Checkout created' : 'Checkout already exists',

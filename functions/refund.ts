@@ -12,8 +12,11 @@ const store = idempotencyStoreFromEnvironment();
 
 type Refund = ValidRequest<RefundRequest, undefined>;
 
-/** The refunded payment's or released hold's order: the customer's own (else 404), or the one the ledger knows. */
-async function refundedOrder({ body, caller }: Refund): Promise<string | undefined> {
+/**
+ * The refunded payment's or released hold's order: the customer's own (else 404). The merchant's
+ * is looked up only to settle a lost answer (`always`): a first attempt pays no read for it.
+ */
+async function refundedOrder({ body, caller }: Refund, always = false): Promise<string | undefined> {
   const upstream = refundUpstreamBody(body);
   const reference =
     'payment_id' in upstream
@@ -22,12 +25,14 @@ async function refundedOrder({ body, caller }: Refund): Promise<string | undefin
           'payment',
           String(upstream.payment_id),
           () => new NotFoundError(`Payment ${upstream.payment_id} was not found.`),
+          always,
         )
       : await ownership.reference(
           caller,
           'authorization',
           upstream.authorization_token,
           () => new NotFoundError('The authorization was not found.'),
+          always,
         );
   return reference?.orderId;
 }
@@ -46,7 +51,7 @@ export const handler = route(
         const { msg, data } = await payhere.reconcileRefund(
           refundUpstreamBody(request.body),
           request.deadline,
-          await refundedOrder(request),
+          await refundedOrder(request, true),
         );
         return ok(msg, data);
       },

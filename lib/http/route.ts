@@ -45,8 +45,8 @@ export interface ValidRequest<Body, Path> {
   onBehalfOf?: string;
   /** The request's Idempotency-Key (money routes). */
   idempotencyKey?: string;
-  /** The API's base URL as this request reached it, e.g. `https://api.example.com/prod`. */
-  apiBaseUrl: string;
+  /** The API's base URL as this request reached it, e.g. `https://api.example.com/prod` (worked out when asked). */
+  apiBaseUrl: () => string;
   /** Epoch ms by which all upstream work must be done. */
   deadline: number;
   context: Context;
@@ -130,7 +130,7 @@ function stackFor<Body, Path>(
       owner: onBehalfOf ?? caller.sub,
       ...(onBehalfOf === undefined ? {} : { onBehalfOf }),
       ...(key?.ok ? { idempotencyKey: key.key } : {}),
-      apiBaseUrl: apiBaseUrl(event),
+      apiBaseUrl: () => apiBaseUrl(event),
       // A money request keeps time for its bookkeeping after PayHere answers (lib/config/dynamodb.ts).
       deadline: requestDeadline(
         context.getRemainingTimeInMillis?.(),

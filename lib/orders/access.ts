@@ -29,14 +29,17 @@ export class Ownership {
 
   /**
    * The order `kind`/`id` belongs to, for a caller allowed to act on it: a customer must own it
-   * (else `notFound()`); for the merchant it is looked up, undefined when the ledger does not know it.
+   * (else `notFound()`). For the merchant it is looked up only when `always` (a repeat settling a
+   * lost answer needs it; a first attempt does not pay a read for it): undefined when not known.
    */
   async reference(
     actor: Actor,
     kind: ReferenceKind,
     id: string,
     notFound: () => NotFoundError,
+    always = false,
   ): Promise<Reference | undefined> {
+    if (actor.role === 'merchant' && !always) return undefined;
     const reference = await readLedger(() => this.#ledger.lookup(kind, id));
     if (actor.role === 'customer' && reference?.owner !== actor.sub) throw notSent(notFound());
     return reference;
