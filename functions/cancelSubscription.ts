@@ -9,7 +9,12 @@ const ownership = ownershipFromEnvironment();
 
 /** DELETE /gateway/api/subscriptions/{id}: stop a subscription. */
 export const handler = route(
-  { scope: 'subscriptions:write', path: SubscriptionPath },
+  {
+    name: 'cancelSubscription',
+    scope: 'subscriptions:write',
+    path: SubscriptionPath,
+    audit: ({ path }) => ({ subscriptionId: String(Number(path.id)) }),
+  },
   async ({ path, caller, deadline }) => {
     await ownership.requireSubscription(caller, path.id);
     const { msg, data } = await payhere.cancelSubscription(path.id, deadline);

@@ -3,6 +3,7 @@ import { paymentOutcomeResponse } from '#lib/envelope/payment-outcome.ts';
 import { payHereFromEnvironment } from '#lib/gateway/index.ts';
 import { route, type ValidRequest } from '#lib/http/route.ts';
 import { idempotencyStoreFromEnvironment } from '#lib/idempotency/environment.ts';
+import { fieldOf } from '#lib/log/audit.ts';
 import { visibleTo } from '#lib/orders/access.ts';
 import { MAX_UPSTREAM_MS } from '#lib/orders/charge.ts';
 import { ownershipFromEnvironment } from '#lib/orders/environment.ts';
@@ -32,8 +33,16 @@ const holdOrder = async ({ body, caller }: Capture, always = false) =>
 /** POST /gateway/api/payments/capture: capture (all or part of) an authorized hold, once per Idempotency-Key. */
 export const handler = route(
   {
+    name: 'capture',
     scope: 'payments:capture',
     body: CaptureRequest,
+    // The hold's token is a secret: the answer names the order and the captured payment.
+    audit: ({ body }, data) => ({
+      orderId: fieldOf(data, 'order_id'),
+      paymentId: fieldOf(data, 'payment_id'),
+      amount: body.amount,
+      currency: fieldOf(data, 'currency'),
+    }),
     idempotency: {
       operation: 'capture',
       store,

@@ -3,6 +3,7 @@ import type { ValidRequest } from '#lib/http/route.ts';
 import { route } from '#lib/http/route.ts';
 import { idempotencyStoreFromEnvironment } from '#lib/idempotency/environment.ts';
 import { recordKey } from '#lib/idempotency/idempotent.ts';
+import { fieldOf } from '#lib/log/audit.ts';
 import { visibleTo } from '#lib/orders/access.ts';
 import type { ChargeAnswer, ChargeInput } from '#lib/orders/charge.ts';
 import { chargingFromEnvironment } from '#lib/orders/environment.ts';
@@ -34,9 +35,18 @@ const answer = ({ body, caller }: Charge, { msg, data }: ChargeAnswer) =>
  */
 export const handler = route(
   {
+    name: 'charge',
     scope: 'payments:charge',
     body: ChargeRequest,
     createsOrders: true,
+    audit: ({ body, onBehalfOf }, data) => ({
+      orderId: body.order_id,
+      paymentId: fieldOf(data, 'payment_id'),
+      kind: body.type,
+      amount: body.amount,
+      currency: body.currency,
+      onBehalfOf,
+    }),
     idempotency: {
       operation: 'charge',
       store,

@@ -1,5 +1,6 @@
 import { respond } from '#lib/envelope/envelope.ts';
 import { route } from '#lib/http/route.ts';
+import { fieldOf } from '#lib/log/audit.ts';
 import { checkoutsFromEnvironment } from '#lib/orders/environment.ts';
 import { CheckoutRequest } from '#lib/schemas/checkout.ts';
 
@@ -11,7 +12,19 @@ const checkouts = checkoutsFromEnvironment();
  * new order; 200 with the same data when the same order is created again.
  */
 export const handler = route(
-  { scope: 'payments:charge', body: CheckoutRequest, createsOrders: true },
+  {
+    name: 'createCheckout',
+    scope: 'payments:charge',
+    body: CheckoutRequest,
+    createsOrders: true,
+    audit: ({ body, onBehalfOf }, data) => ({
+      orderId: fieldOf(data, 'order_id') ?? body.order_id,
+      kind: body.kind,
+      amount: body.amount,
+      currency: body.currency,
+      onBehalfOf,
+    }),
+  },
   async ({ body, caller, owner, apiBaseUrl }) => {
     const { created, data } = await checkouts.create({
       actor: caller,

@@ -10,7 +10,7 @@ const checkouts = checkoutsFromEnvironment();
  * merchant, checked with PayHere's records while it is not final.
  */
 export const handler = route(
-  { scope: 'payments:read', path: CheckoutPath },
+  { name: 'getCheckout', scope: 'payments:read', path: CheckoutPath },
   async ({ path, caller, deadline }) =>
     ok(`Order ${path.order_id}`, await checkouts.view(caller, path.order_id, deadline)),
 );

@@ -8,11 +8,14 @@ const payhere = payHereFromEnvironment();
 const ownership = ownershipFromEnvironment();
 
 /** GET /gateway/api/subscriptions: the merchant's subscriptions, or a customer's own. */
-export const handler = route({ scope: 'subscriptions:read' }, async ({ caller, deadline }) => {
-  const allowed = await ownership.subscriptions(caller);
-  if (allowed !== 'all' && allowed.size === 0) return ok('Found 0 subscriptions', []);
-  const { msg, data } = await payhere.listSubscriptions(deadline);
-  if (allowed === 'all') return ok(msg, data);
-  const own = data.filter((subscription) => allowed.has(String(subscription.subscription_id)));
-  return ok(`Found ${own.length} subscriptions`, visibleTo(caller, own));
-});
+export const handler = route(
+  { name: 'listSubscriptions', scope: 'subscriptions:read' },
+  async ({ caller, deadline }) => {
+    const allowed = await ownership.subscriptions(caller);
+    if (allowed !== 'all' && allowed.size === 0) return ok('Found 0 subscriptions', []);
+    const { msg, data } = await payhere.listSubscriptions(deadline);
+    if (allowed === 'all') return ok(msg, data);
+    const own = data.filter((subscription) => allowed.has(String(subscription.subscription_id)));
+    return ok(`Found ${own.length} subscriptions`, visibleTo(caller, own));
+  },
+);

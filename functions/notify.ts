@@ -16,7 +16,7 @@ const CONFIRM_WITHIN_MS = 700;
  * subscription's result (no bearer token: the signature authenticates it). Answered 200 whenever
  * the signature verifies, recorded or not, so that PayHere does not retry what will never match.
  */
-export const handler = formRoute({ body: Notification }, async ({ body, deadline }) => {
+export const handler = formRoute({ name: 'notify', body: Notification }, async ({ body, deadline }) => {
   await receiver.receive(body, Math.min(deadline, Date.now() + CONFIRM_WITHIN_MS));
   return ok('Notification recorded', null);
 });

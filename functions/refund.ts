@@ -3,6 +3,7 @@ import { NotFoundError } from '#lib/envelope/errors.ts';
 import { payHereFromEnvironment } from '#lib/gateway/index.ts';
 import { route, type ValidRequest } from '#lib/http/route.ts';
 import { idempotencyStoreFromEnvironment } from '#lib/idempotency/environment.ts';
+import { fieldOf } from '#lib/log/audit.ts';
 import { ownershipFromEnvironment } from '#lib/orders/environment.ts';
 import { RefundRequest, refundUpstreamBody } from '#lib/schemas/refund.ts';
 
@@ -40,8 +41,17 @@ async function refundedOrder({ body, caller }: Refund, always = false): Promise<
 /** POST /gateway/api/payments/refund: refund a payment (fully or partly) or release a hold, once per Idempotency-Key. */
 export const handler = route(
   {
+    name: 'refund',
     scope: 'payments:refund',
     body: RefundRequest,
+    // A release names no payment (the hold's token is a secret); a refund answers its number.
+    audit: ({ body }, data) => ({
+      kind:
+        body.payment_id === undefined ? 'release' : body.amount === undefined ? 'refund' : 'partial_refund',
+      paymentId: body.payment_id === undefined ? undefined : String(body.payment_id),
+      refundId: fieldOf(data, 'refund_id'),
+      amount: body.amount,
+    }),
     idempotency: {
       operation: 'refund',
       store,

@@ -11,7 +11,7 @@ const ownership = ownershipFromEnvironment();
 
 /** GET /gateway/api/payments/{id}: the successful payments of an order (202 while one is pending). */
 export const handler = route(
-  { scope: 'payments:read', path: OrderPath },
+  { name: 'retrievePayments', scope: 'payments:read', path: OrderPath },
   async ({ path, caller, deadline }) => {
     await ownership.requireOrder(
       caller,

@@ -16,8 +16,10 @@ const store = idempotencyStoreFromEnvironment();
  */
 export const handler = route(
   {
+    name: 'retrySubscription',
     scope: 'subscriptions:write',
     path: SubscriptionPath,
+    audit: ({ path }) => ({ subscriptionId: String(Number(path.id)) }),
     idempotency: {
       operation: 'retrySubscription',
       store,

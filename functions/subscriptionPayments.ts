@@ -10,7 +10,7 @@ const ownership = ownershipFromEnvironment();
 
 /** GET /gateway/api/subscriptions/{id}/payments: the payments of one subscription. */
 export const handler = route(
-  { scope: 'subscriptions:read', path: SubscriptionPath },
+  { name: 'subscriptionPayments', scope: 'subscriptions:read', path: SubscriptionPath },
   async ({ path, caller, deadline }) => {
     await ownership.requireSubscription(caller, path.id);
     const { msg, data } = await payhere.subscriptionPayments(path.id, deadline);

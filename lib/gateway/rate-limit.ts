@@ -1,4 +1,5 @@
 import { RateLimitedError } from '../envelope/errors.ts';
+import { countMetric, timeMetric } from '../log/metrics.ts';
 
 export interface RateLimitOptions {
   limit: number;
@@ -30,16 +31,22 @@ export class SlidingWindowLimiter {
 
   /** Take a slot, waiting at most `maxWaitMs` for one. */
   async acquire(maxWaitMs: number): Promise<void> {
-    const giveUpAt = this.#now() + maxWaitMs;
+    const askedAt = this.#now();
+    const giveUpAt = askedAt + maxWaitMs;
     for (;;) {
       const now = this.#now();
       while (this.#starts.length > 0 && this.#starts[0]! <= now - this.#windowMs) this.#starts.shift();
       if (this.#starts.length < this.#limit) {
         this.#starts.push(now);
+        if (now > askedAt) {
+          countMetric('BudgetWait');
+          timeMetric('BudgetWaitTime', now - askedAt);
+        }
         return;
       }
       const freeAt = this.#starts[0]! + this.#windowMs;
       if (freeAt >= giveUpAt) {
+        countMetric('BudgetRefused');
         throw new RateLimitedError(
           'Too many requests to the payment gateway right now; retry after a few seconds.',
           Math.max(1, Math.ceil((freeAt - now) / 1000)),

@@ -1,4 +1,5 @@
 import { Pool } from 'undici';
+import { type CountMetric, countMetric, timeMetric } from '../log/metrics.ts';
 
 export interface UpstreamRequest {
   method: 'GET' | 'POST';
@@ -96,6 +97,12 @@ export interface TransportOptions {
 /** Answers larger than this are abandoned: no PayHere answer comes close. */
 const MAX_RESPONSE_BYTES = 4 * 1024 * 1024;
 
+function statusMetric(status: number): CountMetric {
+  if (status === 429) return 'UpstreamStatus429';
+  if (status >= 500) return 'UpstreamStatus5xx';
+  return status >= 400 ? 'UpstreamStatus4xx' : 'UpstreamStatus2xx';
+}
+
 /** One keep-alive pool for the gateway's origin; every call carries its own deadline. */
 export class Transport {
   readonly #origin: string;
@@ -133,6 +140,7 @@ export class Transport {
       void this.#pool.close().catch(() => {});
       this.#pool = this.#newPool();
     }
+    const started = performance.now();
     try {
       const response = await this.#pool.request({
         method: request.method,
@@ -145,8 +153,11 @@ export class Transport {
       });
       const body = await response.body.text();
       this.#lastExchangeAt = Date.now();
+      timeMetric('UpstreamLatency', performance.now() - started);
+      countMetric(statusMetric(response.statusCode));
       return { status: response.statusCode, headers: response.headers, body };
     } catch (error) {
+      countMetric('UpstreamNoAnswer');
       throw classifyTransportError(error);
     }
   }

@@ -5,7 +5,8 @@ import { InvalidRequestError, UnsupportedMediaTypeError } from '../envelope/erro
 import { setLogContext } from '../log/log.ts';
 import { requestDeadline } from './deadline.ts';
 import { headerValues } from './headers.ts';
-import { envelopeErrors, metricsWritten } from './middleware.ts';
+import { envelopeErrors } from './middleware.ts';
+import { observe } from './observe.ts';
 import { guardRequest } from './request-guard.ts';
 import { parse } from './validation.ts';
 
@@ -56,13 +57,19 @@ function readForm(event: Event): Record<string, string> {
   return fields;
 }
 
+export interface FormRouteOptions<Body> {
+  /** The function's name: the `route` dimension of its metrics. */
+  name: string;
+  body: z.ZodMiniType<Body>;
+}
+
 /**
  * A route that a machine, not a user, calls with a form (PayHere's notifications): no bearer token
  * (the handler authenticates the content, by its signature), the same limits, validation and
  * envelope as every other route.
  */
 export function formRoute<Body>(
-  options: { body: z.ZodMiniType<Body> },
+  options: FormRouteOptions<Body>,
   handler: (request: FormRequest<Body>) => Promise<Result>,
 ) {
   // The options travel with the handler, as route()'s do, for the API description's tests.
@@ -70,12 +77,12 @@ export function formRoute<Body>(
 }
 
 function formStack<Body>(
-  options: { body: z.ZodMiniType<Body> },
+  options: FormRouteOptions<Body>,
   handler: (request: FormRequest<Body>) => Promise<Result>,
 ) {
   return middy<Event, Result>({ timeoutEarlyInMillis: 0 })
+    .use(observe({ name: options.name }))
     .use(envelopeErrors())
-    .use(metricsWritten())
     .use(requestIdInLogs())
     .use(guardRequest({ takesBody: true, takesPath: false }))
     .handler(async (event, context) => {

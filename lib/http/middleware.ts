@@ -1,7 +1,6 @@
 import type { MiddlewareObj } from '@middy/core';
 import type { APIGatewayProxyEvent, APIGatewayProxyResult } from 'aws-lambda';
 import { errorResponse } from '../envelope/error-response.ts';
-import { publishMetrics } from '../log/metrics.ts';
 
 type Event = APIGatewayProxyEvent;
 type Result = APIGatewayProxyResult;
@@ -12,11 +11,4 @@ export const envelopeErrors = (): MiddlewareObj<Event, Result> => ({
   onError: (request) => {
     request.response = errorResponse(request.error);
   },
-});
-
-/** What the request counted is written once, when it ends, however it ends (lib/log/metrics.ts). */
-export const metricsWritten = (): MiddlewareObj<Event, Result> => ({
-  name: 'metricsWritten',
-  after: () => publishMetrics(),
-  onError: () => publishMetrics(),
 });

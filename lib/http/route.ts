@@ -12,7 +12,8 @@ import { cors, corsFromEnvironment } from './cors.ts';
 import { requestDeadline } from './deadline.ts';
 import { headerValues } from './headers.ts';
 import { readIdempotencyKey } from './idempotency-key.ts';
-import { envelopeErrors, metricsWritten } from './middleware.ts';
+import { envelopeErrors } from './middleware.ts';
+import { type ObservedContext, type ObserveOptions, observe } from './observe.ts';
 import { readOnBehalfOf } from './on-behalf-of.ts';
 import { guardRequest } from './request-guard.ts';
 import { parse } from './validation.ts';
@@ -20,7 +21,7 @@ import { parse } from './validation.ts';
 type Event = APIGatewayProxyEvent;
 type Result = APIGatewayProxyResult;
 
-export interface RouteOptions<Body, Path> {
+export interface RouteOptions<Body, Path> extends ObserveOptions<ValidRequest<Body, Path>> {
   /** The scope the caller's token must hold (SPEC.md "Callers, roles and ownership"). */
   scope: Scope;
   /** The route creates orders: a merchant may name their owner with On-Behalf-Of. */
@@ -107,8 +108,9 @@ function stackFor<Body, Path>(
   const corsConfig = corsFromEnvironment();
   if (corsConfig) stack.use(cors(corsConfig));
   stack
+    // Before envelopeErrors: its onError runs after theirs, and so sees the envelope of any error.
+    .use(observe(options))
     .use(envelopeErrors())
-    .use(metricsWritten())
     .use(authenticate(options.scope))
     .use(guardRequest({ takesBody: options.body !== undefined, takesPath: options.path !== undefined }));
   if (options.body) stack.use(normalizeHeaders()).use(httpJsonBodyParser({ disableContentTypeError: false }));
@@ -139,6 +141,7 @@ function stackFor<Body, Path>(
       ),
       context,
     };
+    (context as ObservedContext<ValidRequest<Body, Path>>).validRequest = request;
     if (options.idempotency && key?.ok) {
       return runIdempotent(options.idempotency, key.key, request, () => handler(request));
     }

@@ -2,6 +2,7 @@ import type { CredentialsProvider } from '../config/config.ts';
 import { InvalidSignatureError } from '../envelope/errors.ts';
 import type { Card, Order, OrderMove, OrderState, UnmatchedNotification } from '../ledger/model.ts';
 import type { LedgerStore } from '../ledger/store.ts';
+import { audit } from '../log/audit.ts';
 import { log } from '../log/log.ts';
 import { countMetric } from '../log/metrics.ts';
 import { maskCard } from '../log/redact.ts';
@@ -59,6 +60,9 @@ function stateOf(statusCode: string, order: Order): OrderState | undefined {
       return undefined;
   }
 }
+
+/** Who acts in a notification's audit line: PayHere, authenticated by the signature. */
+const PAYHERE = { route: 'notify', caller: 'payhere', role: 'gateway', replayed: false } as const;
 
 const cents = (amount: string) => Math.round(Number(amount) * 100);
 
@@ -149,7 +153,20 @@ export class NotificationReceiver {
     if (move === 'token_conflict') return this.#unmatched('token_conflict', notification);
     if (!(await this.#ledger.moveOrder(order.orderId, move))) return 'raced';
     countMetric('NotificationRecorded');
-    log.info('notification recorded', { orderId: order.orderId, kind: order.kind, from: order.state, to });
+    audit({
+      ...PAYHERE,
+      outcome: 'recorded',
+      orderId: order.orderId,
+      owner: order.owner,
+      kind: order.kind,
+      from: order.state,
+      to,
+      statusCode: notification.status_code,
+      amount: notification.payhere_amount,
+      currency: notification.payhere_currency,
+      paymentId: move.paymentId,
+      subscriptionId: move.subscriptionId,
+    });
     if (order.kind === 'recurring' && move.subscriptionId)
       await this.#installments(notification, { ...order, subscriptionId: move.subscriptionId }, deadline);
     return 'recorded';
@@ -221,7 +238,17 @@ export class NotificationReceiver {
     if (notification.subscription_id !== undefined && notification.subscription_id !== subscriptionId) return;
     const paid = await this.#confirmations.installmentsPaid(order, subscriptionId, deadline);
     if (paid !== undefined) {
-      await this.#ledger.confirm(order.orderId, { installmentsPaid: paid });
+      if (await this.#ledger.confirm(order.orderId, { installmentsPaid: paid })) {
+        audit({
+          ...PAYHERE,
+          outcome: 'recorded',
+          orderId: order.orderId,
+          owner: order.owner,
+          kind: order.kind,
+          subscriptionId,
+          installmentsPaid: paid,
+        });
+      }
       return;
     }
     const reported = Number(notification.item_rec_install_paid);

@@ -1,6 +1,8 @@
 import { GatewayUnavailableError, NotFoundError, notSent } from '../envelope/errors.ts';
 import type { Order, Reference, ReferenceKind } from '../ledger/model.ts';
 import type { LedgerStore } from '../ledger/store.ts';
+import { log } from '../log/log.ts';
+import { countMetric } from '../log/metrics.ts';
 
 /** Who acts: a customer acts only on what it owns, the merchant on everything. */
 export interface Actor {
@@ -24,7 +26,7 @@ export class Ownership {
   async require(actor: Actor, kind: ReferenceKind, id: string, notFound: () => NotFoundError): Promise<void> {
     if (actor.role === 'merchant') return;
     const reference = await readLedger(() => this.#ledger.lookup(kind, id));
-    if (reference?.owner !== actor.sub) throw notSent(notFound());
+    if (reference?.owner !== actor.sub) refuse(kind, reference !== undefined, notFound);
   }
 
   /**
@@ -41,7 +43,8 @@ export class Ownership {
   ): Promise<Reference | undefined> {
     if (actor.role === 'merchant' && !always) return undefined;
     const reference = await readLedger(() => this.#ledger.lookup(kind, id));
-    if (actor.role === 'customer' && reference?.owner !== actor.sub) throw notSent(notFound());
+    if (actor.role === 'customer' && reference?.owner !== actor.sub)
+      refuse(kind, reference !== undefined, notFound);
     return reference;
   }
 
@@ -71,9 +74,26 @@ export class Ownership {
   /** The order, if `actor` may see it; `notFound()` otherwise (for the merchant: if it is unknown). */
   async order(actor: Actor, orderId: string, notFound: () => NotFoundError): Promise<Order> {
     const order = await readLedger(() => this.#ledger.getOrder(orderId));
-    if (!order || (actor.role === 'customer' && order.owner !== actor.sub)) throw notSent(notFound());
+    if (actor.role === 'customer' && order?.owner !== actor.sub)
+      refuse('order', order !== undefined, notFound);
+    if (!order) throw notSent(notFound());
     return order;
   }
+}
+
+/**
+ * A customer refused an object: answered as not found whether it exists or not, and counted for the
+ * operator (many refusals of objects that exist look like someone trying other customers' ids).
+ * The object's id is not logged: for a hold it is its secret token.
+ */
+export function countRefusal(object: ReferenceKind | 'order', exists: boolean): void {
+  countMetric('OwnershipRefused');
+  log.info('ownership refused', { object, exists });
+}
+
+function refuse(object: ReferenceKind | 'order', exists: boolean, notFound: () => NotFoundError): never {
+  countRefusal(object, exists);
+  throw notSent(notFound());
 }
 
 /** The ledger cannot be read: nothing was sent, and the caller may simply retry. */

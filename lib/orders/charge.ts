@@ -12,7 +12,7 @@ import type { ChargeClaim, ChargeOutcome, Order, Price } from '../ledger/model.t
 import type { LedgerStore } from '../ledger/store.ts';
 import { describeError, log } from '../log/log.ts';
 import type { ChargeRequest } from '../schemas/charge.ts';
-import { type Actor, Ownership, readLedger } from './access.ts';
+import { type Actor, countRefusal, Ownership, readLedger } from './access.ts';
 import { NOTIFY_PATH, type OrdersConfig } from './config.ts';
 
 export interface ChargeInput {
@@ -219,7 +219,10 @@ function outcomeOf(request: ChargeRequest, result: ChargeResult): ChargeOutcome 
 function refusal(claim: ChargeClaim, order: Order | undefined): ApiError {
   const { orderId } = claim;
   const customer = claim.rule !== 'merchant';
-  if (!order || (customer && order.owner !== claim.owner)) return orderNotFound(orderId)();
+  if (!order || (customer && order.owner !== claim.owner)) {
+    if (customer) countRefusal('order', order !== undefined);
+    return orderNotFound(orderId)();
+  }
   if (claim.rule === 'customer-priced') {
     if (order.kind !== claim.kind) {
       const wanted = claim.kind === 'authorize' ? 'a hold (AUTHORIZE)' : 'a charge (PAYMENT)';

@@ -18,7 +18,7 @@ beforeAll(async () => {
   Object.assign(process.env, TEST_AUTH_ENV);
   const { route } = await import('../../lib/http/route.ts');
   probe = route(
-    { scope: 'payments:charge', body: z.strictObject({ amount: z.number() }) },
+    { name: 'probe', scope: 'payments:charge', body: z.strictObject({ amount: z.number() }) },
     async (request) => {
       seen.push(request);
       return { statusCode: 200, body: JSON.stringify({ status: 1, msg: 'ok', data: null }) };

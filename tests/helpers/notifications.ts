@@ -6,7 +6,6 @@ import { createHash } from 'node:crypto';
 import type { APIGatewayProxyEvent, APIGatewayProxyResult, Context } from 'aws-lambda';
 import { SANDBOX_CREDENTIALS } from '../../sandbox/server.ts';
 import { trustTestIssuer } from './auth.ts';
-import { recordAnswer } from './contract.ts';
 import { type Answer, apiEvent, invoke, lambdaContext } from './events.ts';
 
 type Handler = (event: APIGatewayProxyEvent, context: Context) => Promise<APIGatewayProxyResult>;
