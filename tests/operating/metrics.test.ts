@@ -7,12 +7,15 @@ vi.hoisted(() => {
   process.env.POWERTOOLS_SERVICE_NAME = 'payhere-payments-api-test';
 });
 
+import { SlidingWindowLimiter } from '../../lib/gateway/rate-limit.ts';
+import { outcomeOf } from '../../lib/http/observe.ts';
+import { publishMetrics } from '../../lib/log/metrics.ts';
 import { SEED } from '../../sandbox/server.ts';
 import { type CallOptions, call, useTestGateway } from '../helpers/gateway.ts';
 import { captureLogs, type LogLine } from '../helpers/logs.ts';
 import { notify, signed } from '../helpers/notifications.ts';
 import { customer, customerToken } from '../helpers/orders.ts';
-import type { RouteName } from '../helpers/routes.ts';
+import { ROUTES, type RouteName } from '../helpers/routes.ts';
 
 /**
  * Metrics in CloudWatch's embedded metric format (issue "Ready to run in production", README
@@ -198,5 +201,61 @@ describe('notifications are counted: verified, recorded, rejected, unmatched, mi
       NotificationUnmatched: 1,
       NotificationMismatched: 1,
     });
+  });
+});
+
+describe('every function writes its metrics under its own name', () => {
+  it.each(Object.keys(ROUTES) as RouteName[])('%s', async (route) => {
+    const { answer, lines } = await counted(route, {
+      id: '320027150501',
+      body: {},
+      headers: { Authorization: 'Bearer nope' },
+    });
+
+    expect(answer.statusCode).toBe(401);
+    expect(emfLines(lines).map((emf) => [emf.route, emf.OutcomeRejected])).toEqual([[route, 1]]);
+  });
+});
+
+describe("the budget's waits and refusals are counted", () => {
+  it('a call that waited for a slot counts BudgetWait and how long; one refused counts BudgetRefused', async () => {
+    let now = Date.UTC(2024, 5, 1);
+    const limiter = new SlidingWindowLimiter({
+      limit: 1,
+      windowMs: 10_000,
+      now: () => now,
+      sleep: async (ms) => {
+        now += ms;
+      },
+    });
+    const lines = captureLogs('warn');
+
+    await limiter.acquire(20_000); // at once: nothing counted
+    now += 4_000;
+    await limiter.acquire(20_000); // waits 6 s
+    await expect(limiter.acquire(1_000)).rejects.toMatchObject({ code: 'rate_limited' });
+    publishMetrics('probe');
+
+    expect(emfLines(lines)).toHaveLength(1);
+    expect(metricsOf(lines, 'probe')).toEqual({ BudgetWait: 1, BudgetWaitTime: 1, BudgetRefused: 1 });
+    expect(emfLines(lines)[0]!.BudgetWaitTime).toBe(6_000);
+  });
+});
+
+describe('outcomeOf: what an answer says happened', () => {
+  it.each([
+    [200, undefined, 'done'],
+    [201, undefined, 'done'],
+    [202, undefined, 'pending'],
+    [202, 'outcome_unknown', 'unknown'],
+    [402, 'payment_declined', 'declined'],
+    [400, 'invalid_request', 'rejected'],
+    [404, 'not_found', 'rejected'],
+    [409, 'idempotency_conflict', 'rejected'],
+    [429, 'rate_limited', 'rejected'],
+    [502, 'gateway_error', 'failed'],
+    [503, 'gateway_unavailable', 'failed'],
+  ] as const)('%i %s is %s', (status, code, outcome) => {
+    expect(outcomeOf(status, code)).toBe(outcome);
   });
 });
