@@ -2,6 +2,7 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { ALARMS, actionsOf, alarmsOf } from '../helpers/alarms.ts';
 import { packageCopy, slsRefusal, type Template } from '../helpers/package.ts';
 import { FUNCTIONS } from '../helpers/routes.ts';
 
@@ -24,6 +25,10 @@ const NETWORK_ENV = {
   VPC_ROUTE_TABLE_IDS: 'rtb-0123abcd,rtb-4567ef01',
 };
 const CORS_ENV = { CORS_ORIGINS: 'https://app.example.com, https://admin.example.com:8443' };
+const OPERATIONS_ENV = {
+  LOG_RETENTION_DAYS: '731',
+  ALARM_TOPIC_ARN: 'arn:aws:sns:ap-south-1:123456789012:payments-alarms',
+};
 
 let scratch: string;
 let template: Template;
@@ -58,7 +63,7 @@ beforeAll(async () => {
   scratch = await mkdtemp(path.join(tmpdir(), 'payhere-package-production-'));
   const artifacts = (i: number) => ['--package', path.join(scratch, `refused-${i}`)];
   const [configured, ...outputs] = await Promise.all([
-    packageCopy({ ...DEPLOY_ENV, ...NETWORK_ENV, ...CORS_ENV }),
+    packageCopy({ ...DEPLOY_ENV, ...NETWORK_ENV, ...CORS_ENV, ...OPERATIONS_ENV }),
     ...REFUSED.map(([, args, env], i) =>
       slsRefusal(args[0] === 'package' ? [...args, ...artifacts(i)] : args, env),
     ),
@@ -199,6 +204,27 @@ describe('CORS, given CORS_ORIGINS', () => {
   it('gives every function the same origins for its own answers', () => {
     for (const fn of functions()) {
       expect(fn.Properties.Environment.Variables.CORS_ORIGINS).toBe(CORS_ENV.CORS_ORIGINS);
+    }
+  });
+});
+
+describe('operating it, given LOG_RETENTION_DAYS and ALARM_TOPIC_ARN', () => {
+  it('keeps every log group that long', () => {
+    const groups = resourcesOf('AWS::Logs::LogGroup');
+
+    expect(groups).toHaveLength(FUNCTIONS.length);
+    for (const [, group] of groups) expect(group.Properties.RetentionInDays).toBe(731);
+  });
+
+  it('sends every alarm, and its return to OK, to that topic', () => {
+    const alarms = Object.values(alarmsOf(template));
+
+    expect(alarms).toHaveLength(Object.keys(ALARMS).length);
+    for (const alarm of alarms) {
+      expect(actionsOf(template, alarm)).toEqual({
+        alarm: [OPERATIONS_ENV.ALARM_TOPIC_ARN],
+        ok: [OPERATIONS_ENV.ALARM_TOPIC_ARN],
+      });
     }
   });
 });

@@ -6,14 +6,17 @@ import path from 'node:path';
 import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { readZip } from '../../bench/zip.ts';
+import { METRICS_NAMESPACE } from '../../lib/log/metrics.ts';
 import { describedRoutes } from '../../openapi/routes.ts';
+import { ALARMS, actionsOf, alarmsOf } from '../helpers/alarms.ts';
+import type { Template } from '../helpers/package.ts';
 import { FUNCTIONS, NOTIFY_ROUTE, ROUTES } from '../helpers/routes.ts';
 
 const run = promisify(execFile);
 const slsBin = createRequire(import.meta.url).resolve('osls/bin/serverless.js');
 
 let out: string;
-let template: { Resources: Record<string, { Type: string; Properties: any }> };
+let template: Template;
 
 beforeAll(async () => {
   out = await mkdtemp(path.join(tmpdir(), 'payhere-package-'));
@@ -211,6 +214,74 @@ describe('deployed defaults', () => {
         GATEWAY_RATE_LIMIT: '20/10000',
         IDEMPOTENCY_TTL_SECONDS: '604800',
       });
+    }
+  });
+});
+
+describe('operating it: logs, metrics and alarms (README "Operating it")', () => {
+  const SERVICE = 'payhere-payments-api-test';
+
+  it("keeps every function's logs, and so the audit trail, a year", () => {
+    const groups = Object.values(template.Resources).filter((r) => r.Type === 'AWS::Logs::LogGroup');
+
+    expect(groups).toHaveLength(FUNCTIONS.length);
+    for (const group of groups) expect(group.Properties.RetentionInDays).toBe(365);
+  });
+
+  it("names the stage's service in every function's metrics", () => {
+    const functions = Object.values(template.Resources).filter((r) => r.Type === 'AWS::Lambda::Function');
+
+    for (const fn of functions) {
+      expect(fn.Properties.Environment.Variables.POWERTOOLS_SERVICE_NAME).toBe(SERVICE);
+    }
+  });
+
+  it('declares an alarm on each of outcome_unknown, signature failures, the budget fallback, declines and the 5xx rate', () => {
+    expect(Object.keys(alarmsOf(template)).sort()).toEqual(
+      Object.keys(ALARMS)
+        .map((suffix) => `${SERVICE}-${suffix}`)
+        .sort(),
+    );
+  });
+
+  it.each(['outcome-unknown', 'notification-signature', 'budget-fallback'] as const)(
+    '%s fires on the first one, summed over every route of this stage only',
+    (suffix) => {
+      const { Properties: alarm } = alarmsOf(template)[`${SERVICE}-${suffix}`]!;
+
+      expect(alarm.Metrics).toHaveLength(1);
+      expect(alarm.Metrics[0].Expression).toBe(
+        `SELECT SUM(${ALARMS[suffix]}) FROM SCHEMA("${METRICS_NAMESPACE}", route, service) WHERE service = '${SERVICE}'`,
+      );
+      expect(alarm).toMatchObject({
+        ComparisonOperator: 'GreaterThanOrEqualToThreshold',
+        Threshold: 1,
+        EvaluationPeriods: 1,
+        TreatMissingData: 'notBreaching',
+      });
+    },
+  );
+
+  it("watches the API's own 5xx rate, API Gateway's answers included", () => {
+    const { Properties: alarm } = alarmsOf(template)[`${SERVICE}-5xx-rate`]!;
+    const api = Object.values(template.Resources).find((r) => r.Type === 'AWS::ApiGateway::RestApi')!;
+
+    expect(alarm).toMatchObject({
+      Namespace: 'AWS/ApiGateway',
+      MetricName: '5XXError',
+      Statistic: 'Average',
+      ComparisonOperator: 'GreaterThanThreshold',
+      Threshold: 0.05,
+    });
+    expect(alarm.Dimensions).toEqual([
+      { Name: 'ApiName', Value: api.Properties.Name },
+      { Name: 'Stage', Value: 'test' },
+    ]);
+  });
+
+  it('notifies no one unless ALARM_TOPIC_ARN names a topic', () => {
+    for (const alarm of Object.values(alarmsOf(template))) {
+      expect(actionsOf(template, alarm)).toEqual({ alarm: [], ok: [] });
     }
   });
 });

@@ -12,6 +12,7 @@ export const root = path.resolve(import.meta.dirname, '../..');
 
 export type Template = {
   Resources: Record<string, { Type: string; Properties: any; DependsOn?: string[] }>;
+  Conditions?: Record<string, unknown>;
 };
 
 let home: Promise<string> | undefined;

@@ -17,6 +17,8 @@ interface Stand {
   stage?: string;
   commands?: string[];
   environment?: Record<string, string>;
+  /** As serverless.yml resolves it: a number by default, text from LOG_RETENTION_DAYS. */
+  logRetentionInDays?: number | string;
   custom?: Record<string, unknown>;
   functions?: Record<string, { events: Array<{ http?: Record<string, unknown> }> }>;
 }
@@ -25,6 +27,7 @@ function serverless({
   stage = 'prod',
   commands = ['package'],
   environment = {},
+  logRetentionInDays = 365,
   custom = {},
   functions = {},
 }: Stand) {
@@ -36,6 +39,7 @@ function serverless({
       custom,
       provider: {
         environment,
+        logRetentionInDays,
         compiledCloudFormationTemplate: { Resources: {} as Record<string, unknown> },
       } as Record<string, any>,
       getAllFunctions: () => Object.keys(functions),
@@ -129,6 +133,39 @@ describe('plugins/deploy-guard.cjs', () => {
     ['a local gateway on loopback', 'local', { GATEWAY_BASE_URL: 'http://127.0.0.1:4010' }],
   ])('accepts %s', async (_, stage, environment) => {
     const guard = new DeployGuardPlugin(serverless({ stage, environment }));
+
+    expect(await refusal(guard, 'before:package:initialize')).toBeUndefined();
+  });
+
+  it('refuses a log retention CloudWatch Logs does not offer, naming the variable and the choices', async () => {
+    const guard = new DeployGuardPlugin(serverless({ environment: LIVE, logRetentionInDays: '42' }));
+
+    expect(await refusal(guard, 'before:package:initialize')).toMatch(
+      /^LOG_RETENTION_DAYS \(logRetentionInDays\) is "42": it must be one of CloudWatch Logs' periods, 1, 3, .*, 3653 days\.$/,
+    );
+  });
+
+  it('takes LOG_RETENTION_DAYS as text and gives CloudFormation a number', async () => {
+    const stand = serverless({ environment: LIVE, logRetentionInDays: '731' });
+
+    expect(await refusal(new DeployGuardPlugin(stand), 'before:package:initialize')).toBeUndefined();
+    expect(stand.service.provider.logRetentionInDays).toBe(731);
+  });
+
+  it.each([
+    ['a topic name', 'payments-alarms'],
+    ['a queue', 'arn:aws:sqs:ap-south-1:123456789012:payments-alarms'],
+  ])("refuses as the alarms' topic %s", async (_, topicArn) => {
+    const guard = new DeployGuardPlugin(serverless({ environment: LIVE, custom: { alarms: { topicArn } } }));
+
+    expect(await refusal(guard, 'before:package:initialize')).toBe(
+      `ALARM_TOPIC_ARN is "${topicArn}", not an SNS topic's ARN (arn:aws:sns:<region>:<account>:<name>).`,
+    );
+  });
+
+  it("accepts an SNS topic's ARN for the alarms", async () => {
+    const topicArn = 'arn:aws:sns:ap-south-1:123456789012:payments-alarms';
+    const guard = new DeployGuardPlugin(serverless({ environment: LIVE, custom: { alarms: { topicArn } } }));
 
     expect(await refusal(guard, 'before:package:initialize')).toBeUndefined();
   });
