@@ -23,8 +23,18 @@ export interface WarmPlan {
   route: GatewayRouteName;
   bundle: string;
   warmUp: number;
+  /**
+   * `floor`: each request against the bare floor. `observability`: each request against a second
+   * copy of the bundle that writes neither metrics nor audit lines (`quiet`).
+   */
+  mode: WarmMode;
   /** On money routes `minimal` is a third request of its own (a hold can be captured once). */
-  requests: Array<{ ours: Prepared['event']; bare: UpstreamCall; minimal?: UpstreamCall }>;
+  requests: Array<{
+    ours: Prepared['event'];
+    bare?: UpstreamCall;
+    minimal?: UpstreamCall;
+    quiet?: Prepared['event'];
+  }>;
   /** Retry and cancel change a subscription's state: the seeded data is restored before each. */
   resetStateFirst: boolean;
   sandboxUrl: string;
@@ -32,6 +42,8 @@ export interface WarmPlan {
   table: string;
   ledgerTable: string;
 }
+
+export type WarmMode = 'floor' | 'observability';
 
 export interface WarmSamples {
   /** The whole handler: our code plus its upstream round trips. */
@@ -43,6 +55,8 @@ export interface WarmSamples {
    * writes) instead of the record this service keeps: what the record's size costs the table.
    */
   minimalMs: number[];
+  /** Observability mode: the same handler writing no metrics and no audit line. */
+  quietMs: number[];
   statusCodes: number[];
 }
 
@@ -309,17 +323,24 @@ export async function measureWarm(
   environment: BenchEnvironment,
   count: number,
   warmUp: number,
+  mode: WarmMode = 'floor',
 ): Promise<WarmSamples> {
   const requests: WarmPlan['requests'] = [];
   for (let i = 0; i < warmUp + count; i++) {
+    const ours = (await environment.prepare(route)).event;
+    if (mode === 'observability') {
+      requests.push({ ours, quiet: (await environment.prepare(route)).event });
+      continue;
+    }
     requests.push({
-      ours: (await environment.prepare(route)).event,
+      ours,
       bare: (await environment.prepare(route)).upstream,
       ...(IDEMPOTENT_ROUTES.includes(route) ? { minimal: (await environment.prepare(route)).upstream } : {}),
     });
   }
   const plan: WarmPlan = {
     route,
+    mode,
     bundle,
     warmUp,
     requests,
@@ -329,11 +350,12 @@ export async function measureWarm(
     table: environment.env.IDEMPOTENCY_TABLE!,
     ledgerTable: environment.env.LEDGER_TABLE!,
   };
-  const planFile = path.join(OUT, `warm-${route}.json`);
+  const planFile = path.join(OUT, `warm-${route}-${mode}.json`);
   await writeFile(planFile, JSON.stringify(plan));
   const { stdout } = await run(process.execPath, ['--enable-source-maps', CHILD, planFile], {
     env: { ...process.env, ...environment.env },
-    maxBuffer: 16 * 1024 * 1024,
+    // Every request writes its metrics (and, in observability mode, its audit line) to stdout.
+    maxBuffer: 256 * 1024 * 1024,
     timeout: 300_000,
   });
   return JSON.parse(stdout.trim().split('\n').at(-1)!) as WarmSamples;
