@@ -109,6 +109,11 @@ try {
   ];
   const cold = await measureCold(targets, coldRuns, environment);
   const importMedian = (label: string) => median(cold.get(label)!.map((s) => s.importMs));
+  const importP25 = (label: string) =>
+    percentile(
+      cold.get(label)!.map((s) => s.importMs),
+      25,
+    );
   const importP90 = (label: string) =>
     percentile(
       cold.get(label)!.map((s) => s.importMs),
@@ -121,25 +126,29 @@ try {
   say(
     `${coldRuns} fresh \`node --enable-source-maps\` processes per bundle, in turns: import the bundle (Lambda's init), then answer one request against the sandbox (token, secret and, on money routes, the idempotency table on loopback). Lambda's own runtime start (about 130 ms on AWS) comes on top of every figure.`,
   );
-  say(`Budget: median import at most ${BUDGET.coldImport}x the dependency floor's.`);
+  say(
+    `Budget: the first quartile of the imports at most ${BUDGET.coldImport}x the dependency floor's. Not the median: on these machines a bundle's import times fall in two groups, and which group the median lands in changes between idle runs (the same floor's median was 183, 213 and 259 ms in three), so the median's ratio moved from 0.85 to 1.29 with no change to the code; the first quartile stays in the faster group.`,
+  );
   say();
   say(
-    '| function | import median | import p90 | floor import median | ratio to floor | ratio to empty handler | first request median | first request p90 | status |',
+    '| function | import p25 | import median | import p90 | floor import p25 | floor import median | ratio to floor, p25 | ratio to floor, median | ratio to empty handler | first request median | first request p90 | status |',
   );
-  say('|---|---|---|---|---|---|---|---|---|');
+  say('|---|---|---|---|---|---|---|---|---|---|---|---|');
   for (const size of sizes) {
     const samples = cold.get(size.name)!;
     const floorLabel = floorLabels.get(size.floorKey)!;
-    const ratio = importMedian(size.name) / importMedian(floorLabel);
+    const ratio = importP25(size.name) / importP25(floorLabel);
     if (ratio > BUDGET.coldImport)
       failures.push(`cold import ${size.name}: ${round(ratio, 3)}x > ${BUDGET.coldImport}x`);
     const first = samples.map((s) => s.firstRequestMs);
     const statuses = [...new Set(samples.map((s) => s.statusCode))].join(', ');
     say(
-      `| ${size.name} | ${round(importMedian(size.name))} ms | ${round(importP90(size.name))} ms | ${round(importMedian(floorLabel))} ms | ${round(ratio, 3)} | ${round(importMedian(size.name) / emptyImport, 1)} | ${round(median(first))} ms | ${round(percentile(first, 90))} ms | ${statuses} |`,
+      `| ${size.name} | ${round(importP25(size.name))} ms | ${round(importMedian(size.name))} ms | ${round(importP90(size.name))} ms | ${round(importP25(floorLabel))} ms | ${round(importMedian(floorLabel))} ms | ${round(ratio, 3)} | ${round(importMedian(size.name) / importMedian(floorLabel), 3)} | ${round(importMedian(size.name) / emptyImport, 1)} | ${round(median(first))} ms | ${round(percentile(first, 90))} ms | ${statuses} |`,
     );
   }
-  say(`| (empty handler) | ${round(emptyImport)} ms | ${round(importP90('empty'))} ms | | | 1 | | | |`);
+  say(
+    `| (empty handler) | ${round(importP25('empty'))} ms | ${round(emptyImport)} ms | ${round(importP90('empty'))} ms | | | | | 1 | | | |`,
+  );
 
   // 3. Warm overhead: each function in a process of its own, as a warm container holds it.
   console.error(`warm requests: ${WARM_ROUNDS} rounds per route...`);
