@@ -61,8 +61,22 @@ function stateOf(statusCode: string, order: Order): OrderState | undefined {
   }
 }
 
-/** Who acts in a notification's audit line: PayHere, authenticated by the signature. */
-const PAYHERE = { route: 'notify', caller: 'payhere', role: 'gateway', replayed: false } as const;
+/**
+ * The audit line of a notification that changed `order`: PayHere acts, authenticated by the
+ * signature.
+ */
+const auditChange = (order: Order, change: Record<string, unknown>) =>
+  audit({
+    route: 'notify',
+    caller: 'payhere',
+    role: 'gateway',
+    replayed: false,
+    outcome: 'recorded',
+    orderId: order.orderId,
+    owner: order.owner,
+    kind: order.kind,
+    ...change,
+  });
 
 const cents = (amount: string) => Math.round(Number(amount) * 100);
 
@@ -153,12 +167,7 @@ export class NotificationReceiver {
     if (move === 'token_conflict') return this.#unmatched('token_conflict', notification);
     if (!(await this.#ledger.moveOrder(order.orderId, move))) return 'raced';
     countMetric('NotificationRecorded');
-    audit({
-      ...PAYHERE,
-      outcome: 'recorded',
-      orderId: order.orderId,
-      owner: order.owner,
-      kind: order.kind,
+    auditChange(order, {
       from: order.state,
       to,
       statusCode: notification.status_code,
@@ -239,15 +248,7 @@ export class NotificationReceiver {
     const paid = await this.#confirmations.installmentsPaid(order, subscriptionId, deadline);
     if (paid !== undefined) {
       if (await this.#ledger.confirm(order.orderId, { installmentsPaid: paid })) {
-        audit({
-          ...PAYHERE,
-          outcome: 'recorded',
-          orderId: order.orderId,
-          owner: order.owner,
-          kind: order.kind,
-          subscriptionId,
-          installmentsPaid: paid,
-        });
+        auditChange(order, { subscriptionId, installmentsPaid: paid });
       }
       return;
     }
