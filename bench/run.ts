@@ -230,7 +230,8 @@ try {
     'subscriptionPayments',
     'charge',
   ];
-  Object.assign(process.env, environment.env);
+  // These handlers run in this process: their metrics lines would only clutter the report.
+  Object.assign(process.env, environment.env, { POWERTOOLS_METRICS_DISABLED: 'true' });
   const handlers = new Map<GatewayRouteName, Awaited<ReturnType<typeof loadHandler>>>();
   for (const name of economyRoutes)
     handlers.set(name, await loadHandler(packaged.find((fn) => fn.name === name)!.bundle));
