@@ -51,6 +51,8 @@ export interface SandboxOptions {
   host?: string;
   port?: number;
   tokenLifetimeSeconds?: number;
+  /** A token request while the last token is valid gets that token back (see tokens.ts). */
+  reuseLiveTokens?: boolean;
   rateLimit?: RateLimitOptions | false;
   /** Clock (ms) for token expiry and the rate-limit window. */
   now?: () => number;
@@ -154,7 +156,7 @@ export async function startSandbox(options: SandboxOptions = {}): Promise<Sandbo
     timeoutMs: options.notificationTimeoutMs ?? DEFAULT_NOTIFICATION_TIMEOUT_MS,
   });
   const notifying: NotifyingContext = { state: () => state, deliveries, signer };
-  const tokens = new AccessTokens(now, tokenLifetimeSeconds);
+  const tokens = new AccessTokens(now, tokenLifetimeSeconds, options.reuseLiveTokens ?? false);
   const limiter = rateLimit === false ? undefined : new SlidingWindowLimiter(rateLimit, now);
   const faults = new FaultController();
   const counts = new Map<CountedName, number>();
@@ -213,7 +215,7 @@ export async function startSandbox(options: SandboxOptions = {}): Promise<Sandbo
           contentType: req.headers['content-type'],
           body,
         },
-        { state, tokens, limiter, credentials, tokenLifetimeSeconds },
+        { state, tokens, limiter, credentials },
       );
 
     const fault = faults.take(route.endpoint);

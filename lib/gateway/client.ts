@@ -13,7 +13,7 @@ import {
 import { log } from '../log/log.ts';
 import { type Failure, isRetryable, parseRetryAfter, retryDelayMs } from './policy.ts';
 import { OAuthError, TokenAnswer, UpstreamEnvelope } from './schemas.ts';
-import { TokenCache } from './token.ts';
+import { type IssuedToken, TokenCache, type TokenSource } from './token.ts';
 import { type Transport, TransportError, type UpstreamResponse } from './transport.ts';
 
 export interface GatewayCall {
@@ -51,6 +51,8 @@ export interface GatewayClientOptions {
   transport: Transport;
   credentials: CredentialsProvider;
   limiter: GatewayLimiter;
+  /** Where the access token comes from; by default a token of this container's own. */
+  tokens?: (fetchToken: (deadline: number) => Promise<IssuedToken>) => TokenSource;
 }
 
 /** How long everyone waits after a 429 from PayHere that named no Retry-After. */
@@ -76,13 +78,14 @@ export class GatewayClient {
   readonly #transport: Transport;
   readonly #credentials: CredentialsProvider;
   readonly #limiter: GatewayLimiter;
-  readonly #tokens: TokenCache;
+  readonly #tokens: TokenSource;
 
   constructor(options: GatewayClientOptions) {
     this.#transport = options.transport;
     this.#credentials = options.credentials;
     this.#limiter = options.limiter;
-    this.#tokens = new TokenCache((deadline) => this.#fetchToken(deadline));
+    const fetchToken = (deadline: number) => this.#fetchToken(deadline);
+    this.#tokens = options.tokens ? options.tokens(fetchToken) : new TokenCache(fetchToken);
   }
 
   /**
@@ -93,17 +96,24 @@ export class GatewayClient {
   async call(call: GatewayCall): Promise<GatewayAnswer> {
     let token = await this.#token(call.deadline);
     let refreshed = false;
+    let replacements = 0;
     for (let retries = 0; ; retries++) {
       const outcome = await this.#attempt(call, token);
       if ('answer' in outcome) return outcome.answer;
       if ('tokenRejected' in outcome) {
         // Refused before processing. A read is repeated once with a fresh token; a money request
-        // never: it is reported as not sent, and its caller may repeat it with the same key.
-        this.#tokens.invalidate(token);
+        // never: it is reported as not sent, and its caller may repeat it with the same key. A
+        // replacement another container fetched earlier may be stale too (all tokens expired at
+        // once): it is replaced in turn, and only a token fetched here after a refusal, refused
+        // again, says the credentials are wrong.
+        await this.#tokens.invalidate(token);
         if (call.money) throw notSent(tokenRefused());
-        if (refreshed) throw notSent(credentialsRejected());
+        if (refreshed && (this.#tokens.fetchedHere(token) || replacements >= 2)) {
+          throw notSent(credentialsRejected());
+        }
         token = await this.#token(call.deadline);
         refreshed = true;
+        replacements++;
         retries--;
         continue;
       }

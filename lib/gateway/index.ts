@@ -1,3 +1,4 @@
+import { randomUUID } from 'node:crypto';
 import { sharedStateFromEnvironment } from '../budget/environment.ts';
 import { type GatewayLimiter, LocalLimiter, reservedShare, SharedLimiter } from '../budget/limiter.ts';
 import type { SharedStateTable } from '../budget/state-table.ts';
@@ -6,6 +7,7 @@ import { type Config, type CredentialsProvider, loadConfig } from '../config/con
 import { credentialsFor } from '../config/secrets.ts';
 import { GatewayClient } from './client.ts';
 import { PayHere } from './payhere.ts';
+import { SharedTokenCache, TokenCache } from './token.ts';
 import { Transport } from './transport.ts';
 
 export { PayHere } from './payhere.ts';
@@ -20,8 +22,8 @@ export interface PayHereOptions {
   sleep?: (ms: number) => Promise<void>;
   transport?: Transport;
   /**
-   * The deployment's shared budget (SPEC.md "PayHere's budget"). Without it, the container keeps
-   * `rateLimit` of its own (tests of one container).
+   * The deployment's shared budget and token (SPEC.md "PayHere's budget"). Without it, the
+   * container keeps `rateLimit` and a token of its own (tests of one container).
    */
   sharedState?: SharedStateTable;
 }
@@ -43,12 +45,25 @@ export function createPayHere(config: Config, options: PayHereOptions = {}): Pay
   } else {
     limiter = new LocalLimiter(new SlidingWindowLimiter({ ...config.rateLimit, ...clock }), options.now);
   }
+  const owner = randomUUID();
   return new PayHere(
     new GatewayClient({
       transport:
         options.transport ?? new Transport(config.gatewayBaseUrl, { connectTimeoutMs: CONNECT_TIMEOUT_MS }),
       credentials: options.credentials ?? credentialsFor(config),
       limiter,
+      ...(table
+        ? {
+            tokens: (fetchToken) =>
+              new SharedTokenCache({
+                table,
+                fetchToken,
+                owner,
+                fallback: new TokenCache(fetchToken),
+                ...clock,
+              }),
+          }
+        : {}),
     }),
   );
 }
