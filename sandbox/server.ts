@@ -3,7 +3,7 @@
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { CONTROL_PREFIX, type Controls, handleControl } from './control.ts';
+import { type Arrival, CONTROL_PREFIX, type Controls, handleControl } from './control.ts';
 import type { CheckoutInput, InstallmentInput, SubscriptionEndInput } from './control-requests.ts';
 import { Deliveries, type Delivery } from './deliveries.ts';
 import { type Fault, FaultController } from './faults.ts';
@@ -31,6 +31,7 @@ import { SANDBOX_CREDENTIALS } from './seed.ts';
 import { GatewayState } from './state.ts';
 import { AccessTokens } from './tokens.ts';
 
+export type { Arrival } from './control.ts';
 export type {
   CheckoutInput,
   DeliveryOptions,
@@ -67,6 +68,8 @@ export interface Sandbox {
   port: number;
   faults: FaultController;
   counters(): Record<string, number>;
+  /** Every Merchant API request as it arrived (time on the sandbox's clock), oldest first; reset with the counters. */
+  arrivals(): Arrival[];
   resetCounters(): void;
   /** Seeded data back; tokens, faults, counters and the rate-limit window untouched. */
   resetState(): void;
@@ -160,13 +163,18 @@ export async function startSandbox(options: SandboxOptions = {}): Promise<Sandbo
   const limiter = rateLimit === false ? undefined : new SlidingWindowLimiter(rateLimit, now);
   const faults = new FaultController();
   const counts = new Map<CountedName, number>();
+  let arrivals: Arrival[] = [];
   // Aborted by close() so that a latency fault does not process a request after the sandbox stopped.
   const closing = new AbortController();
 
   const controls: Controls = {
     faults,
     counters: () => Object.fromEntries(COUNTED_NAMES.map((name) => [name, counts.get(name) ?? 0])),
-    resetCounters: () => counts.clear(),
+    arrivals: () => [...arrivals],
+    resetCounters: () => {
+      counts.clear();
+      arrivals = [];
+    },
     resetState: () => {
       state = newState();
     },
@@ -174,6 +182,7 @@ export async function startSandbox(options: SandboxOptions = {}): Promise<Sandbo
       state = newState();
       faults.clear();
       counts.clear();
+      arrivals = [];
       tokens.clear();
       limiter?.clear();
       deliveries.clear();
@@ -191,6 +200,7 @@ export async function startSandbox(options: SandboxOptions = {}): Promise<Sandbo
   }
 
   async function onRequest(req: IncomingMessage, res: ServerResponse): Promise<void> {
+    const arrivedAt = now();
     const body = await readBody(req);
     if (body === undefined) {
       send(res, { ...failureReply(413, 'Request entity too large'), headers: { connection: 'close' } });
@@ -205,6 +215,7 @@ export async function startSandbox(options: SandboxOptions = {}): Promise<Sandbo
 
     const route = matchRoute(method, url.pathname);
     counts.set(route.endpoint, (counts.get(route.endpoint) ?? 0) + 1);
+    arrivals.push({ at: arrivedAt, endpoint: route.endpoint });
     const process = (): Reply =>
       handleApiRequest(
         {

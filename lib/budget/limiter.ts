@@ -23,6 +23,9 @@ export interface GatewayLimiter {
   pause(ms: number): Promise<void>;
 }
 
+/** Less time than this left to send a request after getting its slot is not worth a slot. */
+const MIN_SEND_MS = 50;
+
 const NO_RELEASE: Permit = { release: async () => {} };
 
 /** One container's own window (tests, and a gateway client built without a shared table). */
@@ -96,6 +99,15 @@ export class SharedLimiter implements GatewayLimiter {
   /** The budget as last seen: a guess of a free slot costs one conditional write, not a read. */
   #snapshot: BudgetSnapshot | undefined;
   #fallbackUntil = 0;
+  /**
+   * Callers of one container ask the table one at a time, reads apart from money and tokens: a
+   * burst in one container is one client of the table, not a herd of them, and a read waiting for
+   * a slot never holds up a charge that may take a reserved one.
+   */
+  readonly #turns: Record<'read' | 'reserved', Promise<void>> = {
+    read: Promise.resolve(),
+    reserved: Promise.resolve(),
+  };
 
   constructor(options: SharedLimiterOptions) {
     this.#table = options.table;
@@ -114,15 +126,51 @@ export class SharedLimiter implements GatewayLimiter {
     const giveUpAt = askedAt + maxWaitMs;
     if (this.#now() >= this.#fallbackUntil) {
       try {
-        return await this.#shared(kind, askedAt, giveUpAt);
+        return (
+          (await this.#inTurn(kind === 'read' ? 'read' : 'reserved', giveUpAt, () =>
+            this.#now() < this.#fallbackUntil ? undefined : this.#shared(kind, askedAt, giveUpAt),
+          )) ?? (await this.#fromFallback(kind, giveUpAt))
+        );
       } catch (error) {
         if (error instanceof RateLimitedError) throw error;
         this.#fallBack(error);
       }
     }
+    return this.#fromFallback(kind, giveUpAt);
+  }
+
+  async #fromFallback(kind: CallKind, giveUpAt: number): Promise<Permit> {
     await this.#fallback.acquire(giveUpAt - this.#now(), kind);
     countMetric('BudgetFallback');
     return NO_RELEASE;
+  }
+
+  /**
+   * Run `work` once the callers of this container ahead of it in `queue` are done, or refuse at
+   * `giveUpAt` (a caller behind one with a later deadline must not wait past its own).
+   */
+  async #inTurn<T>(
+    queue: 'read' | 'reserved',
+    giveUpAt: number,
+    work: () => Promise<T> | undefined,
+  ): Promise<T | undefined> {
+    const ahead = this.#turns[queue];
+    let done!: () => void;
+    this.#turns[queue] = new Promise<void>((resolve) => {
+      done = resolve;
+    });
+    let timer: NodeJS.Timeout | undefined;
+    const late = new Promise<'late'>((resolve) => {
+      timer = setTimeout(() => resolve('late'), Math.max(0, giveUpAt - this.#now()));
+    });
+    try {
+      if ((await Promise.race([ahead, late])) === 'late') throw budgetRefused(this.#windowMs);
+      clearTimeout(timer);
+      return await work();
+    } finally {
+      clearTimeout(timer);
+      done();
+    }
   }
 
   async pause(ms: number): Promise<void> {
@@ -140,7 +188,10 @@ export class SharedLimiter implements GatewayLimiter {
     let snapshot = this.#snapshot ?? (await this.#table.readBudget());
     for (;;) {
       const now = this.#now();
-      if (now > giveUpAt) throw budgetRefused(this.#windowMs);
+      // A slot with no time left to send on is no use: the caller hears 429 now, not a timeout later.
+      if (now > giveUpAt || (giveUpAt > askedAt && giveUpAt - now < MIN_SEND_MS)) {
+        throw budgetRefused(this.#windowMs);
+      }
       const freeBefore = now - this.#windowMs - this.#marginMs;
       const slot = snapshot.pausedUntil <= now ? this.#freeSlot(snapshot, kind, freeBefore) : undefined;
       if (slot !== undefined) {

@@ -29,6 +29,11 @@ export interface GatewayCall {
   deadline: number;
   /** A bare 404 (no envelope) is an answer for this call ("no such record"), not a wrong path. */
   allowNotFound?: boolean;
+  /**
+   * A read that settles a money request (a lost charge's search): like money calls, it may use the
+   * budget's reserved share, so that reads cannot starve it.
+   */
+  reconciliation?: boolean;
 }
 
 export interface GatewayAnswer {
@@ -151,7 +156,7 @@ export class GatewayClient {
   }
 
   async #attempt(call: GatewayCall, token: string): Promise<Attempt> {
-    const permit = await this.#slot(call.money ? 'money' : 'read', call.deadline);
+    const permit = await this.#slot(call.money || call.reconciliation ? 'money' : 'read', call.deadline);
     let response: UpstreamResponse;
     try {
       response = await this.#transport.send({
