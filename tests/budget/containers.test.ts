@@ -109,9 +109,6 @@ async function everyone(read: Command, money: Command): Promise<Result[]> {
 }
 
 function expectAnsweredInTime(results: Result[]): void {
-  const slow = results.filter((r) => r.answeredAt - r.startedAt > r.remainingMs - 1100);
-  if (process.env.DEBUG_BUDGET)
-    console.log(JSON.stringify(slow.map((r) => ({ ...r, took: r.answeredAt - r.startedAt }))));
   for (const result of results) {
     // Before the Lambda's own timeout, with most of the second kept to answer.
     expect(result.answeredAt - result.startedAt).toBeLessThan(result.remainingMs - 500);
