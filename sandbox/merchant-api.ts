@@ -38,6 +38,7 @@ export interface ApiContext {
   tokens: AccessTokens;
   limiter: SlidingWindowLimiter | undefined;
   credentials: AppCredentials;
+  tokenLifetimeSeconds: number;
 }
 
 const SUBSCRIPTION_ID = /^\d{1,15}$/;
@@ -91,6 +92,7 @@ export function handleApiRequest(request: ApiRequest, context: ApiContext): Repl
       },
       context.credentials,
       context.tokens,
+      context.tokenLifetimeSeconds,
     );
   }
   const rejected = rejectBearer(request.authorization, context.tokens);

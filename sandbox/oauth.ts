@@ -27,7 +27,12 @@ export interface TokenRequest {
   body: string;
 }
 
-export function issueToken(request: TokenRequest, credentials: AppCredentials, tokens: AccessTokens): Reply {
+export function issueToken(
+  request: TokenRequest,
+  credentials: AppCredentials,
+  tokens: AccessTokens,
+  lifetimeSeconds: number,
+): Reply {
   const presented = basicCredentials(request.authorization);
   if (presented?.appId !== credentials.appId || presented.appSecret !== credentials.appSecret) {
     return {
@@ -43,10 +48,9 @@ export function issueToken(request: TokenRequest, credentials: AppCredentials, t
   if (grantType !== 'client_credentials') {
     return oauthError(400, 'unsupported_grant_type', `Unsupported grant type: ${grantType}`);
   }
-  const { token, expiresInSeconds } = tokens.issue();
   return jsonReply(
     200,
-    { access_token: token, token_type: 'bearer', expires_in: expiresInSeconds, scope: 'SANDBOX' },
+    { access_token: tokens.issue(), token_type: 'bearer', expires_in: lifetimeSeconds, scope: 'SANDBOX' },
     { 'cache-control': 'no-store' },
   );
 }

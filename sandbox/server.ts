@@ -3,7 +3,7 @@
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { type Arrival, CONTROL_PREFIX, type Controls, handleControl } from './control.ts';
+import { CONTROL_PREFIX, type Controls, handleControl } from './control.ts';
 import type { CheckoutInput, InstallmentInput, SubscriptionEndInput } from './control-requests.ts';
 import { Deliveries, type Delivery } from './deliveries.ts';
 import { type Fault, FaultController } from './faults.ts';
@@ -31,7 +31,6 @@ import { SANDBOX_CREDENTIALS } from './seed.ts';
 import { GatewayState } from './state.ts';
 import { AccessTokens } from './tokens.ts';
 
-export type { Arrival } from './control.ts';
 export type {
   CheckoutInput,
   DeliveryOptions,
@@ -52,8 +51,6 @@ export interface SandboxOptions {
   host?: string;
   port?: number;
   tokenLifetimeSeconds?: number;
-  /** A token request while the last token is valid gets that token back (see tokens.ts). */
-  reuseLiveTokens?: boolean;
   rateLimit?: RateLimitOptions | false;
   /** Clock (ms) for token expiry and the rate-limit window. */
   now?: () => number;
@@ -68,8 +65,6 @@ export interface Sandbox {
   port: number;
   faults: FaultController;
   counters(): Record<string, number>;
-  /** Every Merchant API request as it arrived (time on the sandbox's clock), oldest first; reset with the counters. */
-  arrivals(): Arrival[];
   resetCounters(): void;
   /** Seeded data back; tokens, faults, counters and the rate-limit window untouched. */
   resetState(): void;
@@ -159,22 +154,17 @@ export async function startSandbox(options: SandboxOptions = {}): Promise<Sandbo
     timeoutMs: options.notificationTimeoutMs ?? DEFAULT_NOTIFICATION_TIMEOUT_MS,
   });
   const notifying: NotifyingContext = { state: () => state, deliveries, signer };
-  const tokens = new AccessTokens(now, tokenLifetimeSeconds, options.reuseLiveTokens ?? false);
+  const tokens = new AccessTokens(now, tokenLifetimeSeconds);
   const limiter = rateLimit === false ? undefined : new SlidingWindowLimiter(rateLimit, now);
   const faults = new FaultController();
   const counts = new Map<CountedName, number>();
-  let arrivals: Arrival[] = [];
   // Aborted by close() so that a latency fault does not process a request after the sandbox stopped.
   const closing = new AbortController();
 
   const controls: Controls = {
     faults,
     counters: () => Object.fromEntries(COUNTED_NAMES.map((name) => [name, counts.get(name) ?? 0])),
-    arrivals: () => [...arrivals],
-    resetCounters: () => {
-      counts.clear();
-      arrivals = [];
-    },
+    resetCounters: () => counts.clear(),
     resetState: () => {
       state = newState();
     },
@@ -182,7 +172,6 @@ export async function startSandbox(options: SandboxOptions = {}): Promise<Sandbo
       state = newState();
       faults.clear();
       counts.clear();
-      arrivals = [];
       tokens.clear();
       limiter?.clear();
       deliveries.clear();
@@ -200,7 +189,6 @@ export async function startSandbox(options: SandboxOptions = {}): Promise<Sandbo
   }
 
   async function onRequest(req: IncomingMessage, res: ServerResponse): Promise<void> {
-    const arrivedAt = now();
     const body = await readBody(req);
     if (body === undefined) {
       send(res, { ...failureReply(413, 'Request entity too large'), headers: { connection: 'close' } });
@@ -215,7 +203,6 @@ export async function startSandbox(options: SandboxOptions = {}): Promise<Sandbo
 
     const route = matchRoute(method, url.pathname);
     counts.set(route.endpoint, (counts.get(route.endpoint) ?? 0) + 1);
-    arrivals.push({ at: arrivedAt, endpoint: route.endpoint });
     const process = (): Reply =>
       handleApiRequest(
         {
@@ -226,7 +213,7 @@ export async function startSandbox(options: SandboxOptions = {}): Promise<Sandbo
           contentType: req.headers['content-type'],
           body,
         },
-        { state, tokens, limiter, credentials },
+        { state, tokens, limiter, credentials, tokenLifetimeSeconds },
       );
 
     const fault = faults.take(route.endpoint);

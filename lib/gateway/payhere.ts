@@ -248,20 +248,9 @@ export class PayHere {
     };
   }
 
-  /** `reconciliation`: the search settles a money request, and draws on the budget's reserved share. */
-  async paymentsOfOrder(
-    orderId: string,
-    deadline: number,
-    options: { reconciliation?: boolean } = {},
-  ): Promise<Result<PaymentRecord[]>> {
+  async paymentsOfOrder(orderId: string, deadline: number): Promise<Result<PaymentRecord[]>> {
     const path = `${V1}/payment/search?order_id=${encodeURIComponent(orderId)}`;
-    const { envelope } = await this.#client.call({
-      method: 'GET',
-      path,
-      money: false,
-      deadline,
-      ...(options.reconciliation ? { reconciliation: true } : {}),
-    });
+    const { envelope } = await this.#client.call({ method: 'GET', path, money: false, deadline });
     if (envelope.status === -1) throw new NotFoundError(`No payments were found for order ${orderId}.`);
     if (envelope.status === 0) {
       // GATEWAY.md: status 0 of a retrieval means the payment is pending; what data it carries is undocumented.
@@ -403,7 +392,7 @@ export class PayHere {
     unknown: () => OutcomeUnknownError,
   ): Promise<PaymentRecord[]> {
     try {
-      const found = await this.paymentsOfOrder(orderId, deadline, { reconciliation: true });
+      const found = await this.paymentsOfOrder(orderId, deadline);
       // A pending search shows no received payment: the outcome is not final either.
       return found.pending ? [] : found.data;
     } catch (error) {

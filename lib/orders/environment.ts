@@ -1,4 +1,3 @@
-import { sharedStateFromEnvironment } from '../budget/environment.ts';
 import { loadConfig, requireMerchantCredentials } from '../config/config.ts';
 import { credentialsFor } from '../config/secrets.ts';
 import { createPayHere, payHereFromEnvironment } from '../gateway/index.ts';
@@ -27,10 +26,7 @@ export function checkoutsFromEnvironment(): Checkouts {
   requireMerchantCredentials(config);
   const credentials = credentialsFor(config);
   const ledger = ledgerFromEnvironment();
-  const confirmations = new Confirmations({
-    payhere: createPayHere(config, { credentials, sharedState: sharedStateFromEnvironment(process.env) }),
-    ledger,
-  });
+  const confirmations = new Confirmations({ payhere: createPayHere(config, { credentials }), ledger });
   return new Checkouts({
     ledger,
     credentials,

@@ -16,7 +16,6 @@ declare module 'vitest' {
     dynamodbEndpoint: string;
     idempotencyTable: string;
     ledgerTable: string;
-    stateTable: string;
   }
 }
 
@@ -26,6 +25,5 @@ export default async function setup(project: TestProject) {
   project.provide('dynamodbEndpoint', dynamodb.endpoint);
   project.provide('idempotencyTable', LOCAL_TABLES_ENVIRONMENT.IDEMPOTENCY_TABLE);
   project.provide('ledgerTable', LOCAL_TABLES_ENVIRONMENT.LEDGER_TABLE);
-  project.provide('stateTable', LOCAL_TABLES_ENVIRONMENT.STATE_TABLE);
   return () => dynamodb.close();
 }
