@@ -45,6 +45,17 @@ export type { MessageType, NotificationForm } from './notifications.ts';
 export { type CheckoutAnswer, SandboxRefusal, type SubscriptionEventAnswer } from './notifying.ts';
 export type { EndpointName } from './routes.ts';
 export { CHECKOUT_PAYER, SANDBOX_CREDENTIALS, SEED } from './seed.ts';
+
+/** What a function reads at start-up to call the sandbox at `url` as its seeded merchant. */
+export function sandboxGatewayEnv(url: string): Record<string, string> {
+  return {
+    GATEWAY_BASE_URL: url,
+    GATEWAY_APP_ID: SANDBOX_CREDENTIALS.appId,
+    GATEWAY_APP_SECRET: SANDBOX_CREDENTIALS.appSecret,
+    GATEWAY_MERCHANT_ID: SANDBOX_CREDENTIALS.merchantId,
+    GATEWAY_MERCHANT_SECRET: SANDBOX_CREDENTIALS.merchantSecret,
+  };
+}
 export { checkoutHash, md5sig, type SignedFields } from './signature.ts';
 
 export interface SandboxOptions {

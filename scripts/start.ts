@@ -7,7 +7,7 @@
 import { rm, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { loadConfig } from '../lib/config/config.ts';
-import { SANDBOX_CREDENTIALS, type Sandbox, startSandbox } from '../sandbox/server.ts';
+import { type Sandbox, sandboxGatewayEnv, startSandbox } from '../sandbox/server.ts';
 import { ALL_SCOPES, ISSUER_FILE, startIssuer } from './issuer.ts';
 import {
   createLocalTables,
@@ -36,11 +36,7 @@ async function gatewayEnvironment(): Promise<{ env: Record<string, string>; sand
   return {
     sandbox,
     env: {
-      GATEWAY_BASE_URL: sandbox.url,
-      GATEWAY_APP_ID: SANDBOX_CREDENTIALS.appId,
-      GATEWAY_APP_SECRET: SANDBOX_CREDENTIALS.appSecret,
-      GATEWAY_MERCHANT_ID: SANDBOX_CREDENTIALS.merchantId,
-      GATEWAY_MERCHANT_SECRET: SANDBOX_CREDENTIALS.merchantSecret,
+      ...sandboxGatewayEnv(sandbox.url),
     },
   };
 }

@@ -8,7 +8,7 @@ import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { parse as parseYaml } from 'yaml';
 import { describedRoutes } from '../../openapi/routes.ts';
-import { SANDBOX_CREDENTIALS, type Sandbox, startSandbox } from '../../sandbox/server.ts';
+import { type Sandbox, sandboxGatewayEnv, startSandbox } from '../../sandbox/server.ts';
 import { MERCHANT_SCOPES, TEST_AUTH_ENV, tokenFor } from '../helpers/auth.ts';
 import { recordAnswer } from '../helpers/contract.ts';
 
@@ -41,11 +41,7 @@ beforeAll(async () => {
   env = {
     ...process.env, // the local DynamoDB and this file's ledger table (tests/setup/environment.ts)
     ...TEST_AUTH_ENV,
-    GATEWAY_BASE_URL: sandbox.url,
-    GATEWAY_APP_ID: SANDBOX_CREDENTIALS.appId,
-    GATEWAY_APP_SECRET: SANDBOX_CREDENTIALS.appSecret,
-    GATEWAY_MERCHANT_ID: SANDBOX_CREDENTIALS.merchantId,
-    GATEWAY_MERCHANT_SECRET: SANDBOX_CREDENTIALS.merchantSecret,
+    ...sandboxGatewayEnv(sandbox.url),
     LOG_LEVEL: 'silent',
     ESBUILD_WORK_FOLDER: '.esbuild-invoke-test',
   };

@@ -1,12 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import type { APIGatewayProxyEvent, APIGatewayProxyResult, Context } from 'aws-lambda';
 import { afterAll, beforeAll, beforeEach } from 'vitest';
-import {
-  SANDBOX_CREDENTIALS,
-  type Sandbox,
-  type SandboxOptions,
-  startSandbox,
-} from '../../sandbox/server.ts';
+import { type Sandbox, type SandboxOptions, sandboxGatewayEnv, startSandbox } from '../../sandbox/server.ts';
 import { trustTestIssuer, withToken } from './auth.ts';
 import { recordAnswer } from './contract.ts';
 import { type Answer, apiEvent, invoke, lambdaContext } from './events.ts';
@@ -22,11 +17,7 @@ type Handler = (event: APIGatewayProxyEvent, context: Context) => Promise<APIGat
 export async function startTestGateway(options: SandboxOptions = {}): Promise<Sandbox> {
   const sandbox = await startSandbox({ rateLimit: false, ...options });
   Object.assign(process.env, {
-    GATEWAY_BASE_URL: sandbox.url,
-    GATEWAY_APP_ID: SANDBOX_CREDENTIALS.appId,
-    GATEWAY_APP_SECRET: SANDBOX_CREDENTIALS.appSecret,
-    GATEWAY_MERCHANT_ID: SANDBOX_CREDENTIALS.merchantId,
-    GATEWAY_MERCHANT_SECRET: SANDBOX_CREDENTIALS.merchantSecret,
+    ...sandboxGatewayEnv(sandbox.url),
     GATEWAY_RATE_LIMIT: '10000/1000',
   });
   return sandbox;

@@ -1,4 +1,4 @@
-import { SANDBOX_CREDENTIALS, type Sandbox } from '../../sandbox/server.ts';
+import { type Sandbox, sandboxGatewayEnv } from '../../sandbox/server.ts';
 import { type Offline, startOffline } from '../../scripts/offline.ts';
 import { freePort } from './ports.ts';
 
@@ -14,11 +14,7 @@ export async function startOfflineAgainst(
     port: await freePort(),
     lambdaPort: await freePort(),
     env: {
-      GATEWAY_BASE_URL: sandbox.url,
-      GATEWAY_APP_ID: SANDBOX_CREDENTIALS.appId,
-      GATEWAY_APP_SECRET: SANDBOX_CREDENTIALS.appSecret,
-      GATEWAY_MERCHANT_ID: SANDBOX_CREDENTIALS.merchantId,
-      GATEWAY_MERCHANT_SECRET: SANDBOX_CREDENTIALS.merchantSecret,
+      ...sandboxGatewayEnv(sandbox.url),
       LOG_LEVEL: 'silent',
       ...env,
     },
