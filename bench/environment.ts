@@ -9,6 +9,7 @@ import { validRequest } from '../tests/resilience/fixtures.ts';
 
 const TABLE = 'payhere-payments-api-bench-idempotency';
 const LEDGER_TABLE = 'payhere-payments-api-bench-ledger';
+const STATE_TABLE = 'payhere-payments-api-bench-state';
 const SECRET_ID = 'payhere-payments-api/bench/gateway';
 
 /** The upstream call a route makes: what the bare-undici floor sends to the same sandbox. */
@@ -33,6 +34,7 @@ export async function startBenchEnvironment() {
   const dynamodb = await startLocalDynamoDB();
   await createTable(dynamodb.endpoint, TABLE);
   await createTable(dynamodb.endpoint, LEDGER_TABLE);
+  await createTable(dynamodb.endpoint, STATE_TABLE);
   const secrets = await startFakeSecretsManager();
   secrets.secrets.set(SECRET_ID, gatewaySecret(SANDBOX_CREDENTIALS));
   const env: Record<string, string> = {
@@ -43,6 +45,7 @@ export async function startBenchEnvironment() {
     AWS_ENDPOINT_URL_SECRETS_MANAGER: secrets.endpoint,
     IDEMPOTENCY_TABLE: TABLE,
     LEDGER_TABLE,
+    STATE_TABLE,
     DYNAMODB_ENDPOINT: dynamodb.endpoint,
     // The bench measures our code, not PayHere's limit of 20 calls per 10 s.
     GATEWAY_RATE_LIMIT: '1000000/1000',

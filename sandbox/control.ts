@@ -5,11 +5,18 @@ import { type FaultController, parseInjection } from './faults.ts';
 import { type NotifyingControls, SandboxRefusal } from './notifying.ts';
 import { failureReply, jsonReply, notFound, type Reply } from './replies.ts';
 
+/** A Merchant API request as it arrived: when (the sandbox's clock) and at which endpoint. */
+export interface Arrival {
+  at: number;
+  endpoint: string;
+}
+
 export const CONTROL_PREFIX = '/__sandbox/';
 
 export interface Controls extends NotifyingControls {
   faults: FaultController;
   counters(): Record<string, number>;
+  arrivals(): Arrival[];
   resetCounters(): void;
   resetState(): void;
   reset(): void;
@@ -104,6 +111,8 @@ export async function handleControl(
       return done('Faults cleared');
     case 'GET counters':
       return done('Counters', controls.counters());
+    case 'GET arrivals':
+      return done('Arrivals', controls.arrivals());
     case 'DELETE counters':
       controls.resetCounters();
       return done('Counters cleared');

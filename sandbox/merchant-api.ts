@@ -38,7 +38,6 @@ export interface ApiContext {
   tokens: AccessTokens;
   limiter: SlidingWindowLimiter | undefined;
   credentials: AppCredentials;
-  tokenLifetimeSeconds: number;
 }
 
 const SUBSCRIPTION_ID = /^\d{1,15}$/;
@@ -92,7 +91,6 @@ export function handleApiRequest(request: ApiRequest, context: ApiContext): Repl
       },
       context.credentials,
       context.tokens,
-      context.tokenLifetimeSeconds,
     );
   }
   const rejected = rejectBearer(request.authorization, context.tokens);

@@ -27,12 +27,7 @@ export interface TokenRequest {
   body: string;
 }
 
-export function issueToken(
-  request: TokenRequest,
-  credentials: AppCredentials,
-  tokens: AccessTokens,
-  lifetimeSeconds: number,
-): Reply {
+export function issueToken(request: TokenRequest, credentials: AppCredentials, tokens: AccessTokens): Reply {
   const presented = basicCredentials(request.authorization);
   if (presented?.appId !== credentials.appId || presented.appSecret !== credentials.appSecret) {
     return {
@@ -48,9 +43,10 @@ export function issueToken(
   if (grantType !== 'client_credentials') {
     return oauthError(400, 'unsupported_grant_type', `Unsupported grant type: ${grantType}`);
   }
+  const { token, expiresInSeconds } = tokens.issue();
   return jsonReply(
     200,
-    { access_token: tokens.issue(), token_type: 'bearer', expires_in: lifetimeSeconds, scope: 'SANDBOX' },
+    { access_token: token, token_type: 'bearer', expires_in: expiresInSeconds, scope: 'SANDBOX' },
     { 'cache-control': 'no-store' },
   );
 }

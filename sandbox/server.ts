@@ -3,7 +3,7 @@
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { CONTROL_PREFIX, type Controls, handleControl } from './control.ts';
+import { type Arrival, CONTROL_PREFIX, type Controls, handleControl } from './control.ts';
 import type { CheckoutInput, InstallmentInput, SubscriptionEndInput } from './control-requests.ts';
 import { Deliveries, type Delivery } from './deliveries.ts';
 import { type Fault, FaultController } from './faults.ts';
@@ -31,6 +31,7 @@ import { SANDBOX_CREDENTIALS } from './seed.ts';
 import { GatewayState } from './state.ts';
 import { AccessTokens } from './tokens.ts';
 
+export type { Arrival } from './control.ts';
 export type {
   CheckoutInput,
   DeliveryOptions,
@@ -62,6 +63,8 @@ export interface SandboxOptions {
   host?: string;
   port?: number;
   tokenLifetimeSeconds?: number;
+  /** A token request while the last token is valid gets that token back (see tokens.ts). */
+  reuseLiveTokens?: boolean;
   rateLimit?: RateLimitOptions | false;
   /** Clock (ms) for token expiry and the rate-limit window. */
   now?: () => number;
@@ -76,6 +79,8 @@ export interface Sandbox {
   port: number;
   faults: FaultController;
   counters(): Record<string, number>;
+  /** Every Merchant API request as it arrived (time on the sandbox's clock), oldest first; reset with the counters. */
+  arrivals(): Arrival[];
   resetCounters(): void;
   /** Seeded data back; tokens, faults, counters and the rate-limit window untouched. */
   resetState(): void;
@@ -165,17 +170,22 @@ export async function startSandbox(options: SandboxOptions = {}): Promise<Sandbo
     timeoutMs: options.notificationTimeoutMs ?? DEFAULT_NOTIFICATION_TIMEOUT_MS,
   });
   const notifying: NotifyingContext = { state: () => state, deliveries, signer };
-  const tokens = new AccessTokens(now, tokenLifetimeSeconds);
+  const tokens = new AccessTokens(now, tokenLifetimeSeconds, options.reuseLiveTokens ?? false);
   const limiter = rateLimit === false ? undefined : new SlidingWindowLimiter(rateLimit, now);
   const faults = new FaultController();
   const counts = new Map<CountedName, number>();
+  let arrivals: Arrival[] = [];
   // Aborted by close() so that a latency fault does not process a request after the sandbox stopped.
   const closing = new AbortController();
 
   const controls: Controls = {
     faults,
     counters: () => Object.fromEntries(COUNTED_NAMES.map((name) => [name, counts.get(name) ?? 0])),
-    resetCounters: () => counts.clear(),
+    arrivals: () => [...arrivals],
+    resetCounters: () => {
+      counts.clear();
+      arrivals = [];
+    },
     resetState: () => {
       state = newState();
     },
@@ -183,6 +193,7 @@ export async function startSandbox(options: SandboxOptions = {}): Promise<Sandbo
       state = newState();
       faults.clear();
       counts.clear();
+      arrivals = [];
       tokens.clear();
       limiter?.clear();
       deliveries.clear();
@@ -200,6 +211,7 @@ export async function startSandbox(options: SandboxOptions = {}): Promise<Sandbo
   }
 
   async function onRequest(req: IncomingMessage, res: ServerResponse): Promise<void> {
+    const arrivedAt = now();
     const body = await readBody(req);
     if (body === undefined) {
       send(res, { ...failureReply(413, 'Request entity too large'), headers: { connection: 'close' } });
@@ -214,6 +226,7 @@ export async function startSandbox(options: SandboxOptions = {}): Promise<Sandbo
 
     const route = matchRoute(method, url.pathname);
     counts.set(route.endpoint, (counts.get(route.endpoint) ?? 0) + 1);
+    arrivals.push({ at: arrivedAt, endpoint: route.endpoint });
     const process = (): Reply =>
       handleApiRequest(
         {
@@ -224,7 +237,7 @@ export async function startSandbox(options: SandboxOptions = {}): Promise<Sandbo
           contentType: req.headers['content-type'],
           body,
         },
-        { state, tokens, limiter, credentials, tokenLifetimeSeconds },
+        { state, tokens, limiter, credentials },
       );
 
     const fault = faults.take(route.endpoint);

@@ -7,16 +7,33 @@ export class AccessTokens {
   readonly #expiresAt = new Map<string, number>();
   readonly #now: () => number;
   readonly #lifetimeMs: number;
+  readonly #reuseLive: boolean;
+  #latest: string | undefined;
 
-  constructor(now: () => number, lifetimeSeconds: number) {
+  /**
+   * `reuseLive`: a token request while the last token is still valid answers that same token with
+   * its remaining lifetime, as Spring Security's OAuth2 token services do for client credentials
+   * (PayHere's OAuth errors are Spring's: "Full authentication is required...", "Bad client
+   * credentials"); otherwise every request gets a new token.
+   */
+  constructor(now: () => number, lifetimeSeconds: number, reuseLive = false) {
     this.#now = now;
     this.#lifetimeMs = lifetimeSeconds * 1000;
+    this.#reuseLive = reuseLive;
   }
 
-  issue(): string {
+  /** A token and the seconds it has left (`expires_in`). */
+  issue(): { token: string; expiresInSeconds: number } {
+    const now = this.#now();
+    const latest = this.#latest;
+    const latestExpiry = latest === undefined ? undefined : this.#expiresAt.get(latest);
+    if (this.#reuseLive && latest !== undefined && latestExpiry !== undefined && now < latestExpiry) {
+      return { token: latest, expiresInSeconds: Math.floor((latestExpiry - now) / 1000) };
+    }
     const token = randomUUID();
-    this.#expiresAt.set(token, this.#now() + this.#lifetimeMs);
-    return token;
+    this.#expiresAt.set(token, now + this.#lifetimeMs);
+    this.#latest = token;
+    return { token, expiresInSeconds: Math.round(this.#lifetimeMs / 1000) };
   }
 
   check(token: string): TokenCheck {
@@ -32,5 +49,6 @@ export class AccessTokens {
 
   clear(): void {
     this.#expiresAt.clear();
+    this.#latest = undefined;
   }
 }

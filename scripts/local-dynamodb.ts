@@ -14,10 +14,14 @@ export const LOCAL_IDEMPOTENCY_TABLE = 'payhere-payments-api-local-idempotency';
 /** The ledger's table for `--stage local` (`${self:service}-${sls:stage}-ledger`). */
 export const LOCAL_LEDGER_TABLE = 'payhere-payments-api-local-ledger';
 
+/** The shared budget's and token's table for `--stage local` (`${self:service}-${sls:stage}-state`). */
+export const LOCAL_STATE_TABLE = 'payhere-payments-api-local-state';
+
 /** What the functions read to find the local tables (serverless.yml gives the same names for `--stage local`). */
 export const LOCAL_TABLES_ENVIRONMENT = {
   IDEMPOTENCY_TABLE: LOCAL_IDEMPOTENCY_TABLE,
   LEDGER_TABLE: LOCAL_LEDGER_TABLE,
+  STATE_TABLE: LOCAL_STATE_TABLE,
 } as const;
 
 /**
@@ -55,7 +59,8 @@ export async function startLocalDynamoDB(options: { port?: number } = {}): Promi
 
 /**
  * A table as serverless.yml declares the service's tables (key `pk`). dynalite has no TTL deletion;
- * the stores treat expired items as absent anyway, as they must with DynamoDB's lazy deletion.
+ * the stores treat expired items as absent anyway, as they must with DynamoDB's lazy deletion
+ * (the state table's items only carry `expiresAt` so that an idle table empties itself).
  */
 export async function createTable(endpoint: string, table: string): Promise<void> {
   const client = new DynamoDBClient({

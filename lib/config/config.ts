@@ -18,6 +18,8 @@ export interface Config {
   gatewayBaseUrl: string;
   credentials: { source: 'env'; value: GatewayCredentials } | { source: 'secret'; secretId: string };
   rateLimit: { limit: number; windowMs: number };
+  /** Each container's own share while the shared budget's table cannot be reached. */
+  fallbackRateLimit: { limit: number; windowMs: number };
 }
 
 /** Configuration that cannot work: names the variable, never its value. */
@@ -99,18 +101,27 @@ function gatewayBaseUrl(env: Env): string {
   return httpsUrl('GATEWAY_BASE_URL', required(env, 'GATEWAY_BASE_URL')).href.replace(/\/+$/, '');
 }
 
-/** `GATEWAY_RATE_LIMIT` = `<requests>/<milliseconds>`; PayHere's limit (20 per 10 s) by default. */
-function rateLimit(env: Env): Config['rateLimit'] {
-  const value = env.GATEWAY_RATE_LIMIT?.trim();
-  if (!value) return { limit: 20, windowMs: 10_000 };
+/** `<requests>/<milliseconds>` from `name`, or `fallback` when it is blank. */
+function rateLimit(env: Env, name: string, fallback: Config['rateLimit']): Config['rateLimit'] {
+  const value = env[name]?.trim();
+  if (!value) return fallback;
   const match = /^(\d+)\/(\d+)$/.exec(value);
   const limit = Number(match?.[1]);
   const windowMs = Number(match?.[2]);
   if (!match || limit < 1 || windowMs < 1) {
-    throw new ConfigError('Invalid configuration: GATEWAY_RATE_LIMIT must look like 20/10000 (requests/ms).');
+    throw new ConfigError(`Invalid configuration: ${name} must look like 20/10000 (requests/ms).`);
   }
   return { limit, windowMs };
 }
+
+/** PayHere's limit: 20 requests per 10 seconds per merchant, all endpoints together. */
+const PAYHERE_RATE_LIMIT = { limit: 20, windowMs: 10_000 };
+/**
+ * A container's own share while the shared table cannot be reached: 2 per 10 s (one of them
+ * reserved for money calls and tokens), so ten containers cut off from the table at once still
+ * stay within PayHere's 20.
+ */
+export const DEFAULT_FALLBACK_RATE_LIMIT = { limit: 2, windowMs: 10_000 };
 
 export function loadConfig(env: Env): Config {
   const secretId = env.GATEWAY_SECRET_ID?.trim();
@@ -132,7 +143,8 @@ export function loadConfig(env: Env): Config {
               .filter((secret) => secret !== ''),
           },
         },
-    rateLimit: rateLimit(env),
+    rateLimit: rateLimit(env, 'GATEWAY_RATE_LIMIT', PAYHERE_RATE_LIMIT),
+    fallbackRateLimit: rateLimit(env, 'GATEWAY_RATE_LIMIT_FALLBACK', DEFAULT_FALLBACK_RATE_LIMIT),
   };
 }
 

@@ -1,3 +1,5 @@
+import type { GatewayLimiter, Permit } from '../budget/limiter.ts';
+import { defaultSleep } from '../budget/window-limiter.ts';
 import type { CredentialsProvider } from '../config/config.ts';
 import {
   ApiError,
@@ -10,9 +12,8 @@ import {
 } from '../envelope/errors.ts';
 import { log } from '../log/log.ts';
 import { type Failure, isRetryable, parseRetryAfter, retryDelayMs } from './policy.ts';
-import { defaultSleep, type SlidingWindowLimiter } from './rate-limit.ts';
 import { OAuthError, TokenAnswer, UpstreamEnvelope } from './schemas.ts';
-import { TokenCache } from './token.ts';
+import { type IssuedToken, TokenCache, type TokenSource } from './token.ts';
 import { type Transport, TransportError, type UpstreamResponse } from './transport.ts';
 
 export interface GatewayCall {
@@ -28,6 +29,11 @@ export interface GatewayCall {
   deadline: number;
   /** A bare 404 (no envelope) is an answer for this call ("no such record"), not a wrong path. */
   allowNotFound?: boolean;
+  /**
+   * A read that settles a money request (a lost charge's search): like money calls, it may use the
+   * budget's reserved share, so that reads cannot starve it.
+   */
+  reconciliation?: boolean;
 }
 
 export interface GatewayAnswer {
@@ -49,8 +55,13 @@ export class LostAnswerError extends Error {
 export interface GatewayClientOptions {
   transport: Transport;
   credentials: CredentialsProvider;
-  limiter: SlidingWindowLimiter;
+  limiter: GatewayLimiter;
+  /** Where the access token comes from; by default a token of this container's own. */
+  tokens?: (fetchToken: (deadline: number) => Promise<IssuedToken>) => TokenSource;
 }
+
+/** How long everyone waits after a 429 from PayHere that named no Retry-After. */
+export const PAUSE_AFTER_429_MS = 10_000;
 
 /** What a caller learns of the service's own configuration; the operator finds the rest in the log. */
 const MISCONFIGURED = 'The payment service is misconfigured; try again later.';
@@ -71,14 +82,15 @@ type Attempt = { answer: GatewayAnswer } | { tokenRejected: true } | { unusable:
 export class GatewayClient {
   readonly #transport: Transport;
   readonly #credentials: CredentialsProvider;
-  readonly #limiter: SlidingWindowLimiter;
-  readonly #tokens: TokenCache;
+  readonly #limiter: GatewayLimiter;
+  readonly #tokens: TokenSource;
 
   constructor(options: GatewayClientOptions) {
     this.#transport = options.transport;
     this.#credentials = options.credentials;
     this.#limiter = options.limiter;
-    this.#tokens = new TokenCache((deadline) => this.#fetchToken(deadline));
+    const fetchToken = (deadline: number) => this.#fetchToken(deadline);
+    this.#tokens = options.tokens ? options.tokens(fetchToken) : new TokenCache(fetchToken);
   }
 
   /**
@@ -89,17 +101,24 @@ export class GatewayClient {
   async call(call: GatewayCall): Promise<GatewayAnswer> {
     let token = await this.#token(call.deadline);
     let refreshed = false;
+    let replacements = 0;
     for (let retries = 0; ; retries++) {
       const outcome = await this.#attempt(call, token);
       if ('answer' in outcome) return outcome.answer;
       if ('tokenRejected' in outcome) {
         // Refused before processing. A read is repeated once with a fresh token; a money request
-        // never: it is reported as not sent, and its caller may repeat it with the same key.
-        this.#tokens.invalidate(token);
+        // never: it is reported as not sent, and its caller may repeat it with the same key. A
+        // replacement another container fetched earlier may be stale too (all tokens expired at
+        // once): it is replaced in turn, and only a token fetched here after a refusal, refused
+        // again, says the credentials are wrong.
+        await this.#tokens.invalidate(token);
         if (call.money) throw notSent(tokenRefused());
-        if (refreshed) throw notSent(credentialsRejected());
+        if (refreshed && (this.#tokens.fetchedHere(token) || replacements >= 2)) {
+          throw notSent(credentialsRejected());
+        }
         token = await this.#token(call.deadline);
         refreshed = true;
+        replacements++;
         retries--;
         continue;
       }
@@ -120,12 +139,24 @@ export class GatewayClient {
     }
   }
 
-  async #attempt(call: GatewayCall, token: string): Promise<Attempt> {
+  /** A slot of PayHere's budget; refused, the call was never sent. */
+  async #slot(kind: 'read' | 'money' | 'token', deadline: number): Promise<Permit> {
     try {
-      await this.#limiter.acquire(call.deadline - Date.now());
+      return await this.#limiter.acquire(kind, deadline - Date.now());
     } catch (error) {
       throw error instanceof ApiError ? notSent(error) : error;
     }
+  }
+
+  /** PayHere answered 429: every container waits its Retry-After (or 10 s) before sending again. */
+  async #pauseOn429(response: UpstreamResponse): Promise<void> {
+    if (response.status !== 429) return;
+    const retryAfterMs = parseRetryAfter(response.headers['retry-after'], Date.now());
+    await this.#limiter.pause(retryAfterMs ?? PAUSE_AFTER_429_MS);
+  }
+
+  async #attempt(call: GatewayCall, token: string): Promise<Attempt> {
+    const permit = await this.#slot(call.money || call.reconciliation ? 'money' : 'read', call.deadline);
     let response: UpstreamResponse;
     try {
       response = await this.#transport.send({
@@ -142,7 +173,10 @@ export class GatewayClient {
       });
     } catch (error) {
       return { unusable: transportFailure(error) };
+    } finally {
+      await permit.release();
     }
+    await this.#pauseOn429(response);
     return interpretAnswer(response, call.allowNotFound === true);
   }
 
@@ -161,7 +195,7 @@ export class GatewayClient {
   async #tokenRequest(appId: string, appSecret: string, deadline: number) {
     const basic = Buffer.from(`${appId}:${appSecret}`).toString('base64');
     for (let retries = 0; ; retries++) {
-      await this.#limiter.acquire(deadline - Date.now());
+      const permit = await this.#slot('token', deadline);
       let unusable: Unusable;
       try {
         const response = await this.#transport.send({
@@ -175,12 +209,15 @@ export class GatewayClient {
           body: 'grant_type=client_credentials',
           deadline,
         });
+        await permit.release();
+        await this.#pauseOn429(response);
         if (response.status === 400 || response.status === 401 || response.status === 403) return undefined;
         const token = response.status === 200 ? TokenAnswer.safeParse(parseJson(response.body)) : undefined;
         if (token?.success)
           return { value: token.data.access_token, expiresInSeconds: token.data.expires_in };
         unusable = statusFailure(response, false);
       } catch (error) {
+        await permit.release();
         unusable = transportFailure(error);
       }
       if (!(await backoff(false, deadline, unusable, retries))) throw unusable.error;

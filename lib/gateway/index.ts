@@ -1,8 +1,13 @@
+import { randomUUID } from 'node:crypto';
+import { sharedStateFromEnvironment } from '../budget/environment.ts';
+import { type GatewayLimiter, LocalLimiter, reservedShare, SharedLimiter } from '../budget/limiter.ts';
+import type { SharedStateTable } from '../budget/state-table.ts';
+import { SlidingWindowLimiter } from '../budget/window-limiter.ts';
 import { type Config, type CredentialsProvider, loadConfig } from '../config/config.ts';
 import { credentialsFor } from '../config/secrets.ts';
 import { GatewayClient } from './client.ts';
 import { PayHere } from './payhere.ts';
-import { SlidingWindowLimiter } from './rate-limit.ts';
+import { SharedTokenCache, TokenCache } from './token.ts';
 import { Transport } from './transport.ts';
 
 export { PayHere } from './payhere.ts';
@@ -16,24 +21,54 @@ export interface PayHereOptions {
   now?: () => number;
   sleep?: (ms: number) => Promise<void>;
   transport?: Transport;
+  /**
+   * The deployment's shared budget and token (SPEC.md "PayHere's budget"). Without it, the
+   * container keeps `rateLimit` and a token of its own (tests of one container).
+   */
+  sharedState?: SharedStateTable;
 }
 
 export function createPayHere(config: Config, options: PayHereOptions = {}): PayHere {
+  const clock = {
+    ...(options.now ? { now: options.now } : {}),
+    ...(options.sleep ? { sleep: options.sleep } : {}),
+  };
+  const table = options.sharedState;
+  let limiter: GatewayLimiter;
+  if (table) {
+    const fallback = new SlidingWindowLimiter({
+      ...config.fallbackRateLimit,
+      reserved: reservedShare(config.fallbackRateLimit.limit),
+      ...clock,
+    });
+    limiter = new SharedLimiter({ table, ...config.rateLimit, fallback, ...clock });
+  } else {
+    limiter = new LocalLimiter(new SlidingWindowLimiter({ ...config.rateLimit, ...clock }), options.now);
+  }
+  const owner = randomUUID();
   return new PayHere(
     new GatewayClient({
       transport:
         options.transport ?? new Transport(config.gatewayBaseUrl, { connectTimeoutMs: CONNECT_TIMEOUT_MS }),
       credentials: options.credentials ?? credentialsFor(config),
-      limiter: new SlidingWindowLimiter({
-        ...config.rateLimit,
-        ...(options.now ? { now: options.now } : {}),
-        ...(options.sleep ? { sleep: options.sleep } : {}),
-      }),
+      limiter,
+      ...(table
+        ? {
+            tokens: (fetchToken) =>
+              new SharedTokenCache({
+                table,
+                fetchToken,
+                owner,
+                fallback: new TokenCache(fetchToken),
+                ...clock,
+              }),
+          }
+        : {}),
     }),
   );
 }
 
 /** The container's PayHere client, built from the environment at start-up (a bad variable fails here). */
 export function payHereFromEnvironment(): PayHere {
-  return createPayHere(loadConfig(process.env));
+  return createPayHere(loadConfig(process.env), { sharedState: sharedStateFromEnvironment(process.env) });
 }

@@ -248,9 +248,20 @@ export class PayHere {
     };
   }
 
-  async paymentsOfOrder(orderId: string, deadline: number): Promise<Result<PaymentRecord[]>> {
+  /** `reconciliation`: the search settles a money request, and draws on the budget's reserved share. */
+  async paymentsOfOrder(
+    orderId: string,
+    deadline: number,
+    options: { reconciliation?: boolean } = {},
+  ): Promise<Result<PaymentRecord[]>> {
     const path = `${V1}/payment/search?order_id=${encodeURIComponent(orderId)}`;
-    const { envelope } = await this.#client.call({ method: 'GET', path, money: false, deadline });
+    const { envelope } = await this.#client.call({
+      method: 'GET',
+      path,
+      money: false,
+      deadline,
+      ...(options.reconciliation ? { reconciliation: true } : {}),
+    });
     if (envelope.status === -1) throw new NotFoundError(`No payments were found for order ${orderId}.`);
     if (envelope.status === 0) {
       // GATEWAY.md: status 0 of a retrieval means the payment is pending; what data it carries is undocumented.
@@ -392,7 +403,7 @@ export class PayHere {
     unknown: () => OutcomeUnknownError,
   ): Promise<PaymentRecord[]> {
     try {
-      const found = await this.paymentsOfOrder(orderId, deadline);
+      const found = await this.paymentsOfOrder(orderId, deadline, { reconciliation: true });
       // A pending search shows no received payment: the outcome is not final either.
       return found.pending ? [] : found.data;
     } catch (error) {

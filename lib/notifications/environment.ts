@@ -1,3 +1,4 @@
+import { sharedStateFromEnvironment } from '../budget/environment.ts';
 import { loadConfig, requireMerchantCredentials } from '../config/config.ts';
 import { credentialsFor } from '../config/secrets.ts';
 import { createPayHere } from '../gateway/index.ts';
@@ -12,7 +13,10 @@ export function notificationReceiverFromEnvironment(): NotificationReceiver {
   const credentials = credentialsFor(config);
   const ledger = ledgerFromEnvironment();
   // One credentials provider for both: the secret is read once per container.
-  const payhere = createPayHere(config, { credentials });
+  const payhere = createPayHere(config, {
+    credentials,
+    sharedState: sharedStateFromEnvironment(process.env),
+  });
   return new NotificationReceiver({
     ledger,
     credentials,

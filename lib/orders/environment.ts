@@ -1,3 +1,4 @@
+import { sharedStateFromEnvironment } from '../budget/environment.ts';
 import { loadConfig, requireMerchantCredentials } from '../config/config.ts';
 import { credentialsFor } from '../config/secrets.ts';
 import { createPayHere, payHereFromEnvironment } from '../gateway/index.ts';
@@ -26,7 +27,10 @@ export function checkoutsFromEnvironment(): Checkouts {
   requireMerchantCredentials(config);
   const credentials = credentialsFor(config);
   const ledger = ledgerFromEnvironment();
-  const confirmations = new Confirmations({ payhere: createPayHere(config, { credentials }), ledger });
+  const confirmations = new Confirmations({
+    payhere: createPayHere(config, { credentials, sharedState: sharedStateFromEnvironment(process.env) }),
+    ledger,
+  });
   return new Checkouts({
     ledger,
     credentials,

@@ -282,7 +282,7 @@ describe("API Gateway's own answers", () => {
 });
 
 describe('the stage', () => {
-  it('is throttled for every method', () => {
+  it('is throttled for every method, the reads that spend PayHere’s budget to what it serves', () => {
     const stages = resourcesOf(template, 'AWS::ApiGateway::Stage');
     const [deploymentId, deployment] = resourcesOf(template, 'AWS::ApiGateway::Deployment')[0]!;
 
@@ -293,6 +293,12 @@ describe('the stage', () => {
       DeploymentId: { Ref: deploymentId },
       StageName: 'test',
     });
+    const budgetRoute = (ResourcePath: string) => ({
+      ResourcePath,
+      HttpMethod: 'GET',
+      ThrottlingRateLimit: 2,
+      ThrottlingBurstLimit: 15,
+    });
     expect(stage.Properties.MethodSettings).toEqual([
       {
         ResourcePath: '/*',
@@ -300,6 +306,11 @@ describe('the stage', () => {
         ThrottlingRateLimit: expect.any(Number),
         ThrottlingBurstLimit: expect.any(Number),
       },
+      // The reads that each cost PayHere a call: about what its budget serves (README "PayHere's budget").
+      budgetRoute('/~1gateway~1api~1payments~1{id}'),
+      budgetRoute('/~1gateway~1api~1subscriptions'),
+      budgetRoute('/~1gateway~1api~1subscriptions~1{id}'),
+      budgetRoute('/~1gateway~1api~1subscriptions~1{id}~1payments'),
     ]);
     expect(stage.Properties.MethodSettings[0].ThrottlingRateLimit).toBeGreaterThan(0);
     expect(stage.Properties.MethodSettings[0].ThrottlingBurstLimit).toBeGreaterThan(0);

@@ -30,7 +30,9 @@ beforeAll(async () => {
       // The one variable a deployed stage must set (plugins/deploy-guard.cjs).
       GATEWAY_BASE_URL: 'https://www.payhere.lk',
       GATEWAY_RATE_LIMIT: undefined,
+      GATEWAY_RATE_LIMIT_FALLBACK: undefined,
       IDEMPOTENCY_TTL_SECONDS: undefined,
+      STATE_TABLE: undefined,
     },
   });
   template = JSON.parse(await readFile(path.join(out, 'cloudformation-template-update-stack.json'), 'utf8'));
@@ -66,37 +68,46 @@ describe('osls package', () => {
 
 /**
  * SPEC.md "Least privilege": what each function may send to each table, written out here from what
- * its code does (lib/idempotency/store.ts, lib/ledger/store.ts), so that a role granting more fails.
+ * its code does (lib/idempotency/store.ts, lib/ledger/store.ts, lib/budget/state-table.ts), so that
+ * a role granting more fails. Every function that calls PayHere shares its budget and token.
  */
-const ACCESS: Record<string, { idempotency?: string[]; ledger?: string[]; secret: boolean }> = {
+const STATE = ['GetItem', 'PutItem', 'UpdateItem'];
+const ACCESS: Record<
+  string,
+  { idempotency?: string[]; ledger?: string[]; state?: string[]; secret: boolean }
+> = {
   charge: {
     idempotency: ['DeleteItem', 'GetItem', 'PutItem', 'UpdateItem'],
     ledger: ['GetItem', 'PutItem', 'UpdateItem'],
+    state: STATE,
     secret: true,
   },
   capture: {
     idempotency: ['DeleteItem', 'GetItem', 'PutItem', 'UpdateItem'],
     ledger: ['GetItem'],
+    state: STATE,
     secret: true,
   },
   refund: {
     idempotency: ['DeleteItem', 'GetItem', 'PutItem', 'UpdateItem'],
     ledger: ['GetItem'],
+    state: STATE,
     secret: true,
   },
   retrySubscription: {
     idempotency: ['DeleteItem', 'GetItem', 'PutItem', 'UpdateItem'],
     ledger: ['GetItem'],
+    state: STATE,
     secret: true,
   },
-  retrievePayments: { ledger: ['GetItem'], secret: true },
-  listSubscriptions: { ledger: ['GetItem'], secret: true },
-  getSubscription: { ledger: ['GetItem'], secret: true },
-  subscriptionPayments: { ledger: ['GetItem'], secret: true },
-  cancelSubscription: { ledger: ['GetItem'], secret: true },
+  retrievePayments: { ledger: ['GetItem'], state: STATE, secret: true },
+  listSubscriptions: { ledger: ['GetItem'], state: STATE, secret: true },
+  getSubscription: { ledger: ['GetItem'], state: STATE, secret: true },
+  subscriptionPayments: { ledger: ['GetItem'], state: STATE, secret: true },
+  cancelSubscription: { ledger: ['GetItem'], state: STATE, secret: true },
   createCheckout: { ledger: ['GetItem', 'PutItem'], secret: true },
-  getCheckout: { ledger: ['GetItem', 'PutItem', 'UpdateItem'], secret: true },
-  notify: { ledger: ['GetItem', 'PutItem', 'UpdateItem'], secret: true },
+  getCheckout: { ledger: ['GetItem', 'PutItem', 'UpdateItem'], state: STATE, secret: true },
+  notify: { ledger: ['GetItem', 'PutItem', 'UpdateItem'], state: STATE, secret: true },
 };
 
 const logicalName = (name: string) => `${name[0]!.toUpperCase()}${name.slice(1)}`;
@@ -111,8 +122,8 @@ describe('the tables in the packaged template', () => {
       Object.entries(template.Resources).filter(([, resource]) => resource.Type === 'AWS::DynamoDB::Table'),
     ) as Record<string, { Properties: any; DeletionPolicy?: string; UpdateReplacePolicy?: string }>;
 
-  it('are the idempotency store and the ledger, nothing else', () => {
-    expect(Object.keys(tables()).sort()).toEqual(['IdempotencyTable', 'LedgerTable']);
+  it('are the idempotency store, the ledger and the shared state, nothing else', () => {
+    expect(Object.keys(tables()).sort()).toEqual(['IdempotencyTable', 'LedgerTable', 'StateTable']);
   });
 
   it('keep idempotency records on demand, keyed by pk, expired by TTL, with point-in-time recovery, retained', () => {
@@ -143,6 +154,19 @@ describe('the tables in the packaged template', () => {
     expect(table.UpdateReplacePolicy).toBe('Retain');
   });
 
+  it('keep the shared state on demand, keyed by pk, expired by TTL, without backups, not retained', () => {
+    const table = tables().StateTable!;
+
+    expect(table.Properties).toMatchObject({
+      TableName: 'payhere-payments-api-test-state',
+      BillingMode: 'PAY_PER_REQUEST',
+      KeySchema: [{ AttributeName: 'pk', KeyType: 'HASH' }],
+      TimeToLiveSpecification: { AttributeName: 'expiresAt', Enabled: true },
+    });
+    expect(table.Properties.PointInTimeRecoverySpecification).toBeUndefined();
+    expect(table.DeletionPolicy).toBeUndefined();
+  });
+
   it('are named to every function, and no deployed function has a local endpoint', () => {
     const functions = Object.values(template.Resources).filter((r) => r.Type === 'AWS::Lambda::Function');
 
@@ -150,6 +174,7 @@ describe('the tables in the packaged template', () => {
       expect(fn.Properties.Environment.Variables).toMatchObject({
         IDEMPOTENCY_TABLE: 'payhere-payments-api-test-idempotency',
         LEDGER_TABLE: 'payhere-payments-api-test-ledger',
+        STATE_TABLE: 'payhere-payments-api-test-state',
       });
       expect(fn.Properties.Environment.Variables.DYNAMODB_ENDPOINT ?? '').toBe('');
     }
@@ -185,7 +210,10 @@ describe('each function role', () => {
       (access.idempotency ?? []).map((action) => `dynamodb:${action}`),
     );
     expect(onTable('LedgerTable')).toEqual((access.ledger ?? []).map((action) => `dynamodb:${action}`));
-    expect(dynamoActions).toHaveLength((access.idempotency ?? []).length + (access.ledger ?? []).length);
+    expect(onTable('StateTable')).toEqual((access.state ?? []).map((action) => `dynamodb:${action}`));
+    expect(dynamoActions).toHaveLength(
+      (access.idempotency ?? []).length + (access.ledger ?? []).length + (access.state ?? []).length,
+    );
     expect(secretActions).toEqual(access.secret ? ['secretsmanager:GetSecretValue'] : []);
   });
 
@@ -212,6 +240,7 @@ describe('deployed defaults', () => {
     for (const fn of functions) {
       expect(fn.Properties.Environment.Variables).toMatchObject({
         GATEWAY_RATE_LIMIT: '20/10000',
+        GATEWAY_RATE_LIMIT_FALLBACK: '2/10000',
         IDEMPOTENCY_TTL_SECONDS: '604800',
       });
     }

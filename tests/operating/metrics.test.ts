@@ -7,7 +7,7 @@ vi.hoisted(() => {
   process.env.POWERTOOLS_SERVICE_NAME = 'payhere-payments-api-test';
 });
 
-import { SlidingWindowLimiter } from '../../lib/gateway/rate-limit.ts';
+import { SlidingWindowLimiter } from '../../lib/budget/window-limiter.ts';
 import { outcomeOf } from '../../lib/http/observe.ts';
 import { publishMetrics } from '../../lib/log/metrics.ts';
 import { SEED } from '../../sandbox/server.ts';
@@ -224,7 +224,7 @@ describe("the budget's waits and refusals are counted", () => {
       limit: 1,
       windowMs: 10_000,
       now: () => now,
-      sleep: async (ms) => {
+      sleep: async (ms: number) => {
         now += ms;
       },
     });

@@ -373,13 +373,17 @@ describe('reads', () => {
   });
 
   it('answer 502, saying the service is misconfigured, when the gateway keeps refusing the token', async () => {
-    sandbox.faults.inject('listSubscriptions', { kind: 'invalidToken' }, 2);
+    // Every token refused, a freshly fetched one too. The container's token may be one another
+    // container fetched (the shared token), so the token it fetches itself is the last one tried.
+    sandbox.faults.inject('listSubscriptions', { kind: 'invalidToken' }, Infinity);
 
     const answer = await call('listSubscriptions');
 
     expect(answer.statusCode).toBe(502);
     expect(answer.body.msg).toBe('The payment service is misconfigured; try again later.');
-    expect(sandbox.counters().listSubscriptions).toBe(2);
+    expect(sandbox.counters().token).toBe(1);
+    expect(sandbox.counters().listSubscriptions).toBeGreaterThanOrEqual(2);
+    expect(sandbox.counters().listSubscriptions).toBeLessThanOrEqual(3);
   });
 
   it('survive a keep-alive socket the gateway closed while idle', async () => {

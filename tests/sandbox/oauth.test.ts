@@ -64,6 +64,32 @@ describe('token endpoint', () => {
       await short.close();
     }
   });
+
+  it('issues a new token on every request by default', async () => {
+    const first = await requestToken(sandbox);
+    const second = await requestToken(sandbox);
+
+    expect(second.json.access_token).not.toBe(first.json.access_token);
+  });
+
+  it('with reuseLiveTokens, answers a request before expiry with the same token and its remaining lifetime, then a new one', async () => {
+    const time = manualClock();
+    const reusing = await startSandbox({ now: time.now, rateLimit: false, reuseLiveTokens: true });
+    try {
+      const first = (await requestToken(reusing)).json;
+      time.advance(540_000);
+      const early = (await requestToken(reusing)).json;
+      time.advance(59_000);
+      const after = (await requestToken(reusing)).json;
+
+      expect([first.expires_in, early.expires_in]).toEqual([599, 59]);
+      expect(early.access_token).toBe(first.access_token);
+      expect(after.access_token).not.toBe(first.access_token);
+      expect(after.expires_in).toBe(599);
+    } finally {
+      await reusing.close();
+    }
+  });
 });
 
 describe('bearer check', () => {

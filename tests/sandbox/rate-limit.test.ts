@@ -88,3 +88,24 @@ describe('rate limit (20 requests per 10 s, token included)', () => {
     }
   });
 });
+
+describe('arrival log', () => {
+  it('records every Merchant API request as it arrived, refused ones included, and no control request', async () => {
+    const start = clock.now();
+    for (let i = 0; i < 20; i += 1) {
+      await api.get('subscription');
+      clock.advance(10);
+    }
+    await call(sandbox, 'GET', '/__sandbox/counters');
+
+    const arrivals = sandbox.arrivals();
+
+    expect(arrivals).toHaveLength(21); // the token of beforeEach, 19 admitted, 1 refused with 429
+    expect(arrivals[0]).toEqual({ at: start, endpoint: 'token' });
+    expect(arrivals.slice(1).map((a) => a.endpoint)).toEqual(Array(20).fill('listSubscriptions'));
+    expect(arrivals.at(-1)!.at).toBe(start + 190);
+    expect((await call(sandbox, 'GET', '/__sandbox/arrivals')).json.data).toHaveLength(21);
+    sandbox.resetCounters();
+    expect(sandbox.arrivals()).toEqual([]);
+  });
+});

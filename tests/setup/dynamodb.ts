@@ -16,6 +16,7 @@ declare module 'vitest' {
     dynamodbEndpoint: string;
     idempotencyTable: string;
     ledgerTable: string;
+    stateTable: string;
   }
 }
 
@@ -25,5 +26,6 @@ export default async function setup(project: TestProject) {
   project.provide('dynamodbEndpoint', dynamodb.endpoint);
   project.provide('idempotencyTable', LOCAL_TABLES_ENVIRONMENT.IDEMPOTENCY_TABLE);
   project.provide('ledgerTable', LOCAL_TABLES_ENVIRONMENT.LEDGER_TABLE);
+  project.provide('stateTable', LOCAL_TABLES_ENVIRONMENT.STATE_TABLE);
   return () => dynamodb.close();
 }

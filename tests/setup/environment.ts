@@ -3,16 +3,23 @@
  * lazily by tests/helpers/gateway.ts) find the idempotency store and the ledger at start-up, as in a
  * deployment. Each test file gets a ledger table of its own: the ledger remembers orders and
  * PayHere's ids for good, and the sandboxes of different files hand out the same ids.
+ * Likewise the shared state (PayHere's budget and token).
  */
 import { randomUUID } from 'node:crypto';
 import { inject } from 'vitest';
 import { createTable, LOCAL_AWS_ENVIRONMENT } from '../../scripts/local-dynamodb.ts';
 
 const ledgerTable = `${inject('ledgerTable')}-${randomUUID()}`;
-await createTable(inject('dynamodbEndpoint'), ledgerTable);
+// The shared budget and token too: each file's sandbox issues tokens of its own.
+const stateTable = `${inject('stateTable')}-${randomUUID()}`;
+await Promise.all([
+  createTable(inject('dynamodbEndpoint'), ledgerTable),
+  createTable(inject('dynamodbEndpoint'), stateTable),
+]);
 
 Object.assign(process.env, LOCAL_AWS_ENVIRONMENT, {
   DYNAMODB_ENDPOINT: inject('dynamodbEndpoint'),
   IDEMPOTENCY_TABLE: inject('idempotencyTable'),
   LEDGER_TABLE: ledgerTable,
+  STATE_TABLE: stateTable,
 });

@@ -51,6 +51,7 @@ describe('loadConfig', () => {
         },
       },
       rateLimit: { limit: 20, windowMs: 10_000 },
+      fallbackRateLimit: { limit: 2, windowMs: 10_000 },
     });
   });
 
@@ -169,6 +170,20 @@ describe('loadConfig', () => {
       expect(configError(env({ GATEWAY_RATE_LIMIT: value })).message).toContain('GATEWAY_RATE_LIMIT');
     },
   );
+
+  it('reads GATEWAY_RATE_LIMIT_FALLBACK, each container’s share while the shared table is down (2 per 10 s by default)', () => {
+    expect(loadConfig(env({ GATEWAY_RATE_LIMIT_FALLBACK: '3/5000' })).fallbackRateLimit).toEqual({
+      limit: 3,
+      windowMs: 5_000,
+    });
+    expect(loadConfig(env({ GATEWAY_RATE_LIMIT_FALLBACK: ' ' })).fallbackRateLimit).toEqual({
+      limit: 2,
+      windowMs: 10_000,
+    });
+    expect(configError(env({ GATEWAY_RATE_LIMIT_FALLBACK: '2 per 10s' })).message).toContain(
+      'GATEWAY_RATE_LIMIT_FALLBACK',
+    );
+  });
 
   it('never puts a configured value in an error message', () => {
     const secret = fc.stringMatching(/^[A-Za-z0-9]{6,24}$/).map((s) => `zz${s}zz`);

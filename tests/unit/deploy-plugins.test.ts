@@ -301,3 +301,54 @@ describe('plugins/vpc.cjs', () => {
     expect(await refusal(plugin, 'before:package:initialize')).toMatch(message);
   });
 });
+
+describe('plugins/api-stage.cjs', () => {
+  const ApiStagePlugin = require('../../plugins/api-stage.cjs');
+  const HOOK = 'after:aws:package:finalize:mergeCustomProviderResources';
+  const withDeployment = (custom: Record<string, unknown>) => {
+    const stand = serverless({ custom });
+    stand.service.provider.compiledCloudFormationTemplate.Resources = {
+      ApiGatewayDeployment1: {
+        Type: 'AWS::ApiGateway::Deployment',
+        Properties: { RestApiId: { Ref: 'ApiGatewayRestApi' }, StageName: 'prod' },
+      },
+    };
+    return stand;
+  };
+  const throttle = { rateLimit: 10, burstLimit: 20 };
+
+  it('throttles the routes that spend PayHere’s budget apart, their paths encoded as API Gateway wants', async () => {
+    const stand = withDeployment({
+      apiStage: {
+        throttle,
+        budgetRoutes: {
+          rateLimit: 2,
+          burstLimit: 15,
+          routes: ['GET /gateway/api/subscriptions/{id}/payments'],
+        },
+      },
+    });
+
+    await new ApiStagePlugin(stand).hooks[HOOK]();
+
+    const stage = stand.service.provider.compiledCloudFormationTemplate.Resources.ApiGatewayStage as any;
+    expect(stage.Properties.MethodSettings).toEqual([
+      { ResourcePath: '/*', HttpMethod: '*', ThrottlingRateLimit: 10, ThrottlingBurstLimit: 20 },
+      {
+        ResourcePath: '/~1gateway~1api~1subscriptions~1{id}~1payments',
+        HttpMethod: 'GET',
+        ThrottlingRateLimit: 2,
+        ThrottlingBurstLimit: 15,
+      },
+    ]);
+  });
+
+  it.each([
+    [{ rateLimit: 0, burstLimit: 15, routes: [] }, 'custom.apiStage.budgetRoutes needs rateLimit'],
+    [{ rateLimit: 2, burstLimit: 15, routes: ['/gateway/api/subscriptions'] }, 'must look like'],
+  ])('refuses budget routes %j', async (budgetRoutes, message) => {
+    const stand = withDeployment({ apiStage: { throttle, budgetRoutes } });
+
+    expect(await refusal(new ApiStagePlugin(stand), HOOK)).toContain(message);
+  });
+});

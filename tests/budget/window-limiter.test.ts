@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { RateLimitedError } from '../../../lib/envelope/errors.ts';
-import { SlidingWindowLimiter } from '../../../lib/gateway/rate-limit.ts';
+import { SlidingWindowLimiter } from '../../lib/budget/window-limiter.ts';
+import { RateLimitedError } from '../../lib/envelope/errors.ts';
 
 const T0 = Date.UTC(2024, 5, 1, 4, 30, 0);
 
@@ -204,5 +204,43 @@ describe('SlidingWindowLimiter', () => {
     expect(Math.max(...started)).toBeLessThanOrEqual(T0 + 2_500);
     expect(refused).toHaveLength(5);
     for (const reason of refused) expect(reason).toBeInstanceOf(RateLimitedError);
+  });
+
+  it('keeps the reserved share for money calls and tokens: reads wait for the unreserved slots only', async () => {
+    // Prepare
+    const time = steppingClock();
+    const limiter = new SlidingWindowLimiter({
+      limit: 4,
+      windowMs: 10_000,
+      reserved: 1,
+      now: time.now,
+      sleep: time.sleep,
+    });
+    for (let i = 0; i < 3; i++) await limiter.acquire(0, 'read');
+
+    // Act
+    const read = await limiter.acquire(5_000, 'read').catch((e: unknown) => e);
+    await limiter.acquire(0, 'money');
+    const token = await limiter.acquire(5_000, 'token').catch((e: unknown) => e);
+
+    // Assess
+    expect(read).toBeInstanceOf(RateLimitedError);
+    expect(token).toBeInstanceOf(RateLimitedError);
+    expect(time.sleeps).toEqual([]);
+  });
+
+  it('starts nothing while paused after a 429, and refuses callers that cannot wait for the pause to end', async () => {
+    // Prepare
+    const time = steppingClock();
+    const limiter = limiterOn(time, 20);
+    limiter.pause(T0 + 4_000);
+
+    // Act
+    const hurried = await limiter.acquire(1_000).catch((e: unknown) => e);
+    await limiter.acquire(5_000);
+
+    // Assess
+    expect((hurried as RateLimitedError).headers['Retry-After']).toBe('4');
+    expect(time.now()).toBe(T0 + 4_000);
   });
 });

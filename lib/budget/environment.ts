@@ -1,0 +1,31 @@
+import { ConfigError, type Env, required } from '../config/config.ts';
+import { dynamoDbClient, loadDynamoDbConfig } from '../config/dynamodb.ts';
+import { SharedStateTable } from './state-table.ts';
+
+/**
+ * How long one request to the shared table may take before the table counts as unreachable and
+ * the container falls back to its own share: the budget must never cost a caller seconds.
+ * DynamoDB answers in milliseconds; STATE_TABLE_TIMEOUT_MS changes it (a loaded test machine).
+ */
+export const STATE_TABLE_TIMEOUT_MS = 500;
+
+function timeoutMs(env: Env): number {
+  const value = env.STATE_TABLE_TIMEOUT_MS?.trim();
+  if (!value) return STATE_TABLE_TIMEOUT_MS;
+  if (!/^\d+$/.test(value) || Number(value) < 1) {
+    throw new ConfigError(
+      'Invalid configuration: STATE_TABLE_TIMEOUT_MS must be a whole number of milliseconds.',
+    );
+  }
+  return Number(value);
+}
+
+/** The deployment's shared budget and token (STATE_TABLE); every function that calls PayHere needs it. */
+export function sharedStateFromEnvironment(env: Env = process.env): SharedStateTable {
+  const table = required(env, 'STATE_TABLE');
+  return new SharedStateTable({
+    client: dynamoDbClient(loadDynamoDbConfig(env)),
+    table,
+    timeoutMs: timeoutMs(env),
+  });
+}

@@ -1,0 +1,226 @@
+import {
+  type AttributeValue,
+  type DynamoDBClient,
+  GetItemCommand,
+  PutItemCommand,
+  UpdateItemCommand,
+} from '@aws-sdk/client-dynamodb';
+
+/**
+ * What every container shares about PayHere (SPEC.md "PayHere's budget"), in a DynamoDB table of
+ * its own keyed by `pk`: the budget's slots and pause (item `budget`) and the access token (item
+ * `token`). Everything here can be rebuilt, so the table has no backups; every change is a named
+ * conditional write, so concurrent containers agree without locks.
+ */
+
+/** The budget as the table holds it: when each slot may last have been seen by PayHere, and the pause. */
+export interface BudgetSnapshot {
+  /** Slot index → epoch ms by which the slot's last request certainly arrived (or was abandoned). */
+  busyUntil: Map<number, number>;
+  /** Epoch ms until which nobody sends (PayHere answered 429); 0 when not paused. */
+  pausedUntil: number;
+}
+
+/** The shared access token, as one container stored it. */
+export interface SharedToken {
+  value: string;
+  /** Epoch ms when PayHere stops accepting it. */
+  expiresAt: number;
+  /** Epoch ms from which one container may fetch the next one. */
+  refreshAt: number;
+}
+
+export interface StateTableOptions {
+  client: DynamoDBClient;
+  table: string;
+  /** Each request to the table is abandoned after this long (ms): a slow table counts as down. */
+  timeoutMs: number;
+}
+
+const BUDGET_KEY = { pk: { S: 'budget' } };
+const TOKEN_KEY = { pk: { S: 'token' } };
+/** Items expire a day after their last write; a table left alone empties itself (TTL). */
+const TTL_SECONDS = 86_400;
+
+const number = (value: number): AttributeValue => ({ N: String(Math.round(value)) });
+const expiry = (now: number) => number(Math.floor(now / 1000) + TTL_SECONDS);
+
+export class SharedStateTable {
+  readonly #client: DynamoDBClient;
+  readonly #table: string;
+  readonly #timeoutMs: number;
+
+  constructor(options: StateTableOptions) {
+    this.#client = options.client;
+    this.#table = options.table;
+    this.#timeoutMs = options.timeoutMs;
+  }
+
+  /** The budget item, read consistently (a missing item is an untouched budget). */
+  async readBudget(): Promise<BudgetSnapshot> {
+    const { Item } = await this.#client.send(
+      new GetItemCommand({ TableName: this.#table, Key: BUDGET_KEY, ConsistentRead: true }),
+      { abortSignal: AbortSignal.timeout(this.#timeoutMs) },
+    );
+    const busyUntil = new Map<number, number>();
+    for (const [name, value] of Object.entries(Item ?? {})) {
+      const slot = /^s(\d+)$/.exec(name);
+      if (slot && value.N !== undefined) busyUntil.set(Number(slot[1]), Number(value.N));
+    }
+    return { busyUntil, pausedUntil: Number(Item?.pausedUntil?.N ?? 0) };
+  }
+
+  /**
+   * Take `slot` until `busyUntil` if its last request arrived by `freeBefore` and no pause runs at
+   * `now`. False when another container was first (or a pause began): read the budget again.
+   */
+  takeSlot(slot: number, busyUntil: number, freeBefore: number, now: number): Promise<boolean> {
+    return this.#conditional(
+      new UpdateItemCommand({
+        TableName: this.#table,
+        Key: BUDGET_KEY,
+        UpdateExpression: 'SET #slot = :busyUntil, expiresAt = :expiresAt',
+        ConditionExpression:
+          '(attribute_not_exists(#slot) OR #slot <= :freeBefore) AND (attribute_not_exists(pausedUntil) OR pausedUntil <= :now)',
+        ExpressionAttributeNames: { '#slot': `s${slot}` },
+        ExpressionAttributeValues: {
+          ':busyUntil': number(busyUntil),
+          ':freeBefore': number(freeBefore),
+          ':now': number(now),
+          ':expiresAt': expiry(now),
+        },
+      }),
+    );
+  }
+
+  /**
+   * The request on `slot` got its answer (or never left) by `doneAt`: the slot frees a window after
+   * that instead of a window after its deadline. Only while the slot is still the one `takeSlot` set.
+   */
+  releaseSlot(slot: number, busyUntil: number, doneAt: number): Promise<boolean> {
+    return this.#conditional(
+      new UpdateItemCommand({
+        TableName: this.#table,
+        Key: BUDGET_KEY,
+        UpdateExpression: 'SET #slot = :doneAt',
+        ConditionExpression: '#slot = :busyUntil',
+        ExpressionAttributeNames: { '#slot': `s${slot}` },
+        ExpressionAttributeValues: { ':busyUntil': number(busyUntil), ':doneAt': number(doneAt) },
+      }),
+    );
+  }
+
+  /** Nobody sends before `until` (PayHere answered 429); a longer pause already set is kept. */
+  async pause(until: number, now: number): Promise<void> {
+    await this.#conditional(
+      new UpdateItemCommand({
+        TableName: this.#table,
+        Key: BUDGET_KEY,
+        UpdateExpression: 'SET pausedUntil = :until, expiresAt = :expiresAt',
+        ConditionExpression: 'attribute_not_exists(pausedUntil) OR pausedUntil < :until',
+        ExpressionAttributeValues: { ':until': number(until), ':expiresAt': expiry(now) },
+      }),
+    );
+  }
+
+  /** The shared token, if any container stored one. */
+  async readToken(): Promise<(SharedToken & { leasedUntil: number }) | undefined> {
+    const { Item } = await this.#client.send(
+      new GetItemCommand({ TableName: this.#table, Key: TOKEN_KEY, ConsistentRead: true }),
+      { abortSignal: AbortSignal.timeout(this.#timeoutMs) },
+    );
+    if (!Item) return undefined;
+    const leasedUntil = Number(Item.leasedUntil?.N ?? 0);
+    if (Item.value?.S === undefined) return { value: '', expiresAt: 0, refreshAt: 0, leasedUntil };
+    return {
+      value: Item.value.S,
+      expiresAt: Number(Item.tokenExpiresAt?.N ?? 0),
+      refreshAt: Number(Item.refreshAt?.N ?? 0),
+      leasedUntil,
+    };
+  }
+
+  /**
+   * The right to fetch the next token, for `owner` until `until`, unless another container holds
+   * it or the stored token is not due. One container asks PayHere; the others keep using the current token or wait for its result.
+   */
+  leaseToken(owner: string, until: number, now: number): Promise<boolean> {
+    return this.#conditional(
+      new UpdateItemCommand({
+        TableName: this.#table,
+        Key: TOKEN_KEY,
+        UpdateExpression: 'SET leaseOwner = :owner, leasedUntil = :until, expiresAt = :expiresAt',
+        // And only while the token is missing or due: a container that read the item before
+        // another stored a fresh token must not fetch yet another.
+        ConditionExpression:
+          '(attribute_not_exists(leasedUntil) OR leasedUntil <= :now) AND (attribute_not_exists(refreshAt) OR refreshAt <= :now)',
+        ExpressionAttributeValues: {
+          ':owner': { S: owner },
+          ':until': number(until),
+          ':now': number(now),
+          ':expiresAt': expiry(now),
+        },
+      }),
+    );
+  }
+
+  /** Store the token `owner` fetched and end its lease; only while it still holds the lease. */
+  storeToken(owner: string, token: SharedToken, now: number): Promise<boolean> {
+    return this.#conditional(
+      new PutItemCommand({
+        TableName: this.#table,
+        Item: {
+          ...TOKEN_KEY,
+          value: { S: token.value },
+          tokenExpiresAt: number(token.expiresAt),
+          refreshAt: number(token.refreshAt),
+          expiresAt: expiry(now),
+        },
+        ConditionExpression: 'leaseOwner = :owner',
+        ExpressionAttributeValues: { ':owner': { S: owner } },
+      }),
+    );
+  }
+
+  /** Give the lease back without a token (the fetch failed): the next container may try at once. */
+  async endLease(owner: string): Promise<void> {
+    await this.#conditional(
+      new UpdateItemCommand({
+        TableName: this.#table,
+        Key: TOKEN_KEY,
+        UpdateExpression: 'REMOVE leaseOwner, leasedUntil',
+        ConditionExpression: 'leaseOwner = :owner',
+        ExpressionAttributeValues: { ':owner': { S: owner } },
+      }),
+    );
+  }
+
+  /**
+   * PayHere rejected `value`: forget it, but only if it is still the current token (no newer one
+   * replaced it). A lease running meanwhile is kept.
+   */
+  dropToken(value: string): Promise<boolean> {
+    return this.#conditional(
+      new UpdateItemCommand({
+        TableName: this.#table,
+        Key: TOKEN_KEY,
+        UpdateExpression: 'REMOVE #value, tokenExpiresAt, refreshAt',
+        ConditionExpression: '#value = :value',
+        ExpressionAttributeNames: { '#value': 'value' },
+        ExpressionAttributeValues: { ':value': { S: value } },
+      }),
+    );
+  }
+
+  /** False when the condition failed; any other failure (timeout, throttling, no table) throws. */
+  async #conditional(command: UpdateItemCommand | PutItemCommand): Promise<boolean> {
+    try {
+      // biome-ignore lint/suspicious/noExplicitAny: the SDK's send is overloaded per command type.
+      await this.#client.send(command as any, { abortSignal: AbortSignal.timeout(this.#timeoutMs) });
+      return true;
+    } catch (error) {
+      if ((error as { name?: unknown } | null)?.name === 'ConditionalCheckFailedException') return false;
+      throw error;
+    }
+  }
+}

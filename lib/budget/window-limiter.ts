@@ -1,0 +1,86 @@
+import { RateLimitedError } from '../envelope/errors.ts';
+import { countMetric, timeMetric } from '../log/metrics.ts';
+
+/**
+ * What a call to PayHere is, for the budget: money calls (charge, capture, refund, retry, cancel)
+ * and token requests may use the reserved share, reads may not.
+ */
+export type CallKind = 'read' | 'money' | 'token';
+
+export interface RateLimitOptions {
+  limit: number;
+  windowMs: number;
+  /** Slots of the window that only money calls and token requests may take (0 by default). */
+  reserved?: number;
+  now?: () => number;
+  sleep?: (ms: number) => Promise<void>;
+}
+
+export const defaultSleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
+
+/** The refusal when no slot frees in time: 429 `rate_limited`, Retry-After in whole seconds (at least 1). */
+export function budgetRefused(waitMs: number): RateLimitedError {
+  countMetric('BudgetRefused');
+  return new RateLimitedError(
+    'Too many requests to the payment gateway right now; retry after a few seconds.',
+    Math.max(1, Math.ceil(waitMs / 1000)),
+  );
+}
+
+/** A call got its slot after waiting: counted and timed. */
+export function budgetWaited(waitedMs: number): void {
+  if (waitedMs <= 0) return;
+  countMetric('BudgetWait');
+  timeMetric('BudgetWaitTime', waitedMs);
+}
+
+/**
+ * PayHere allows 20 requests per 10 seconds per merchant. This sliding window keeps one container
+ * under a limit of its own (the fallback share when the shared budget cannot be reached): past the
+ * limit a call waits for a slot when its deadline allows, else fails fast.
+ */
+export class SlidingWindowLimiter {
+  readonly #limit: number;
+  readonly #reserved: number;
+  readonly #windowMs: number;
+  readonly #now: () => number;
+  readonly #sleep: (ms: number) => Promise<void>;
+  /** Start times of the calls in the current window, oldest first. */
+  readonly #starts: number[] = [];
+  #pausedUntil = 0;
+
+  constructor(options: RateLimitOptions) {
+    this.#limit = options.limit;
+    this.#reserved = Math.min(options.reserved ?? 0, options.limit - 1);
+    this.#windowMs = options.windowMs;
+    this.#now = options.now ?? Date.now;
+    this.#sleep = options.sleep ?? defaultSleep;
+  }
+
+  /** Take a slot, waiting at most `maxWaitMs` for one; a read leaves the reserved share alone. */
+  async acquire(maxWaitMs: number, kind: CallKind = 'money'): Promise<void> {
+    const askedAt = this.#now();
+    const giveUpAt = askedAt + maxWaitMs;
+    const limit = kind === 'read' ? this.#limit - this.#reserved : this.#limit;
+    for (;;) {
+      const now = this.#now();
+      while (this.#starts.length > 0 && this.#starts[0]! <= now - this.#windowMs) this.#starts.shift();
+      if (now >= this.#pausedUntil && this.#starts.length < limit) {
+        this.#starts.push(now);
+        budgetWaited(now - askedAt);
+        return;
+      }
+      // The slot a read may take frees when the start `limit` places from the newest leaves.
+      const slotFreeAt =
+        this.#starts.length < limit ? now : this.#starts[this.#starts.length - limit]! + this.#windowMs;
+      const freeAt = Math.max(slotFreeAt, this.#pausedUntil);
+      if (freeAt >= giveUpAt) throw budgetRefused(freeAt - now);
+      await this.#sleep(freeAt - now);
+    }
+  }
+
+  /** PayHere answered 429: nothing starts before `until` (epoch ms on this limiter's clock). */
+  pause(until: number): void {
+    this.#pausedUntil = Math.max(this.#pausedUntil, until);
+  }
+}

@@ -1,0 +1,201 @@
+import { type ChildProcess, spawn } from 'node:child_process';
+import path from 'node:path';
+import { createInterface } from 'node:readline';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { SANDBOX_CREDENTIALS, type Sandbox, startSandbox } from '../../sandbox/server.ts';
+import type { RouteName } from '../helpers/routes.ts';
+import type { Command, Result } from './container-process.ts';
+
+/**
+ * Eight processes, each a container of one function (reads and charges), against one sandbox and
+ * one dynalite: the budget holds for all of them together, counted where the sandbox counts
+ * arrivals. PayHere's window is shortened to 2 s (20 per 2 s) to keep the test short; the
+ * sandbox enforces the same limit, as PayHere would.
+ */
+const LIMIT = 20;
+const WINDOW_MS = 2_000;
+
+/** The most arrivals in any half-open window [t, t + windowMs). */
+function busiestWindow(times: number[], windowMs: number): number {
+  const sorted = [...times].sort((a, b) => a - b);
+  let busiest = 0;
+  for (let i = 0, j = 0; i < sorted.length; i++) {
+    while (sorted[i]! - sorted[j]! >= windowMs) j++;
+    busiest = Math.max(busiest, i - j + 1);
+  }
+  return busiest;
+}
+
+interface Container {
+  route: RouteName;
+  process: ChildProcess;
+  /** Warnings the service logged (the fallback to its own share among them). */
+  warnings: string[];
+  send(command: Command): Promise<Result[]>;
+}
+
+const READS: RouteName[] = [
+  'listSubscriptions',
+  'listSubscriptions',
+  'getSubscription',
+  'subscriptionPayments',
+  'subscriptionPayments',
+  'retrievePayments',
+];
+const MONEY: RouteName[] = ['charge', 'charge'];
+
+async function startContainer(route: RouteName, env: NodeJS.ProcessEnv): Promise<Container> {
+  const child = spawn(process.execPath, [path.join(import.meta.dirname, 'container-process.ts'), route], {
+    env,
+    stdio: ['pipe', 'pipe', 'pipe'],
+  });
+  const warnings: string[] = [];
+  createInterface({ input: child.stderr! }).on('line', (line) => warnings.push(line));
+  const waiting: Array<(line: { ready?: string; done?: Result[] }) => void> = [];
+  createInterface({ input: child.stdout! }).on('line', (line) => {
+    if (line.startsWith('@@')) waiting.shift()?.(JSON.parse(line.slice(2)));
+  });
+  const next = () => new Promise<{ ready?: string; done?: Result[] }>((resolve) => waiting.push(resolve));
+  const exited = new Promise<never>((_, reject) =>
+    child.once('exit', (code) =>
+      reject(new Error(`${route} container exited (${code}): ${warnings.join('\n')}`)),
+    ),
+  );
+  await Promise.race([next(), exited]);
+  return {
+    route,
+    process: child,
+    warnings,
+    async send(command) {
+      const answer = next();
+      child.stdin!.write(`${JSON.stringify(command)}\n`);
+      return (await Promise.race([answer, exited])).done!;
+    },
+  };
+}
+
+let sandbox: Sandbox;
+let containers: Container[] = [];
+
+beforeAll(async () => {
+  sandbox = await startSandbox({ rateLimit: { limit: LIMIT, windowMs: WINDOW_MS } });
+  const env = {
+    ...process.env,
+    GATEWAY_BASE_URL: sandbox.url,
+    GATEWAY_APP_ID: SANDBOX_CREDENTIALS.appId,
+    GATEWAY_APP_SECRET: SANDBOX_CREDENTIALS.appSecret,
+    GATEWAY_MERCHANT_ID: SANDBOX_CREDENTIALS.merchantId,
+    GATEWAY_MERCHANT_SECRET: SANDBOX_CREDENTIALS.merchantSecret,
+    GATEWAY_RATE_LIMIT: `${LIMIT}/${WINDOW_MS}`,
+    // Eight processes and dynalite share two cores here: a table answering in a second is slow, not down.
+    STATE_TABLE_TIMEOUT_MS: '3000',
+    LOG_LEVEL: 'warn',
+    POWERTOOLS_METRICS_DISABLED: 'true',
+  };
+  containers = await Promise.all([...READS, ...MONEY].map((route) => startContainer(route, env)));
+}, 60_000);
+
+afterAll(async () => {
+  for (const container of containers) container.process.kill();
+  await sandbox?.close();
+});
+
+/** Every container runs its command at once; the answers, all together. */
+async function everyone(read: Command, money: Command): Promise<Result[]> {
+  const answers = await Promise.all(
+    containers.map((container) => container.send(container.route === 'charge' ? money : read)),
+  );
+  return answers.flat();
+}
+
+function expectAnsweredInTime(results: Result[]): void {
+  for (const result of results) {
+    // Before the Lambda's own timeout, with most of the second kept to answer.
+    expect(result.answeredAt - result.startedAt).toBeLessThan(result.remainingMs - 500);
+  }
+}
+
+const arrivalTimes = () => sandbox.arrivals().map((arrival) => arrival.at);
+
+/** BUDGET_FIGURES=1 prints what each scenario measured. */
+function figures(name: string, results: Result[]): void {
+  if (!process.env.BUDGET_FIGURES) return;
+  const took = results.map((r) => r.answeredAt - r.startedAt);
+  const count = (filter: (r: Result) => boolean) => results.filter(filter).length;
+  console.log(
+    JSON.stringify({
+      name,
+      arrivals: sandbox.arrivals().length,
+      busiestWindow: busiestWindow(arrivalTimes(), WINDOW_MS),
+      reads200: count((r) => r.route !== 'charge' && r.status === 200),
+      reads429: count((r) => r.route !== 'charge' && r.status === 429),
+      charges200: count((r) => r.route === 'charge' && r.status === 200),
+      slowestMs: Math.max(...took),
+    }),
+  );
+}
+
+describe('PayHere’s budget over eight containers of six functions', () => {
+  it('in a burst: never more than the limit in any window, money through while reads are refused', async () => {
+    // Reads: a Lambda with 4 s left (3 s for PayHere); charges: 16 s (5.4 s once the bookkeeping is kept).
+    const results = await everyone(
+      { count: 12, spacingMs: 0, remainingMs: 4_000 },
+      { count: 2, spacingMs: 0, remainingMs: 16_000 },
+    );
+
+    figures('burst', results);
+    const reads = results.filter((r) => r.route !== 'charge');
+    const charges = results.filter((r) => r.route === 'charge');
+    expect(results).toHaveLength(6 * 12 + 2 * 2);
+    expectAnsweredInTime(results);
+    expect(charges.map((r) => r.status)).toEqual([200, 200, 200, 200]);
+    const refused = reads.filter((r) => r.status === 429);
+    expect(refused.length).toBeGreaterThan(0);
+    for (const r of refused)
+      expect([r.code, r.retryAfter]).toEqual(['rate_limited', expect.stringMatching(/^\d+$/)]);
+    // The first window's unreserved 15, less what the 4 charges took of it before the reserve.
+    expect(reads.filter((r) => r.status === 200).length).toBeGreaterThanOrEqual(LIMIT - 5 - 4);
+    expect(busiestWindow(arrivalTimes(), WINDOW_MS)).toBeLessThanOrEqual(LIMIT);
+  });
+
+  it('at a steady overload: the limit holds, every caller answers in time, every charge goes through', async () => {
+    // 6 reads per second per read container for 3 s (36/s asked of 10/s), a charge a second per charge container.
+    const results = await everyone(
+      { count: 18, spacingMs: 170, remainingMs: 3_000 },
+      { count: 3, spacingMs: 1_000, remainingMs: 16_000 },
+    );
+
+    figures('steady', results);
+    expectAnsweredInTime(results);
+    expect(results.filter((r) => r.route === 'charge').map((r) => r.status)).toEqual(Array(6).fill(200));
+    expect(results.filter((r) => r.route !== 'charge' && r.status === 429).length).toBeGreaterThan(0);
+    expect(busiestWindow(arrivalTimes(), WINDOW_MS)).toBeLessThanOrEqual(LIMIT);
+  });
+
+  it('pauses every container after a 429 from PayHere until its Retry-After', async () => {
+    sandbox.faults.inject('subscriptionPayments', { kind: 'rateLimited', retryAfterSeconds: 2 });
+    const before = sandbox.arrivals().length;
+
+    const results = await everyone(
+      { count: 10, spacingMs: 300, remainingMs: 6_000 },
+      { count: 2, spacingMs: 1_500, remainingMs: 16_000 },
+    );
+
+    figures('429', results);
+    expectAnsweredInTime(results);
+    const arrivals = sandbox.arrivals().slice(before);
+    const limited = arrivals.find((arrival) => arrival.endpoint === 'subscriptionPayments')!;
+    // Requests that had their slot before the 429 was answered may still land just after it.
+    const duringPause = arrivals.filter((a) => a.at > limited.at + 300 && a.at < limited.at + 1_900);
+    expect(duringPause).toEqual([]);
+    expect(arrivals.some((a) => a.at >= limited.at + 2_000)).toBe(true);
+    expect(busiestWindow(arrivalTimes(), WINDOW_MS)).toBeLessThanOrEqual(LIMIT);
+  });
+
+  it('took one token request for the whole run, and no container fell back to its own share', () => {
+    expect(sandbox.counters().token).toBe(1);
+    for (const container of containers) {
+      expect(container.warnings.filter((line) => line.includes('fallback share'))).toEqual([]);
+    }
+  });
+});

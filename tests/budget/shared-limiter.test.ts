@@ -1,0 +1,324 @@
+import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
+import { SharedLimiter } from '../../lib/budget/limiter.ts';
+import type { SharedStateTable } from '../../lib/budget/state-table.ts';
+import { type CallKind, SlidingWindowLimiter } from '../../lib/budget/window-limiter.ts';
+import { RateLimitedError } from '../../lib/envelope/errors.ts';
+import { countMetric, timeMetric } from '../../lib/log/metrics.ts';
+import { captureLogs } from '../helpers/logs.ts';
+import { freePort } from '../helpers/ports.ts';
+import { freshStateTable, slowRelay } from '../helpers/state-table.ts';
+
+vi.mock('../../lib/log/metrics.ts', async (importOriginal) => ({
+  ...(await importOriginal<typeof import('../../lib/log/metrics.ts')>()),
+  countMetric: vi.fn(),
+  timeMetric: vi.fn(),
+}));
+
+const T0 = Date.UTC(2026, 10, 23, 9, 0, 0);
+const WINDOW = 10_000;
+const MARGIN = 500;
+
+/** A clock whose sleep moves time forward at once: one caller at a time, however many containers. */
+function steppingClock() {
+  let now = T0;
+  const sleeps: number[] = [];
+  return {
+    now: () => now,
+    advance: (ms: number) => {
+      now += ms;
+    },
+    sleeps,
+    sleep: async (ms: number) => {
+      sleeps.push(ms);
+      now += ms;
+    },
+  };
+}
+
+type Clock = ReturnType<typeof steppingClock>;
+
+/** One container's limiter over `table`: 8 per 10 s, 2 of them reserved; its own share 2 per 10 s. */
+function container(
+  table: SharedStateTable,
+  clock: Clock,
+  options: { limit?: number; reserved?: number } = {},
+) {
+  return new SharedLimiter({
+    table,
+    limit: options.limit ?? 8,
+    windowMs: WINDOW,
+    marginMs: MARGIN,
+    reserved: options.reserved ?? 2,
+    fallback: new SlidingWindowLimiter({
+      limit: 2,
+      windowMs: WINDOW,
+      reserved: 1,
+      now: clock.now,
+      sleep: clock.sleep,
+    }),
+    now: clock.now,
+    sleep: clock.sleep,
+    random: () => 0,
+  });
+}
+
+/** The most starts in any half-open window [t, t + windowMs). */
+function busiestWindow(starts: number[], windowMs: number): number {
+  const sorted = [...starts].sort((a, b) => a - b);
+  let busiest = 0;
+  for (let i = 0, j = 0; i < sorted.length; i++) {
+    while (sorted[i]! - sorted[j]! >= windowMs) j++;
+    busiest = Math.max(busiest, i - j + 1);
+  }
+  return busiest;
+}
+
+const counted = (name: string) =>
+  vi.mocked(countMetric).mock.calls.filter(([metric]) => metric === name).length;
+
+beforeEach(() => {
+  vi.mocked(countMetric).mockClear();
+  vi.mocked(timeMetric).mockClear();
+});
+afterEach(() => {
+  vi.unstubAllEnvs();
+});
+
+describe('the shared budget', () => {
+  it('holds for every container together: never more than the limit in any window, each request answered at once', async () => {
+    // Prepare
+    const { table } = await freshStateTable();
+    const clock = steppingClock();
+    const containers = [container(table, clock), container(table, clock), container(table, clock)];
+    const starts: number[] = [];
+
+    // Act: 60 calls round-robin over three containers, each answered 30 ms after it started.
+    for (let i = 0; i < 60; i++) {
+      const permit = await containers[i % 3]!.acquire(i % 5 === 0 ? 'money' : 'read', 120_000);
+      starts.push(clock.now());
+      clock.advance(30);
+      await permit.release();
+    }
+
+    // Assess
+    expect(starts).toHaveLength(60);
+    expect(busiestWindow(starts, WINDOW)).toBeLessThanOrEqual(8);
+    // A slot is used again a window and the margin after its last answer, not sooner.
+    expect(busiestWindow(starts, WINDOW + MARGIN)).toBeLessThanOrEqual(8);
+  });
+
+  it('keeps a slot until the request’s deadline when its answer never came, so a lost request still counts', async () => {
+    // Prepare
+    const { table } = await freshStateTable();
+    const clock = steppingClock();
+    const a = container(table, clock, { limit: 1, reserved: 0 });
+    const b = container(table, clock, { limit: 1, reserved: 0 });
+
+    // Act: a takes the only slot for a call that may last 5 s and never releases it (its container died).
+    await a.acquire('money', 5_000);
+    const refused = await b.acquire('read', WINDOW).catch((error: unknown) => error);
+    await b.acquire('read', 60_000);
+
+    // Assess
+    expect(refused).toBeInstanceOf(RateLimitedError);
+    expect(clock.now()).toBeGreaterThanOrEqual(T0 + 5_000 + WINDOW + MARGIN);
+  });
+
+  it('frees a slot a window and the margin after the answer came', async () => {
+    // Prepare
+    const { table } = await freshStateTable();
+    const clock = steppingClock();
+    const a = container(table, clock, { limit: 1, reserved: 0 });
+    const b = container(table, clock, { limit: 1, reserved: 0 });
+    const permit = await a.acquire('read', 20_000);
+    clock.advance(200);
+    await permit.release();
+
+    // Act
+    await b.acquire('read', 20_000);
+
+    // Assess
+    expect(clock.now()).toBe(T0 + 200 + WINDOW + MARGIN);
+    expect(counted('BudgetWait')).toBe(1);
+    expect(vi.mocked(timeMetric)).toHaveBeenCalledWith('BudgetWaitTime', WINDOW + MARGIN);
+  });
+
+  it('keeps a reserved share for money calls and tokens that reads cannot take', async () => {
+    // Prepare
+    const { table } = await freshStateTable();
+    const clock = steppingClock();
+    const reads = container(table, clock);
+    const money = container(table, clock);
+    for (let i = 0; i < 6; i++) await (await reads.acquire('read', 0)).release();
+
+    // Act
+    const seventhRead = await reads.acquire('read', 5_000).catch((error: unknown) => error);
+    const charge = await money.acquire('money', 0).then(() => 'sent');
+    const token = await money.acquire('token', 0).then(() => 'sent');
+    const thirdMoney = await money.acquire('money', 5_000).catch((error: unknown) => error);
+
+    // Assess
+    expect(seventhRead).toBeInstanceOf(RateLimitedError);
+    expect((seventhRead as RateLimitedError).headers['Retry-After']).toBe('11');
+    expect([charge, token]).toEqual(['sent', 'sent']);
+    expect(thirdMoney).toBeInstanceOf(RateLimitedError);
+    expect(clock.sleeps).toEqual([]);
+    expect(counted('BudgetRefused')).toBe(2);
+  });
+
+  it('lets money calls take the shared part first, so the reserve stays for later money', async () => {
+    // Prepare
+    const { table } = await freshStateTable();
+    const clock = steppingClock();
+    const limiter = container(table, clock);
+
+    // Act
+    for (let i = 0; i < 6; i++) await limiter.acquire('money', 0);
+    const read = await limiter.acquire('read', 0).catch((error: unknown) => error);
+    for (let i = 0; i < 2; i++) await limiter.acquire('money', 0);
+
+    // Assess
+    expect(read).toBeInstanceOf(RateLimitedError);
+    await expect(limiter.acquire('money', 0)).rejects.toBeInstanceOf(RateLimitedError);
+  });
+
+  it('answers 429 rate_limited with Retry-After at once when no slot frees before the deadline', async () => {
+    // Prepare
+    const { table } = await freshStateTable();
+    const clock = steppingClock();
+    const limiter = container(table, clock, { limit: 2, reserved: 0 });
+    await limiter.acquire('read', 0);
+    clock.advance(3_000);
+    await limiter.acquire('read', 0);
+
+    // Act
+    const error = await limiter.acquire('read', 2_000).catch((e: unknown) => e);
+
+    // Assess
+    expect(error).toBeInstanceOf(RateLimitedError);
+    const limited = error as RateLimitedError;
+    expect([limited.httpStatus, limited.code]).toEqual([429, 'rate_limited']);
+    // The first slot is busy until its deadline (T0) and frees a window and the margin later.
+    expect(limited.headers['Retry-After']).toBe(String(Math.ceil((WINDOW + MARGIN - 3_000) / 1000)));
+    expect(clock.sleeps).toEqual([]);
+  });
+
+  it('pauses every container after a 429 from PayHere', async () => {
+    // Prepare
+    const { table } = await freshStateTable();
+    const clock = steppingClock();
+    const [a, b] = [container(table, clock), container(table, clock)];
+    await a.acquire('read', 0);
+
+    // Act
+    await a.pause(3_000);
+    const refused = await b.acquire('money', 1_000).catch((error: unknown) => error);
+    await b.acquire('read', 5_000);
+
+    // Assess
+    expect((refused as RateLimitedError).headers['Retry-After']).toBe('3');
+    expect(clock.now()).toBeGreaterThanOrEqual(T0 + 3_000);
+    expect(clock.now()).toBeLessThan(T0 + 3_100);
+  });
+});
+
+describe('when the shared table cannot be reached', () => {
+  const fallbackLog = (lines: { message: string }[]) =>
+    lines.filter((line) => line.message.includes('fallback share'));
+
+  it('each container falls back to its own small share, logs it once and counts every call it serves', async () => {
+    // Prepare: a table on a port where nothing listens.
+    const { table } = await freshStateTable({
+      endpoint: `http://127.0.0.1:${await freePort()}`,
+      timeoutMs: 300,
+    });
+    const clock = steppingClock();
+    const limiter = container(table, clock);
+    const lines = captureLogs('warn');
+
+    // Act
+    await limiter.acquire('read', 0);
+    const secondRead = await limiter.acquire('read', 1_000).catch((error: unknown) => error);
+    await limiter.acquire('money', 0);
+    const thirdCall = await limiter.acquire('money', 1_000).catch((error: unknown) => error);
+
+    // Assess
+    expect(secondRead).toBeInstanceOf(RateLimitedError);
+    expect(thirdCall).toBeInstanceOf(RateLimitedError);
+    expect(counted('BudgetFallback')).toBe(2);
+    expect(fallbackLog(lines)).toHaveLength(1);
+    expect(fallbackLog(lines)[0]).toMatchObject({ level: 'warn' });
+  });
+
+  it('gives up on a slow table after its timeout, serves from the share, and goes back to the table a window later', async () => {
+    // Prepare
+    const relay = await slowRelay(2_000);
+    try {
+      const { table } = await freshStateTable({ endpoint: relay.endpoint, timeoutMs: 300 });
+      const clock = steppingClock();
+      const limiter = container(table, clock);
+      captureLogs('warn');
+
+      // Act
+      const started = performance.now();
+      await limiter.acquire('read', 5_000);
+      const tookMs = performance.now() - started;
+      relay.slow = false;
+      await limiter.acquire('read', 0).catch(() => undefined); // still on its share: refused or served
+      clock.advance(WINDOW);
+      const fallbacksBefore = counted('BudgetFallback');
+      for (let i = 0; i < 5; i++) await limiter.acquire('read', 0);
+
+      // Assess
+      expect(tookMs).toBeLessThan(1_500);
+      expect(fallbacksBefore).toBeGreaterThanOrEqual(1);
+      expect(counted('BudgetFallback')).toBe(fallbacksBefore);
+    } finally {
+      await relay.close();
+    }
+  });
+
+  it('keeps within the shared limit plus one container’s share when the table fails mid-way', async () => {
+    // Prepare: the table works for the first 4 requests to it, then fails.
+    const { table } = await freshStateTable();
+    let requests = 0;
+    const failing = new Proxy(table, {
+      get(target, property) {
+        const value = Reflect.get(target, property) as unknown;
+        if (typeof value !== 'function') return value;
+        return (...args: unknown[]) => {
+          if (++requests > 4)
+            return Promise.reject(Object.assign(new Error('table down'), { name: 'InternalServerError' }));
+          return (value as (...a: unknown[]) => unknown).apply(target, args);
+        };
+      },
+    });
+    const clock = steppingClock();
+    const limiter = container(failing, clock);
+    captureLogs('warn');
+    const starts: number[] = [];
+
+    // Act: a steady 1 call per 500 ms for 30 s, each given 400 ms to get a slot.
+    const outcomes: string[] = [];
+    for (let i = 0; i < 60; i++) {
+      const kind: CallKind = i % 4 === 0 ? 'money' : 'read';
+      try {
+        const permit = await limiter.acquire(kind, 400);
+        starts.push(clock.now());
+        outcomes.push('sent');
+        await permit.release();
+      } catch (error) {
+        expect(error).toBeInstanceOf(RateLimitedError);
+        outcomes.push('refused');
+      }
+      clock.advance(500);
+    }
+
+    // Assess: a few calls on the table, then 2 per window from the share; every caller answered.
+    expect(outcomes).toHaveLength(60);
+    expect(outcomes.filter((o) => o === 'sent').length).toBeGreaterThan(6);
+    const afterFailure = starts.filter((start) => start > starts[1]!);
+    expect(busiestWindow(afterFailure, WINDOW)).toBeLessThanOrEqual(2);
+    expect(counted('BudgetFallback')).toBe(afterFailure.length);
+  });
+});
