@@ -10,10 +10,11 @@ import {
   type UpdateItemCommandInput,
 } from '@aws-sdk/client-dynamodb';
 import { Pool } from 'undici';
+import { SharedStateTable } from '../lib/budget/state-table.ts';
 import { SANDBOX_CREDENTIALS } from '../sandbox/server.ts';
 import { type GatewayRouteName, IDEMPOTENT_ROUTES } from '../tests/helpers/routes.ts';
 import { OUT, ROOT } from './build.ts';
-import type { BenchEnvironment, Prepared, UpstreamCall } from './environment.ts';
+import { type BenchEnvironment, FLOOR_STATE_TABLE, type Prepared, type UpstreamCall } from './environment.ts';
 
 const run = promisify(execFile);
 const CHILD = path.join(ROOT, 'bench', 'warm-child.ts');
@@ -213,6 +214,27 @@ export function bareFloor(plan: Pick<WarmPlan, 'sandboxUrl' | 'dynamodbEndpoint'
   const pool = new Pool(plan.sandboxUrl, { connections: 4 });
   const dynamodb = new DynamoDBClient({ endpoint: plan.dynamodbEndpoint, region: 'ap-south-1' });
   let token: Promise<string> | undefined;
+  /**
+   * PayHere's budget is shared through a DynamoDB item (lib/budget/): every call to PayHere takes a
+   * slot with one conditional write and frees it with another. The floor sends the same two
+   * writes through the same table code, on an item of its own of the same size (one attribute per
+   * slot, every slot used in turn), so the table's time is on both sides and the difference is
+   * the limiter's own work.
+   */
+  const budget = new SharedStateTable({ client: dynamodb, table: FLOOR_STATE_TABLE, timeoutMs: 500 });
+  const slots = Number(process.env.GATEWAY_RATE_LIMIT?.split('/')[0]);
+  let nextSlot = 0;
+
+  async function withSlot<T>(call: () => Promise<T>): Promise<T> {
+    const slot = nextSlot++ % slots;
+    const now = Date.now();
+    const busyUntil = now + 25_000;
+    if (!(await budget.takeSlot(slot, busyUntil, now, now)))
+      throw new Error(`floor: budget slot ${slot} busy`);
+    const result = await call();
+    await budget.releaseSlot(slot, busyUntil, Date.now());
+    return result;
+  }
 
   async function accessToken(): Promise<string> {
     const basic = Buffer.from(`${SANDBOX_CREDENTIALS.appId}:${SANDBOX_CREDENTIALS.appSecret}`).toString(
@@ -283,16 +305,19 @@ export function bareFloor(plan: Pick<WarmPlan, 'sandboxUrl' | 'dynamodbEndpoint'
 
   async function exchange(call: UpstreamCall): Promise<string> {
     token ??= accessToken();
-    const response = await pool.request({
-      method: call.method,
-      path: call.path,
-      headers: {
-        authorization: `Bearer ${await token}`,
-        ...(call.body === undefined ? {} : { 'content-type': 'application/json' }),
-      },
-      body: call.body ?? null,
+    const authorization = `Bearer ${await token}`;
+    return withSlot(async () => {
+      const response = await pool.request({
+        method: call.method,
+        path: call.path,
+        headers: {
+          authorization,
+          ...(call.body === undefined ? {} : { 'content-type': 'application/json' }),
+        },
+        body: call.body ?? null,
+      });
+      return response.body.text();
     });
-    return response.body.text();
   }
 
   return {
