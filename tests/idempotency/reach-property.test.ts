@@ -126,24 +126,26 @@ function faultyTable() {
 describe('a charge repeated with one key through every kind of fault', () => {
   it('is never sent again once it may have reached PayHere, and never left unknown when it provably did not', async () => {
     const config = loadConfig(process.env);
-    const payhere = createPayHere(config);
     const nothingListening = createPayHere({
       ...config,
       gatewayBaseUrl: `http://127.0.0.1:${await freePort()}`,
     });
     const limiterFull = createPayHere({ ...config, rateLimit: { limit: 2, windowMs: 60_000 } });
     await limiterFull.listSubscriptions(Date.now() + 5_000); // its token and one call: full for a minute
-    const clients: Record<Path, PayHere> = {
-      gateway: payhere,
-      nothingListening,
-      limiterFull,
-      deadlinePassed: payhere,
-    };
     let scenarios = 0;
 
     await fc.assert(
       fc.asyncProperty(fc.array(attempt, { minLength: 1, maxLength: 3 }), async (attempts) => {
         scenarios++;
+        // A client of its own per scenario, as a fresh container: a 429's pause or a dropped token
+        // of one scenario must not decide the next (and a counterexample replays on its own).
+        const payhere = createPayHere(config);
+        const clients: Record<Path, PayHere> = {
+          gateway: payhere,
+          nothingListening,
+          limiterFull,
+          deadlinePassed: payhere,
+        };
         const clock = manualClock();
         const table = faultyTable();
         const store = testStore(clock.now, table.client);
@@ -154,7 +156,7 @@ describe('a charge repeated with one key through every kind of fault', () => {
           store,
           reconcile: async (request: ReturnType<typeof validRequest<typeof body>>, startedAt: number) => {
             const window = { sentAt: startedAt, until: startedAt + 20_000 };
-            const { msg, data } = await payhere.reconcileCharge(request.body, window, Date.now() + 400);
+            const { msg, data } = await payhere.reconcileCharge(request.body, window, Date.now() + 2_000);
             return paymentOutcomeResponse(data, msg, [2]);
           },
         };
@@ -173,7 +175,11 @@ describe('a charge repeated with one key through every kind of fault', () => {
           request.context = lambdaContext(2_000);
           await runIdempotent(options, key, request, async () => {
             // A deadline already passed: what a slow secret, table or limiter leaves of a request's time.
-            const deadline = step.path === 'deadlinePassed' ? Date.now() - 1 : Date.now() + 500;
+            // An answer must come back before the charge's own deadline to prove it was refused, so
+            // the answered faults get a deadline no loaded test machine misses; a hang, or nothing
+            // listening, waits it out (or backs off until it), so theirs is short.
+            const timeMs = step.path === 'gateway' && step.gateway !== 'hang' ? 3_000 : 500;
+            const deadline = step.path === 'deadlinePassed' ? Date.now() - 1 : Date.now() + timeMs;
             const { msg, data } = await clients[step.path].charge(request.body, deadline);
             return paymentOutcomeResponse(data, msg, [2]);
           }).catch(errorResponse);
