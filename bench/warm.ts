@@ -216,8 +216,8 @@ export function bareFloor(plan: Pick<WarmPlan, 'sandboxUrl' | 'dynamodbEndpoint'
   let token: Promise<string> | undefined;
   /**
    * PayHere's budget is shared through a DynamoDB item (lib/budget/): every call to PayHere takes a
-   * slot with one conditional write and frees it with another. The floor sends the same two
-   * writes through the same table code, on an item of its own of the same size (one attribute per
+   * slot with one conditional write and, once answered, frees it with another. The floor sends the
+   * same two writes through the same table code, on an item of its own of the same size (one attribute per
    * slot, every slot used in turn), so the table's time is on both sides and the difference is
    * the limiter's own work.
    */
@@ -232,7 +232,8 @@ export function bareFloor(plan: Pick<WarmPlan, 'sandboxUrl' | 'dynamodbEndpoint'
     if (!(await budget.takeSlot(slot, busyUntil, now, now)))
       throw new Error(`floor: budget slot ${slot} busy`);
     const result = await call();
-    await budget.releaseSlot(slot, busyUntil, Date.now());
+    // Freed after the answer, off its path, as lib/gateway/client.ts frees it.
+    void budget.releaseSlot(slot, busyUntil, Date.now());
     return result;
   }
 

@@ -174,7 +174,7 @@ export class GatewayClient {
     } catch (error) {
       return { unusable: transportFailure(error) };
     } finally {
-      await permit.release();
+      releaseLater(permit);
     }
     await this.#pauseOn429(response);
     return interpretAnswer(response, call.allowNotFound === true);
@@ -209,7 +209,7 @@ export class GatewayClient {
           body: 'grant_type=client_credentials',
           deadline,
         });
-        await permit.release();
+        releaseLater(permit);
         await this.#pauseOn429(response);
         if (response.status === 400 || response.status === 401 || response.status === 403) return undefined;
         const token = response.status === 200 ? TokenAnswer.safeParse(parseJson(response.body)) : undefined;
@@ -217,12 +217,22 @@ export class GatewayClient {
           return { value: token.data.access_token, expiresInSeconds: token.data.expires_in };
         unusable = statusFailure(response, false);
       } catch (error) {
-        await permit.release();
+        releaseLater(permit);
         unusable = transportFailure(error);
       }
       if (!(await backoff(false, deadline, unusable, retries))) throw unusable.error;
     }
   }
+}
+
+/**
+ * Free a slot without holding up the answer: the caller has what it waited for, and the release
+ * only lowers when the slot frees (to the answer's time from the request's deadline). Until it
+ * lands, the slot counts as busy until the deadline: later than needed, never too early. So a
+ * PayHere call costs its caller one write to the shared table, not two.
+ */
+function releaseLater(permit: Permit): void {
+  void permit.release();
 }
 
 function credentialsRejected(): GatewayError {

@@ -1,0 +1,54 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { SharedStateTable } from '../../lib/budget/state-table.ts';
+import { loadConfig } from '../../lib/config/config.ts';
+import { createPayHere } from '../../lib/gateway/index.ts';
+import { SANDBOX_CREDENTIALS, type Sandbox, startSandbox } from '../../sandbox/server.ts';
+import { freshStateTable } from '../helpers/state-table.ts';
+
+/** The table, with every slot's release held back until `let go` (as a slow write would be). */
+function holdingReleases(table: SharedStateTable) {
+  const held: Array<() => void> = [];
+  const release = table.releaseSlot.bind(table);
+  table.releaseSlot = (...args) =>
+    new Promise<boolean>((resolve, reject) => {
+      held.push(() => release(...args).then(resolve, reject));
+    });
+  return { held, letGo: () => Promise.all(held.splice(0).map((go) => go())) };
+}
+
+describe("a PayHere call's slot of the shared budget", () => {
+  let sandbox: Sandbox;
+
+  beforeAll(async () => {
+    sandbox = await startSandbox({ rateLimit: false });
+  });
+  afterAll(async () => {
+    await sandbox.close();
+  });
+
+  it('is freed after the answer, not before it: the caller waits for one write, the take', async () => {
+    const { table } = await freshStateTable();
+    const releases = holdingReleases(table);
+    const payhere = createPayHere(
+      loadConfig({
+        GATEWAY_BASE_URL: sandbox.url,
+        GATEWAY_APP_ID: SANDBOX_CREDENTIALS.appId,
+        GATEWAY_APP_SECRET: SANDBOX_CREDENTIALS.appSecret,
+      }),
+      { sharedState: table },
+    );
+    const deadline = Date.now() + 5_000;
+
+    // Both the token request's release and the read's are still held: the answer came anyway.
+    const answer = await payhere.listSubscriptions(deadline);
+    expect(answer.msg).toMatch(/^Found \d+ subscriptions$/);
+    expect(releases.held).toHaveLength(2);
+
+    // Once they land, the two slots are free a window after the answers, not after the deadline.
+    const answeredBy = Date.now();
+    await releases.letGo();
+    const { busyUntil } = await table.readBudget();
+    expect([...busyUntil.values()]).toHaveLength(2);
+    for (const until of busyUntil.values()) expect(until).toBeLessThanOrEqual(answeredBy);
+  });
+});
