@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { SlidingWindowLimiter } from '../../lib/budget/window-limiter.ts';
 import { RateLimitedError } from '../../lib/envelope/errors.ts';
+import { busiestWindow } from '../helpers/windows.ts';
 
 const T0 = Date.UTC(2024, 5, 1, 4, 30, 0);
 
@@ -39,17 +40,6 @@ function virtualClock() {
       }
     },
   };
-}
-
-/** The largest number of starts inside any half-open window [t, t + windowMs). */
-function busiestWindow(starts: number[], windowMs: number): number {
-  const sorted = [...starts].sort((a, b) => a - b);
-  let busiest = 0;
-  for (let i = 0; i < sorted.length; i++) {
-    const from = sorted[i]!;
-    busiest = Math.max(busiest, sorted.filter((s) => s >= from && s < from + windowMs).length);
-  }
-  return busiest;
 }
 
 /** A limiter of `limit` calls per `windowMs` on a test clock. */

@@ -1,0 +1,67 @@
+/**
+ * What the shared budget adds to one PayHere call, in a process of its own: the same read
+ * (listSubscriptions, a warm token) through two clients, one counting a budget of its own in
+ * memory, the other taking a slot of the shared budget in DynamoDB (lib/budget/), taking turns
+ * at going first; and one DynamoDB round trip of the same kind as the take (a conditional
+ * UpdateItem on an item of its own), timed alone. Prints one JSON line of samples in ms.
+ * Usage: node bench/limiter-child.ts <plan.json>
+ */
+import { readFileSync } from 'node:fs';
+import { UpdateItemCommand } from '@aws-sdk/client-dynamodb';
+import { sharedStateFromEnvironment } from '../lib/budget/environment.ts';
+import { loadConfig } from '../lib/config/config.ts';
+import { dynamoDbClient, loadDynamoDbConfig } from '../lib/config/dynamodb.ts';
+import { createPayHere } from '../lib/gateway/index.ts';
+
+export interface LimiterPlan {
+  count: number;
+  warmUp: number;
+}
+
+export interface LimiterSamples {
+  localMs: number[];
+  sharedMs: number[];
+  roundTripMs: number[];
+}
+
+const plan = JSON.parse(readFileSync(process.argv[2]!, 'utf8')) as LimiterPlan;
+const config = loadConfig(process.env);
+const local = createPayHere(config);
+const shared = createPayHere(config, { sharedState: sharedStateFromEnvironment(process.env) });
+const dynamodb = dynamoDbClient(loadDynamoDbConfig(process.env));
+const samples: LimiterSamples = { localMs: [], sharedMs: [], roundTripMs: [] };
+
+async function time(call: () => Promise<unknown>): Promise<number> {
+  const started = performance.now();
+  await call();
+  return performance.now() - started;
+}
+
+/** A conditional write of one number, as a slot's take is: the table's own time for one round trip. */
+const roundTrip = (i: number) =>
+  dynamodb.send(
+    new UpdateItemCommand({
+      TableName: process.env.STATE_TABLE!,
+      Key: { pk: { S: 'bench-round-trip' } },
+      UpdateExpression: 'SET #n = :n',
+      ConditionExpression: 'attribute_not_exists(#n) OR #n < :n',
+      ExpressionAttributeNames: { '#n': 'n' },
+      ExpressionAttributeValues: { ':n': { N: String(Date.now() * 1000 + i) } },
+    }),
+  );
+
+for (let i = 0; i < plan.warmUp + plan.count; i++) {
+  const deadline = Date.now() + 10_000;
+  const pair: Array<[number[], () => Promise<unknown>]> = [
+    [samples.localMs, () => local.listSubscriptions(deadline)],
+    [samples.sharedMs, () => shared.listSubscriptions(deadline)],
+    [samples.roundTripMs, () => roundTrip(i)],
+  ];
+  if (i % 2 === 1) pair.reverse();
+  for (const [into, call] of pair) {
+    const ms = await time(call);
+    if (i >= plan.warmUp) into.push(ms);
+  }
+}
+
+process.stdout.write(`${JSON.stringify(samples)}\n`, () => process.exit(0));
