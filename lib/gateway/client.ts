@@ -102,8 +102,17 @@ export class GatewayClient {
     let token = await this.#token(call.deadline);
     let refreshed = false;
     let replacements = 0;
+    let failed: Unusable | undefined;
     for (let retries = 0; ; retries++) {
-      const outcome = await this.#attempt(call, token);
+      let outcome: Attempt;
+      try {
+        outcome = await this.#attempt(call, token);
+      } catch (error) {
+        // A retry the budget cannot fit before the deadline: the caller hears what went wrong
+        // (a timeout, a 503), not that PayHere's budget is spent.
+        if (failed && error instanceof RateLimitedError) throw givenUp(call, failed);
+        throw error;
+      }
       if ('answer' in outcome) return outcome.answer;
       if ('tokenRejected' in outcome) {
         // Refused before processing. A read is repeated once with a fresh token; a money request
@@ -123,10 +132,8 @@ export class GatewayClient {
         continue;
       }
       const { unusable } = outcome;
-      if (!(await backoff(call.money, call.deadline, unusable, retries))) {
-        if (call.money && unusable.error.reach === 'lost') throw new LostAnswerError(unusable.error);
-        throw unusable.error;
-      }
+      if (!(await backoff(call.money, call.deadline, unusable, retries))) throw givenUp(call, unusable);
+      failed = unusable;
     }
   }
 
@@ -252,6 +259,11 @@ function tokenRefused(): GatewayUnavailableError {
     'The payment gateway refused the service’s access token before processing the request; nothing was processed. ' +
       'Retry with the same Idempotency-Key.',
   );
+}
+
+/** The last failure of a call that is not tried again: a money request's lost answer is reconciled. */
+function givenUp(call: GatewayCall, unusable: Unusable): Error {
+  return call.money && unusable.error.reach === 'lost' ? new LostAnswerError(unusable.error) : unusable.error;
 }
 
 /** Wait before a retry if the policy and the deadline allow one. */

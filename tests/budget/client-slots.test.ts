@@ -1,6 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { SharedStateTable } from '../../lib/budget/state-table.ts';
 import { loadConfig } from '../../lib/config/config.ts';
+import { GatewayError, RateLimitedError } from '../../lib/envelope/errors.ts';
 import { createPayHere } from '../../lib/gateway/index.ts';
 import { SANDBOX_CREDENTIALS, type Sandbox, startSandbox } from '../../sandbox/server.ts';
 import { freshStateTable } from '../helpers/state-table.ts';
@@ -50,5 +51,26 @@ describe("a PayHere call's slot of the shared budget", () => {
     const { busyUntil } = await table.readBudget();
     expect([...busyUntil.values()]).toHaveLength(2);
     for (const until of busyUntil.values()) expect(until).toBeLessThanOrEqual(answeredBy);
+  });
+
+  it('answers a retry the budget cannot fit with the failure that asked for it, not 429', async () => {
+    // Two slots a minute: the token and the first try. PayHere answers it 503, so the read is
+    // tried again, and no slot frees before its deadline.
+    const payhere = createPayHere({
+      ...loadConfig({
+        GATEWAY_BASE_URL: sandbox.url,
+        GATEWAY_APP_ID: SANDBOX_CREDENTIALS.appId,
+        GATEWAY_APP_SECRET: SANDBOX_CREDENTIALS.appSecret,
+      }),
+      rateLimit: { limit: 2, windowMs: 60_000 },
+    });
+    sandbox.faults.inject('listSubscriptions', { kind: 'status', status: 503 });
+    const before = sandbox.counters().listSubscriptions ?? 0;
+
+    const failure = await payhere.listSubscriptions(Date.now() + 3_000).catch((error: unknown) => error);
+
+    expect(failure).toBeInstanceOf(GatewayError);
+    expect(failure).not.toBeInstanceOf(RateLimitedError);
+    expect((sandbox.counters().listSubscriptions ?? 0) - before).toBe(1);
   });
 });
