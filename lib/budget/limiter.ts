@@ -99,6 +99,10 @@ export class SharedLimiter implements GatewayLimiter {
   /** The budget as last seen: a guess of a free slot costs one conditional write, not a read. */
   #snapshot: BudgetSnapshot | undefined;
   #fallbackUntil = 0;
+  /** The latest a request the table let through may reach PayHere, as far as this container saw. */
+  #seenUntil = 0;
+  /** When this container last found the table unreachable, while it still cannot reach it. */
+  #outageSince: number | undefined;
   /**
    * Callers of one container ask the table one at a time, reads apart from money and tokens: a
    * burst in one container is one client of the table, not a herd of them, and a read waiting for
@@ -185,7 +189,7 @@ export class SharedLimiter implements GatewayLimiter {
   }
 
   async #shared(kind: CallKind, askedAt: number, giveUpAt: number): Promise<Permit> {
-    let snapshot = this.#snapshot ?? (await this.#table.readBudget());
+    let snapshot = this.#snapshot ?? this.#saw(await this.#table.readBudget());
     for (;;) {
       const now = this.#now();
       // A slot with no time left to send on is no use: the caller hears 429 now, not a timeout later.
@@ -197,7 +201,7 @@ export class SharedLimiter implements GatewayLimiter {
       if (slot !== undefined) {
         if (await this.#table.takeSlot(slot, giveUpAt, freeBefore, now)) {
           snapshot.busyUntil.set(slot, giveUpAt);
-          this.#snapshot = snapshot;
+          this.#snapshot = this.#saw(snapshot);
           budgetWaited(now - askedAt);
           return this.#permit(slot, giveUpAt);
         }
@@ -210,9 +214,18 @@ export class SharedLimiter implements GatewayLimiter {
         // A little jitter, so that the containers waiting for one slot do not all ask at once.
         await this.#sleep(freeAt - now + Math.floor(this.#random() * 20));
       }
-      snapshot = await this.#table.readBudget();
+      snapshot = this.#saw(await this.#table.readBudget());
       this.#snapshot = snapshot;
     }
+  }
+
+  /** The table answered: note how late the requests it let through may still arrive. */
+  #saw(snapshot: BudgetSnapshot): BudgetSnapshot {
+    this.#outageSince = undefined;
+    let latest = this.#now();
+    for (const until of snapshot.busyUntil.values()) latest = Math.max(latest, until);
+    this.#seenUntil = Math.max(this.#seenUntil, latest);
+    return snapshot;
   }
 
   #permit(slot: number, busyUntil: number): Permit {
@@ -261,8 +274,20 @@ export class SharedLimiter implements GatewayLimiter {
     return earliest;
   }
 
+  /**
+   * The table failed. The container's own share opens only once every request the table may have
+   * let through (until now, by any container, and until the deadlines of those this container saw
+   * in flight) is a window and the margin old: so that when the table fails for every container,
+   * no window at PayHere holds shared and fallback arrivals together, and the containers' shares
+   * alone stay within the limit. Once per outage: while the table stays unreachable it lets
+   * nothing through.
+   */
   #fallBack(error: unknown): void {
     const now = this.#now();
+    if (this.#outageSince === undefined) {
+      this.#outageSince = now;
+      this.#fallback.pause(Math.max(this.#seenUntil, now) + this.#windowMs + this.#marginMs);
+    }
     if (now >= this.#fallbackUntil) {
       log.warn('the shared budget table cannot be reached: this container uses its own fallback share', {
         error: describeError(error),
