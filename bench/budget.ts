@@ -142,7 +142,8 @@ export async function measureBurst(
     const statuses: Record<string, number> = {};
     const byRoute: Record<string, Record<string, number>> = {};
     for (const { route, answers: ofRoute } of answered) {
-      const counts: Record<string, number> = (byRoute[route] = {});
+      const counts: Record<string, number> = {};
+      byRoute[route] = counts;
       for (const { status } of ofRoute) {
         counts[status] = (counts[status] ?? 0) + 1;
         statuses[status] = (statuses[status] ?? 0) + 1;
