@@ -19,9 +19,10 @@ export function isRetryable(error: unknown): boolean {
   if (error instanceof DynamoDbError) {
     return THROTTLING.has(error.name) || error.statusCode === 429 || error.statusCode >= 500;
   }
-  // No answer at all: fetch's network failure ("fetch failed", a TypeError), or a try that timed out.
-  const name = (error as { name?: unknown } | null)?.name;
-  return name === 'TypeError' || name === 'TimeoutError';
+  // No answer at all: fetch's network failure (a TypeError "fetch failed", the cause under it), or
+  // a try that timed out. Any other TypeError is a bug here, and a bug is not worth a second try.
+  const { name, message } = (error ?? {}) as { name?: unknown; message?: unknown };
+  return (name === 'TypeError' && message === 'fetch failed') || name === 'TimeoutError';
 }
 
 /**

@@ -3,12 +3,15 @@ import type { AddressInfo } from 'node:net';
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import {
   DynamoDBClient,
+  DynamoDbAbortError,
+  DynamoDbError,
+  DynamoDbTimeoutError,
   environmentCredentials,
   GetItemCommand,
   PutItemCommand,
   UpdateItemCommand,
 } from '../../lib/dynamodb/index.ts';
-import { backoffMs } from '../../lib/dynamodb/retry.ts';
+import { backoffMs, isRetryable } from '../../lib/dynamodb/retry.ts';
 
 /**
  * A DynamoDB stand-in on loopback that answers each request as the test scripts it: the layer's
@@ -272,5 +275,22 @@ describe('the light DynamoDB client', () => {
     expect(refusal).toMatchObject({ name: 'CredentialsError' });
     expect((refusal as Error).message).toContain('AWS_SECRET_ACCESS_KEY');
     expect(table.seen).toHaveLength(1);
+  });
+});
+
+describe('which failures are worth another try', () => {
+  it('are throttling, 5xx, a lost connection and a silent one; never a refusal of the request or a bug', () => {
+    const refusal = (name: string, status: number) => new DynamoDbError(name, 'no', status);
+
+    expect(isRetryable(refusal('ProvisionedThroughputExceededException', 400))).toBe(true);
+    expect(isRetryable(refusal('ThrottlingException', 400))).toBe(true);
+    expect(isRetryable(refusal('InternalServerError', 500))).toBe(true);
+    expect(isRetryable(new TypeError('fetch failed', { cause: new Error('ECONNRESET') }))).toBe(true);
+    expect(isRetryable(new DynamoDbTimeoutError(1_500))).toBe(true);
+    expect(isRetryable(refusal('ConditionalCheckFailedException', 400))).toBe(false);
+    expect(isRetryable(refusal('ValidationException', 400))).toBe(false);
+    expect(isRetryable(refusal('ResourceNotFoundException', 400))).toBe(false);
+    expect(isRetryable(new DynamoDbAbortError(undefined))).toBe(false);
+    expect(isRetryable(new TypeError('Do not know how to serialize a BigInt'))).toBe(false);
   });
 });
