@@ -7,10 +7,10 @@
  * Usage: node bench/limiter-child.ts <plan.json>
  */
 import { readFileSync } from 'node:fs';
-import { UpdateItemCommand } from '@aws-sdk/client-dynamodb';
 import { sharedStateFromEnvironment } from '../lib/budget/environment.ts';
 import { loadConfig } from '../lib/config/config.ts';
 import { dynamoDbClient, loadDynamoDbConfig } from '../lib/config/dynamodb.ts';
+import { UpdateItemCommand } from '../lib/dynamodb/index.ts';
 import { createPayHere } from '../lib/gateway/index.ts';
 
 export interface LimiterPlan {

@@ -2,15 +2,15 @@ import { execFile } from 'node:child_process';
 import { writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { promisify } from 'node:util';
+import { Pool } from 'undici';
+import { SharedStateTable } from '../lib/budget/state-table.ts';
 import {
   DynamoDBClient,
   PutItemCommand,
   type PutItemCommandInput,
   UpdateItemCommand,
   type UpdateItemCommandInput,
-} from '@aws-sdk/client-dynamodb';
-import { Pool } from 'undici';
-import { SharedStateTable } from '../lib/budget/state-table.ts';
+} from '../lib/dynamodb/index.ts';
 import { SANDBOX_CREDENTIALS } from '../sandbox/server.ts';
 import { type GatewayRouteName, IDEMPOTENT_ROUTES } from '../tests/helpers/routes.ts';
 import { OUT, ROOT } from './build.ts';
@@ -334,7 +334,7 @@ export function bareFloor(plan: Pick<WarmPlan, 'sandboxUrl' | 'dynamodbEndpoint'
       const response = await pool.request({ method: 'POST', path: '/__sandbox/reset-state' });
       await response.body.text();
     },
-    close: () => Promise.all([pool.close(), dynamodb.destroy()]),
+    close: () => pool.close(),
   };
 }
 

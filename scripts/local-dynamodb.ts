@@ -3,7 +3,7 @@
  * with the service's tables created. No AWS account, no Docker, no mock.
  */
 import type { AddressInfo } from 'node:net';
-import { CreateTableCommand, DynamoDBClient } from '@aws-sdk/client-dynamodb';
+import { CreateTableCommand, DescribeTableCommand, DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import dynalite from 'dynalite';
 
 /**
@@ -80,6 +80,14 @@ export async function createTable(endpoint: string, table: string): Promise<void
         BillingMode: 'PAY_PER_REQUEST',
       }),
     );
+    // dynalite answers CreateTable with CREATING and turns the table ACTIVE on its next tick; a
+    // request in between gets ResourceNotFoundException, so a fast first write could miss it.
+    for (let waited = 0; ; waited += 5) {
+      const { Table } = await client.send(new DescribeTableCommand({ TableName: table }));
+      if (Table?.TableStatus === 'ACTIVE') break;
+      if (waited >= 5_000) throw new Error(`table ${table} is still ${Table?.TableStatus} after 5 s`);
+      await new Promise((resolve) => setTimeout(resolve, 5));
+    }
   } finally {
     client.destroy();
   }

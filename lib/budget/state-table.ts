@@ -4,7 +4,7 @@ import {
   GetItemCommand,
   PutItemCommand,
   UpdateItemCommand,
-} from '@aws-sdk/client-dynamodb';
+} from '../dynamodb/index.ts';
 
 /**
  * What every container shares about PayHere (SPEC.md "PayHere's budget"), in a DynamoDB table of

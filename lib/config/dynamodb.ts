@@ -1,4 +1,4 @@
-import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
+import { DynamoDBClient } from '../dynamodb/index.ts';
 import { type Env, httpUrl } from './config.ts';
 
 export interface DynamoDbConfig {
@@ -15,7 +15,9 @@ export function loadDynamoDbConfig(env: Env): DynamoDbConfig {
 
 /**
  * The client's limits: a request to DynamoDB answers in milliseconds or not at all, so each try
- * gets half a second to connect and a second to answer, three tries in all.
+ * gets half a second to connect and a second to answer, three tries in all. The light client
+ * (lib/dynamodb/) holds each try to the sum of the two, one deadline from sending to the last byte:
+ * fetch has no connect timeout of its own, and no try can outlast the two together either way.
  */
 export const DYNAMODB_ATTEMPTS = 3;
 export const DYNAMODB_CONNECT_TIMEOUT_MS = 500;
@@ -35,10 +37,9 @@ export const WRITES_AFTER_ANSWER_MS = 2 * DYNAMODB_WRITE_WORST_MS;
 const clients = new Map<string, DynamoDBClient>();
 
 /**
- * One DynamoDB client per container for every table (idempotency, ledger): one connection pool,
- * one credential lookup. Building it opens no connection and resolves no credentials (both happen
- * on the first request). Timeouts are explicit: the SDK's defaults would wait far longer than a
- * request's budget.
+ * One DynamoDB client per container for every table (idempotency, ledger, shared state): one
+ * connection pool (fetch's keep-alive). Building it opens no connection and reads no credentials
+ * (both happen on the first request). Timeouts are explicit: a request's budget is small.
  */
 export function dynamoDbClient(config: DynamoDbConfig): DynamoDBClient {
   const id = `${config.region} ${config.endpoint ?? ''}`;
@@ -48,10 +49,7 @@ export function dynamoDbClient(config: DynamoDbConfig): DynamoDBClient {
       region: config.region,
       ...(config.endpoint ? { endpoint: config.endpoint } : {}),
       maxAttempts: DYNAMODB_ATTEMPTS,
-      requestHandler: {
-        connectionTimeout: DYNAMODB_CONNECT_TIMEOUT_MS,
-        requestTimeout: DYNAMODB_REQUEST_TIMEOUT_MS,
-      },
+      attemptTimeoutMs: DYNAMODB_CONNECT_TIMEOUT_MS + DYNAMODB_REQUEST_TIMEOUT_MS,
     });
     clients.set(id, client);
   }

@@ -1,4 +1,4 @@
-import { GetSecretValueCommand, SecretsManagerClient } from '@aws-sdk/client-secrets-manager';
+import type { GetSecretValueCommand } from '@aws-sdk/client-secrets-manager';
 import * as z from 'zod/mini';
 import { GatewayUnavailableError } from '../envelope/errors.ts';
 import { describeError, log } from '../log/log.ts';
@@ -35,11 +35,29 @@ export interface SecretCredentialsOptions {
   maxAgeMs?: number;
 }
 
+type SecretsManagerSdk = typeof import('@aws-sdk/client-secrets-manager');
+
+let sdk: Promise<SecretsManagerSdk> | undefined;
+
+/**
+ * The Secrets Manager SDK, loaded at the first secret this container needs, not at start-up: it
+ * costs a cold start 70-90 ms of imports, and most requests never need it (a read that finds the
+ * shared access token valid asks for no credentials). esbuild bundles the dynamic import into the
+ * function's own file, evaluated only when this runs.
+ */
+export function loadSecretsManager(): Promise<SecretsManagerSdk> {
+  sdk ??= import('@aws-sdk/client-secrets-manager').catch((error: unknown) => {
+    sdk = undefined;
+    throw error;
+  });
+  return sdk;
+}
+
 /**
  * A lost answer must not eat the Lambda's whole budget: Secrets Manager answers in milliseconds or
  * not at all, and one retry covers a dropped connection.
  */
-function defaultClient(): SecretsClient {
+function defaultClient({ SecretsManagerClient }: SecretsManagerSdk): SecretsClient {
   return new SecretsManagerClient({
     maxAttempts: 2,
     requestHandler: { connectionTimeout: 2_000, requestTimeout: 3_000 },
@@ -90,7 +108,8 @@ function parseSecret(secretId: string, text: string | undefined): GatewayCredent
 }
 
 /**
- * Gateway credentials from one Secrets Manager secret: fetched on first use, kept for at most
+ * Gateway credentials from one Secrets Manager secret: fetched on first use (the SDK loaded then
+ * too), kept for at most
  * `maxAgeMs`, fetched again at once after `invalidate` (the gateway rejected them: rotated).
  * Concurrent callers share one fetch; a failed fetch is not kept, so the next call tries again.
  */
@@ -104,10 +123,12 @@ export function secretCredentials(options: SecretCredentialsOptions): Credential
 
   async function fetchSecret(): Promise<GatewayCredentials> {
     const startedAt = now();
-    client ??= defaultClient();
     let text: string | undefined;
     try {
-      ({ SecretString: text } = await client.send(new GetSecretValueCommand({ SecretId: secretId })));
+      const secretsManager = await loadSecretsManager();
+      client ??= defaultClient(secretsManager);
+      const command = new secretsManager.GetSecretValueCommand({ SecretId: secretId });
+      ({ SecretString: text } = await client.send(command));
     } catch (error) {
       throw unusable(secretId, 'cannot be read', error);
     }

@@ -6,7 +6,7 @@ import {
   GetItemCommand,
   PutItemCommand,
   UpdateItemCommand,
-} from '@aws-sdk/client-dynamodb';
+} from '../dynamodb/index.ts';
 
 /**
  * in_progress: an invocation holds the key until `lockedUntil` (its Lambda deadline).

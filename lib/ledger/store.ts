@@ -6,7 +6,7 @@ import {
   PutItemCommand,
   ScanCommand,
   UpdateItemCommand,
-} from '@aws-sdk/client-dynamodb';
+} from '../dynamodb/index.ts';
 import {
   type Card,
   type ChargeClaim,

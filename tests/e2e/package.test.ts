@@ -381,3 +381,23 @@ describe('the API description and the client', () => {
     }
   });
 });
+
+describe('what a cold start loads', () => {
+  it('is no DynamoDB SDK in any function: lib/dynamodb/ speaks to DynamoDB itself', async () => {
+    for (const zip of (await readdir(out)).filter((file) => file.endsWith('.zip'))) {
+      const map = readZip(await readFile(path.join(out, zip))).find((entry) =>
+        entry.name.endsWith('.mjs.map'),
+      );
+      const sources = (JSON.parse(map!.data().toString('utf8')) as { sources: string[] }).sources;
+
+      expect(
+        sources.filter((source) => source.includes('node_modules/@aws-sdk/client-dynamodb/')),
+        zip,
+      ).toEqual([]);
+      expect(
+        sources.filter((source) => source.endsWith('lib/dynamodb/client.ts')),
+        zip,
+      ).toHaveLength(1);
+    }
+  });
+});

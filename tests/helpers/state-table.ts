@@ -1,9 +1,9 @@
 import { randomUUID } from 'node:crypto';
 import type { AddressInfo } from 'node:net';
 import { connect, createServer, type Server, type Socket } from 'node:net';
-import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { inject } from 'vitest';
 import { SharedStateTable } from '../../lib/budget/state-table.ts';
+import { DynamoDBClient } from '../../lib/dynamodb/index.ts';
 import { createTable, LOCAL_AWS_ENVIRONMENT } from '../../scripts/local-dynamodb.ts';
 
 /** A DynamoDB client for `endpoint` with one attempt per request, as fault tests want to see them. */
@@ -11,10 +11,10 @@ export function dynamoDbAt(endpoint: string): DynamoDBClient {
   return new DynamoDBClient({
     endpoint,
     region: LOCAL_AWS_ENVIRONMENT.AWS_REGION,
-    credentials: {
+    credentials: () => ({
       accessKeyId: LOCAL_AWS_ENVIRONMENT.AWS_ACCESS_KEY_ID,
       secretAccessKey: LOCAL_AWS_ENVIRONMENT.AWS_SECRET_ACCESS_KEY,
-    },
+    }),
     maxAttempts: 1,
   });
 }

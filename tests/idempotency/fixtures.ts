@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
-import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { inject } from 'vitest';
+import { DynamoDBClient } from '../../lib/dynamodb/index.ts';
 import type { Caller } from '../../lib/http/caller.ts';
 import { IdempotencyStore } from '../../lib/idempotency/store.ts';
 import type { ChargeRequest } from '../../lib/schemas/charge.ts';
@@ -27,10 +27,10 @@ export function localClient(options: { endpoint?: string; maxAttempts?: number }
   return new DynamoDBClient({
     endpoint: options.endpoint ?? inject('dynamodbEndpoint'),
     region: LOCAL_AWS_ENVIRONMENT.AWS_REGION,
-    credentials: {
+    credentials: () => ({
       accessKeyId: LOCAL_AWS_ENVIRONMENT.AWS_ACCESS_KEY_ID,
       secretAccessKey: LOCAL_AWS_ENVIRONMENT.AWS_SECRET_ACCESS_KEY,
-    },
+    }),
     ...(options.maxAttempts === undefined ? {} : { maxAttempts: options.maxAttempts }),
   });
 }

@@ -1,8 +1,8 @@
 import { randomUUID } from 'node:crypto';
-import type { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { loadConfig } from '../../lib/config/config.ts';
+import type { DynamoDBClient } from '../../lib/dynamodb/index.ts';
 import { errorResponse } from '../../lib/envelope/error-response.ts';
 import { paymentOutcomeResponse } from '../../lib/envelope/payment-outcome.ts';
 import { createPayHere } from '../../lib/gateway/index.ts';

@@ -1,8 +1,8 @@
 import { randomUUID } from 'node:crypto';
-import type { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { describe, expect, it } from 'vitest';
 import { loadConfig } from '../../lib/config/config.ts';
 import { DYNAMODB_WRITE_WORST_MS, WRITES_AFTER_ANSWER_MS } from '../../lib/config/dynamodb.ts';
+import type { DynamoDBClient } from '../../lib/dynamodb/index.ts';
 import { GatewayUnavailableError, notSent } from '../../lib/envelope/errors.ts';
 import { paymentOutcomeResponse } from '../../lib/envelope/payment-outcome.ts';
 import { createPayHere } from '../../lib/gateway/index.ts';

@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
-import { GetItemCommand } from '@aws-sdk/client-dynamodb';
 import { describe, expect, inject, it } from 'vitest';
+import { GetItemCommand } from '../../lib/dynamodb/index.ts';
 import { DAY_SECONDS, HOUR_MS, localClient, manualClock, testStore } from './fixtures.ts';
 
 /** The store against the run's real dynalite table; keys are random, so tests never share a record. */

@@ -1,6 +1,6 @@
-import type { AttributeValue, DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { describe, expect, it } from 'vitest';
 import { ledgerWrites, storeWrites } from '../../bench/warm.ts';
+import type { AttributeValue, DynamoDBClient } from '../../lib/dynamodb/index.ts';
 import { IdempotencyStore } from '../../lib/idempotency/store.ts';
 import { LedgerStore } from '../../lib/ledger/store.ts';
 

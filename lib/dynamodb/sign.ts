@@ -1,0 +1,89 @@
+import { createHash, createHmac } from 'node:crypto';
+
+/**
+ * AWS Signature Version 4 for one JSON POST, over node:crypto. Written here rather than taken from
+ * a library: the SDK's signer drags in the SDK's middleware stack (the cold start this layer
+ * exists to avoid), and `aws4fetch` signs through WebCrypto's async API with a retry policy of its
+ * own to switch off; what DynamoDB needs (no query string, a handful of headers, a body in memory)
+ * is the few lines below, checked against the SDK's signer in tests/dynamodb/sign.test.ts.
+ */
+
+export interface AwsCredentials {
+  accessKeyId: string;
+  secretAccessKey: string;
+  /** Temporary credentials' token (Lambda's role credentials always have one). */
+  sessionToken?: string | undefined;
+}
+
+export interface SignableRequest {
+  url: URL;
+  /** Header names in lower case; `host` is added from the URL (fetch sends the same). */
+  headers: Record<string, string>;
+  body: string;
+}
+
+export interface SigningScope {
+  region: string;
+  service: string;
+  credentials: AwsCredentials;
+  /** When the request is signed; AWS refuses a signature more than 5 minutes off. */
+  now: Date;
+}
+
+const ALGORITHM = 'AWS4-HMAC-SHA256';
+
+const sha256Hex = (text: string) => createHash('sha256').update(text, 'utf8').digest('hex');
+const hmac = (key: Buffer | string, text: string) => createHmac('sha256', key).update(text, 'utf8').digest();
+
+/** 20150830T123600Z: ISO 8601 basic format, as SigV4 wants it. */
+export function amzDate(now: Date): string {
+  return now
+    .toISOString()
+    .replace(/[-:]/g, '')
+    .replace(/\.\d{3}/, '');
+}
+
+/** The signing key depends only on the secret and the day: derived once a day, not per request. */
+let cachedKey: { secret: string; scope: string; key: Buffer } | undefined;
+
+function signingKey(secret: string, day: string, region: string, service: string): Buffer {
+  const scope = `${day}/${region}/${service}`;
+  if (cachedKey?.secret !== secret || cachedKey.scope !== scope) {
+    const key = hmac(hmac(hmac(hmac(`AWS4${secret}`, day), region), service), 'aws4_request');
+    cachedKey = { secret, scope, key };
+  }
+  return cachedKey.key;
+}
+
+/**
+ * The headers to send: the request's own, `x-amz-date`, the session token if any, and
+ * `authorization`. Every header sent is signed, so none can be changed on the way.
+ */
+export function signRequest(request: SignableRequest, scope: SigningScope): Record<string, string> {
+  const date = amzDate(scope.now);
+  const day = date.slice(0, 8);
+  const headers: Record<string, string> = { ...request.headers, 'x-amz-date': date };
+  if (scope.credentials.sessionToken) headers['x-amz-security-token'] = scope.credentials.sessionToken;
+  const signed: Record<string, string> = { ...headers, host: request.url.host };
+  const names = Object.keys(signed).sort();
+  const canonicalHeaders = names
+    .map((name) => `${name}:${signed[name]!.trim().replace(/\s+/g, ' ')}\n`)
+    .join('');
+  const signedHeaders = names.join(';');
+  const canonicalRequest = [
+    'POST',
+    request.url.pathname || '/',
+    '',
+    canonicalHeaders,
+    signedHeaders,
+    sha256Hex(request.body),
+  ].join('\n');
+  const credentialScope = `${day}/${scope.region}/${scope.service}/aws4_request`;
+  const stringToSign = [ALGORITHM, date, credentialScope, sha256Hex(canonicalRequest)].join('\n');
+  const key = signingKey(scope.credentials.secretAccessKey, day, scope.region, scope.service);
+  const signature = createHmac('sha256', key).update(stringToSign, 'utf8').digest('hex');
+  headers.authorization =
+    `${ALGORITHM} Credential=${scope.credentials.accessKeyId}/${credentialScope}, ` +
+    `SignedHeaders=${signedHeaders}, Signature=${signature}`;
+  return headers;
+}

@@ -1,0 +1,296 @@
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { afterEach, describe, expect, it, vi } from 'vitest';
+import {
+  DynamoDBClient,
+  DynamoDbAbortError,
+  DynamoDbError,
+  DynamoDbTimeoutError,
+  environmentCredentials,
+  GetItemCommand,
+  PutItemCommand,
+  UpdateItemCommand,
+} from '../../lib/dynamodb/index.ts';
+import { backoffMs, isRetryable } from '../../lib/dynamodb/retry.ts';
+
+/**
+ * A DynamoDB stand-in on loopback that answers each request as the test scripts it: the layer's
+ * retries, errors and timeouts seen from the wire, as DynamoDB would see them.
+ */
+interface Seen {
+  method: string;
+  url: string;
+  headers: IncomingMessage['headers'];
+  body: string;
+}
+type Answer = { status: number; body: unknown } | 'hang' | 'reset';
+
+const servers: Server[] = [];
+
+async function fakeDynamoDb(answers: Answer[]) {
+  const seen: Seen[] = [];
+  const server = createServer(async (request: IncomingMessage, response: ServerResponse) => {
+    let body = '';
+    for await (const chunk of request) body += chunk;
+    seen.push({ method: request.method!, url: request.url!, headers: request.headers, body });
+    const answer = answers.shift() ?? { status: 200, body: {} };
+    if (answer === 'hang') return;
+    if (answer === 'reset') {
+      request.socket.destroy();
+      return;
+    }
+    response.writeHead(answer.status, { 'content-type': 'application/x-amz-json-1.0' });
+    response.end(typeof answer.body === 'string' ? answer.body : JSON.stringify(answer.body));
+  });
+  servers.push(server);
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const endpoint = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+  return { endpoint, seen };
+}
+
+afterEach(async () => {
+  for (const server of servers.splice(0)) {
+    server.closeAllConnections();
+    await new Promise((resolve) => server.close(resolve));
+  }
+});
+
+const credentials = () => ({ accessKeyId: 'AKIDTEST', secretAccessKey: 'secret', sessionToken: 'session' });
+const client = (endpoint: string, options: { maxAttempts?: number; attemptTimeoutMs?: number } = {}) =>
+  new DynamoDBClient({ region: 'ap-south-1', endpoint, credentials, ...options });
+
+const conditionFailed = (item?: object) => ({
+  status: 400,
+  body: {
+    __type: 'com.amazonaws.dynamodb.v20120810#ConditionalCheckFailedException',
+    message: 'The conditional request failed',
+    ...(item ? { Item: item } : {}),
+  },
+});
+const put = new PutItemCommand({
+  TableName: 'ledger',
+  Item: { pk: { S: 'order#1' } },
+  ConditionExpression: 'attribute_not_exists(pk)',
+});
+
+describe('the light DynamoDB client', () => {
+  it("sends DynamoDB's JSON API: POST /, the operation in X-Amz-Target, the SDK's input as the body, signed", async () => {
+    // Prepare
+    const table = await fakeDynamoDb([{ status: 200, body: { Item: { pk: { S: 'k' }, n: { N: '7' } } } }]);
+    const input = { TableName: 'state', Key: { pk: { S: 'k' } }, ConsistentRead: true };
+
+    // Act
+    const answer = await client(table.endpoint).send(new GetItemCommand(input));
+
+    // Assess
+    expect(answer).toEqual({ Item: { pk: { S: 'k' }, n: { N: '7' } } });
+    const [request] = table.seen;
+    expect(request).toMatchObject({ method: 'POST', url: '/' });
+    expect(JSON.parse(request!.body)).toEqual(input);
+    expect(request!.headers['content-type']).toBe('application/x-amz-json-1.0');
+    expect(request!.headers['x-amz-target']).toBe('DynamoDB_20120810.GetItem');
+    expect(request!.headers['x-amz-security-token']).toBe('session');
+    expect(request!.headers.authorization).toMatch(
+      /^AWS4-HMAC-SHA256 Credential=AKIDTEST\/\d{8}\/ap-south-1\/dynamodb\/aws4_request, SignedHeaders=content-type;host;x-amz-date;x-amz-security-token;x-amz-target, Signature=[0-9a-f]{64}$/,
+    );
+  });
+
+  it('names a refusal as the SDK does, the part of __type after #, and carries the item the condition saw', async () => {
+    // Prepare
+    const table = await fakeDynamoDb([conditionFailed({ pk: { S: 'order#1' }, state: { S: 'paid' } })]);
+
+    // Act
+    const error = await client(table.endpoint)
+      .send(put)
+      .catch((caught: unknown) => caught);
+
+    // Assess
+    expect(error).toBeInstanceOf(Error);
+    expect(error).toMatchObject({
+      name: 'ConditionalCheckFailedException',
+      message: 'The conditional request failed',
+      Item: { pk: { S: 'order#1' }, state: { S: 'paid' } },
+    });
+  });
+
+  it('never repeats a failed condition or an invalid request', async () => {
+    const table = await fakeDynamoDb([
+      conditionFailed(),
+      { status: 400, body: { __type: 'com.amazon.coral.validation#ValidationException', message: 'bad' } },
+    ]);
+    const dynamodb = client(table.endpoint);
+
+    await expect(dynamodb.send(put)).rejects.toMatchObject({ name: 'ConditionalCheckFailedException' });
+    await expect(dynamodb.send(put)).rejects.toMatchObject({ name: 'ValidationException', message: 'bad' });
+    expect(table.seen).toHaveLength(2);
+  });
+
+  it("tries again after DynamoDB's own failure and after throttling", async () => {
+    const table = await fakeDynamoDb([
+      {
+        status: 500,
+        body: { __type: 'com.amazonaws.dynamodb.v20120810#InternalServerError', message: 'oops' },
+      },
+      {
+        status: 400,
+        body: {
+          __type: 'com.amazonaws.dynamodb.v20120810#ProvisionedThroughputExceededException',
+          message: 'slow down',
+        },
+      },
+      { status: 200, body: { Attributes: { pk: { S: 'order#1' } } } },
+    ]);
+
+    const answer = await client(table.endpoint).send(
+      new UpdateItemCommand({ TableName: 'ledger', Key: { pk: { S: 'order#1' } }, ReturnValues: 'ALL_NEW' }),
+    );
+
+    expect(answer).toEqual({ Attributes: { pk: { S: 'order#1' } } });
+    expect(table.seen).toHaveLength(3);
+    // Every try is signed afresh (same body, same target).
+    expect(new Set(table.seen.map((request) => request.body)).size).toBe(1);
+  });
+
+  it('gives up after its tries with the last failure, named', async () => {
+    const failure = { status: 503, body: 'Service Unavailable' };
+    const table = await fakeDynamoDb([failure, failure, failure, { status: 200, body: {} }]);
+
+    await expect(client(table.endpoint, { maxAttempts: 3 }).send(put)).rejects.toMatchObject({
+      name: 'DynamoDbHttp503',
+      statusCode: 503,
+    });
+    expect(table.seen).toHaveLength(3);
+  });
+
+  it('tries again after a connection lost before the answer', async () => {
+    const table = await fakeDynamoDb(['reset', { status: 200, body: {} }]);
+
+    await expect(client(table.endpoint).send(put)).resolves.toEqual({});
+    expect(table.seen).toHaveLength(2);
+  });
+
+  it('abandons a try that gets no answer in time and tries again', async () => {
+    // Prepare
+    const table = await fakeDynamoDb(['hang', { status: 200, body: { Item: { pk: { S: 'k' } } } }]);
+    const started = performance.now();
+
+    // Act
+    const answer = await client(table.endpoint, { attemptTimeoutMs: 200 }).send(
+      new GetItemCommand({ TableName: 'state', Key: { pk: { S: 'k' } } }),
+    );
+
+    // Assess
+    expect(answer.Item).toEqual({ pk: { S: 'k' } });
+    expect(table.seen).toHaveLength(2);
+    expect(performance.now() - started).toBeGreaterThanOrEqual(190);
+  });
+
+  it('fails with TimeoutError when its last try gets no answer in time', async () => {
+    const table = await fakeDynamoDb(['hang', 'hang']);
+
+    await expect(
+      client(table.endpoint, { attemptTimeoutMs: 150, maxAttempts: 2 }).send(put),
+    ).rejects.toMatchObject({ name: 'TimeoutError' });
+    expect(table.seen).toHaveLength(2);
+  });
+
+  it("stops at once on the caller's abort, with AbortError and no further try", async () => {
+    // Prepare
+    const table = await fakeDynamoDb(['hang', { status: 200, body: {} }]);
+    const started = performance.now();
+
+    // Act
+    const error = await client(table.endpoint, { attemptTimeoutMs: 5_000 })
+      .send(put, { abortSignal: AbortSignal.timeout(100) })
+      .catch((caught: unknown) => caught);
+
+    // Assess
+    expect(error).toMatchObject({ name: 'AbortError' });
+    expect((error as Error).cause).toMatchObject({ name: 'TimeoutError' });
+    expect(performance.now() - started).toBeLessThan(1_000);
+    await new Promise((resolve) => setTimeout(resolve, 300));
+    expect(table.seen).toHaveLength(1);
+  });
+
+  it('sends nothing once the signal has ended, and does not wait out a backoff after it ends', async () => {
+    // Prepare: every backoff as long as it gets, 99 ms.
+    vi.spyOn(Math, 'random').mockReturnValue(0.999);
+    const table = await fakeDynamoDb([
+      { status: 500, body: {} },
+      { status: 200, body: {} },
+    ]);
+    const dynamodb = client(table.endpoint);
+    const controller = new AbortController();
+
+    // Act
+    const early = dynamodb.send(put, { abortSignal: AbortSignal.abort() }).catch((caught: unknown) => caught);
+    const sent = dynamodb.send(put, { abortSignal: controller.signal }).catch((caught: unknown) => caught);
+    while (table.seen.length === 0) await new Promise((resolve) => setTimeout(resolve, 1));
+    await new Promise((resolve) => setTimeout(resolve, 30)); // the 500 is in: the client waits to try again
+    controller.abort();
+    const abortedAt = performance.now();
+    const error = await sent;
+    const stoppedAfterMs = performance.now() - abortedAt;
+    await new Promise((resolve) => setTimeout(resolve, 150));
+
+    // Assess
+    expect(await early).toMatchObject({ name: 'AbortError' });
+    expect(error).toMatchObject({ name: 'AbortError' });
+    expect(stoppedAfterMs).toBeLessThan(50);
+    expect(table.seen).toHaveLength(1);
+  });
+
+  it('waits a jittered backoff that doubles: at most 100 ms, then 200 ms', () => {
+    expect(backoffMs(1, () => 0.999)).toBe(99);
+    expect(backoffMs(2, () => 0.999)).toBe(199);
+    expect(backoffMs(1, () => 0)).toBe(0);
+  });
+
+  it('signs with the credentials Lambda puts in the environment, and refuses to send without them', async () => {
+    // Prepare
+    const table = await fakeDynamoDb([{ status: 200, body: {} }]);
+    const env = {
+      AWS_ACCESS_KEY_ID: 'AKIDENV',
+      AWS_SECRET_ACCESS_KEY: 'env-secret',
+      AWS_SESSION_TOKEN: 'env-token',
+    };
+    const signed = new DynamoDBClient({
+      region: 'ap-south-1',
+      endpoint: table.endpoint,
+      credentials: () => environmentCredentials(env),
+    });
+    const unsigned = new DynamoDBClient({
+      region: 'ap-south-1',
+      endpoint: table.endpoint,
+      credentials: () => environmentCredentials({ AWS_ACCESS_KEY_ID: 'AKIDENV' }),
+    });
+
+    // Act
+    await signed.send(put);
+    const refusal = await unsigned.send(put).catch((caught: unknown) => caught);
+
+    // Assess
+    expect(table.seen[0]!.headers.authorization).toContain('Credential=AKIDENV/');
+    expect(table.seen[0]!.headers['x-amz-security-token']).toBe('env-token');
+    expect(refusal).toMatchObject({ name: 'CredentialsError' });
+    expect((refusal as Error).message).toContain('AWS_SECRET_ACCESS_KEY');
+    expect(table.seen).toHaveLength(1);
+  });
+});
+
+describe('which failures are worth another try', () => {
+  it('are throttling, 5xx, a lost connection and a silent one; never a refusal of the request or a bug', () => {
+    const refusal = (name: string, status: number) => new DynamoDbError(name, 'no', status);
+
+    expect(isRetryable(refusal('ProvisionedThroughputExceededException', 400))).toBe(true);
+    expect(isRetryable(refusal('ThrottlingException', 400))).toBe(true);
+    expect(isRetryable(refusal('InternalServerError', 500))).toBe(true);
+    expect(isRetryable(new TypeError('fetch failed', { cause: new Error('ECONNRESET') }))).toBe(true);
+    expect(isRetryable(new DynamoDbTimeoutError(1_500))).toBe(true);
+    expect(isRetryable(refusal('ConditionalCheckFailedException', 400))).toBe(false);
+    expect(isRetryable(refusal('ValidationException', 400))).toBe(false);
+    expect(isRetryable(refusal('ResourceNotFoundException', 400))).toBe(false);
+    expect(isRetryable(new DynamoDbAbortError(undefined))).toBe(false);
+    expect(isRetryable(new TypeError('Do not know how to serialize a BigInt'))).toBe(false);
+  });
+});
