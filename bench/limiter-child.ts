@@ -2,16 +2,18 @@
  * What the shared budget adds to one PayHere call, in a process of its own: the same read
  * (listSubscriptions, a warm token) through two clients, one counting a budget of its own in
  * memory, the other taking a slot of the shared budget in DynamoDB (lib/budget/), taking turns
- * at going first; and one DynamoDB round trip of the same kind as the take (a conditional
- * UpdateItem on an item of its own), timed alone. Prints one JSON line of samples in ms.
+ * at going first; and one DynamoDB round trip, the very write a slot's take is (lib/budget/
+ * state-table.ts's takeSlot, on a budget item of the same size in a table of its own), timed
+ * alone. Prints one JSON line of samples in ms.
  * Usage: node bench/limiter-child.ts <plan.json>
  */
 import { readFileSync } from 'node:fs';
 import { sharedStateFromEnvironment } from '../lib/budget/environment.ts';
+import { SharedStateTable } from '../lib/budget/state-table.ts';
 import { loadConfig } from '../lib/config/config.ts';
 import { dynamoDbClient, loadDynamoDbConfig } from '../lib/config/dynamodb.ts';
-import { UpdateItemCommand } from '../lib/dynamodb/index.ts';
 import { createPayHere } from '../lib/gateway/index.ts';
+import { FLOOR_STATE_TABLE } from './environment.ts';
 
 export interface LimiterPlan {
   count: number;
@@ -37,18 +39,16 @@ async function time(call: () => Promise<unknown>): Promise<number> {
   return performance.now() - started;
 }
 
-/** A conditional write of one number, as a slot's take is: the table's own time for one round trip. */
-const roundTrip = (i: number) =>
-  dynamodb.send(
-    new UpdateItemCommand({
-      TableName: process.env.STATE_TABLE!,
-      Key: { pk: { S: 'bench-round-trip' } },
-      UpdateExpression: 'SET #n = :n',
-      ConditionExpression: 'attribute_not_exists(#n) OR #n < :n',
-      ExpressionAttributeNames: { '#n': 'n' },
-      ExpressionAttributeValues: { ':n': { N: String(Date.now() * 1000 + i) } },
-    }),
-  );
+/** The table's own time for one take: the same conditional write, each slot of the item in turn. */
+const floorBudget = new SharedStateTable({
+  client: dynamoDbClient(loadDynamoDbConfig(process.env)),
+  table: FLOOR_STATE_TABLE,
+  timeoutMs: 500,
+});
+const roundTrip = (i: number) => {
+  const now = Date.now();
+  return floorBudget.takeSlot(i % config.rateLimit.limit, now, now, now);
+};
 
 for (let i = 0; i < plan.warmUp + plan.count; i++) {
   const deadline = Date.now() + 10_000;
