@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import type { AddressInfo } from 'node:net';
 import { connect, createServer, type Server, type Socket } from 'node:net';
-import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
+import { BatchWriteItemCommand, DynamoDBClient, ScanCommand } from '@aws-sdk/client-dynamodb';
 import { inject } from 'vitest';
 import { SharedStateTable } from '../../lib/budget/state-table.ts';
 import { createTable, LOCAL_AWS_ENVIRONMENT } from '../../scripts/local-dynamodb.ts';
@@ -17,6 +17,25 @@ export function dynamoDbAt(endpoint: string): DynamoDBClient {
     },
     maxAttempts: 1,
   });
+}
+
+/**
+ * Forget every answer the test file's functions shared (items `read#...` of its STATE_TABLE): a
+ * sandbox given its seeded data back no longer says what they hold.
+ */
+export async function forgetSharedReads(table = process.env.STATE_TABLE!): Promise<void> {
+  const client = dynamoDbAt(inject('dynamodbEndpoint'));
+  const { Items = [] } = await client.send(
+    new ScanCommand({
+      TableName: table,
+      FilterExpression: 'begins_with(pk, :read)',
+      ExpressionAttributeValues: { ':read': { S: 'read#' } },
+    }),
+  );
+  for (let i = 0; i < Items.length; i += 25) {
+    const requests = Items.slice(i, i + 25).map((item) => ({ DeleteRequest: { Key: { pk: item.pk! } } }));
+    await client.send(new BatchWriteItemCommand({ RequestItems: { [table]: requests } }));
+  }
 }
 
 /** A new, empty state table in the test run's dynalite, and the name it has. */

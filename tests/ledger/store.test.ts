@@ -213,3 +213,44 @@ describe('references', () => {
     expect(await ledger.subscriptionsOf(`owner-${randomUUID()}`)).toEqual([]);
   });
 });
+
+describe('an order’s kept payments', () => {
+  const copy = (state: 'succeeded' | 'chargedback', fetchedAt: number) => ({
+    state,
+    fetchedAt,
+    answer: JSON.stringify({ msg: 'Payments', data: [], fetchedAt }),
+  });
+
+  async function succeededOrder(): Promise<string> {
+    const order = checkout();
+    await ledger.createOrder(order);
+    await ledger.moveOrder(order.orderId, { from: 'created', to: 'succeeded', paymentId: '320040000001' });
+    return order.orderId;
+  }
+
+  it('are kept only while the order is in the state they were fetched in, and only newer ones', async () => {
+    const id = await succeededOrder();
+    const t = Date.now();
+
+    const wrongState = await ledger.keepPayments(id, copy('chargedback', t), t);
+    const kept = await ledger.keepPayments(id, copy('succeeded', t), t);
+    const older = await ledger.keepPayments(id, copy('succeeded', t - 1), t - 1);
+
+    expect([wrongState, kept, older]).toEqual([false, true, false]);
+    expect((await ledger.getOrder(id))?.paymentsCopy).toEqual(copy('succeeded', t));
+  });
+
+  it('are dropped, and an answer fetched before the drop is not kept after it', async () => {
+    const id = await succeededOrder();
+    const t = Date.now();
+    await ledger.keepPayments(id, copy('succeeded', t - 5_000), t - 5_000);
+
+    await ledger.dropPayments(id);
+    const sentBefore = await ledger.keepPayments(id, copy('succeeded', t - 1_000), t - 1_000);
+    const dropped = await ledger.getOrder(id);
+    const sentAfter = await ledger.keepPayments(id, copy('succeeded', t + 5_000), t + 5_000);
+
+    expect(dropped?.paymentsCopy).toBeNull();
+    expect([sentBefore, sentAfter]).toEqual([false, true]);
+  });
+});
