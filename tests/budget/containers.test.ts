@@ -4,6 +4,7 @@ import { createInterface } from 'node:readline';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { SANDBOX_CREDENTIALS, type Sandbox, startSandbox } from '../../sandbox/server.ts';
 import type { RouteName } from '../helpers/routes.ts';
+import { busiestWindow } from '../helpers/windows.ts';
 import type { Command, Result } from './container-process.ts';
 
 /**
@@ -16,17 +17,6 @@ import type { Command, Result } from './container-process.ts';
  */
 const LIMIT = 20;
 const WINDOW_MS = 2_000;
-
-/** The most arrivals in any half-open window [t, t + windowMs). */
-function busiestWindow(times: number[], windowMs: number): number {
-  const sorted = [...times].sort((a, b) => a - b);
-  let busiest = 0;
-  for (let i = 0, j = 0; i < sorted.length; i++) {
-    while (sorted[i]! - sorted[j]! >= windowMs) j++;
-    busiest = Math.max(busiest, i - j + 1);
-  }
-  return busiest;
-}
 
 interface Container {
   route: RouteName;

@@ -7,6 +7,7 @@ import { countMetric, timeMetric } from '../../lib/log/metrics.ts';
 import { captureLogs } from '../helpers/logs.ts';
 import { freePort } from '../helpers/ports.ts';
 import { freshStateTable, slowRelay } from '../helpers/state-table.ts';
+import { busiestWindow } from '../helpers/windows.ts';
 
 vi.mock('../../lib/log/metrics.ts', async (importOriginal) => ({
   ...(await importOriginal<typeof import('../../lib/log/metrics.ts')>()),
@@ -60,17 +61,6 @@ function container(
     sleep: clock.sleep,
     random: () => 0,
   });
-}
-
-/** The most starts in any half-open window [t, t + windowMs). */
-function busiestWindow(starts: number[], windowMs: number): number {
-  const sorted = [...starts].sort((a, b) => a - b);
-  let busiest = 0;
-  for (let i = 0, j = 0; i < sorted.length; i++) {
-    while (sorted[i]! - sorted[j]! >= windowMs) j++;
-    busiest = Math.max(busiest, i - j + 1);
-  }
-  return busiest;
 }
 
 const counted = (name: string) =>

@@ -2,6 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { describe, expect, inject, it } from 'vitest';
 import type { ChargeClaim, NewOrder } from '../../lib/ledger/model.ts';
 import { LedgerStore } from '../../lib/ledger/store.ts';
+import { newOrder } from '../helpers/orders.ts';
 import { localClient } from '../idempotency/fixtures.ts';
 
 /** The ledger against the run's real dynalite table; every order id is fresh, so tests never share one. */
@@ -10,23 +11,7 @@ const ledger = new LedgerStore({ client: localClient(), table: inject('ledgerTab
 const orderId = () => `LEDGER-${randomUUID()}`;
 
 function checkout(overrides: Partial<NewOrder> = {}): NewOrder {
-  return {
-    orderId: orderId(),
-    owner: 'alice',
-    kind: 'charge',
-    items: 'Taxi Hire 123',
-    currency: 'LKR',
-    amountCents: 34_567,
-    custom1: null,
-    custom2: null,
-    recurrence: null,
-    duration: null,
-    customerToken: null,
-    authorizationToken: null,
-    subscriptionId: null,
-    card: null,
-    ...overrides,
-  };
+  return newOrder({ orderId: orderId(), owner: 'alice', ...overrides });
 }
 
 function claim(id: string, overrides: Partial<ChargeClaim> = {}): ChargeClaim {

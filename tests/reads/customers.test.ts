@@ -7,8 +7,9 @@ import { SharedReads } from '../../lib/reads/shared-reads.ts';
 import { SharedReadStore } from '../../lib/reads/store.ts';
 import type { Answer } from '../helpers/events.ts';
 import { call, useTestGateway } from '../helpers/gateway.ts';
-import { customer, customerToken, giveSubscription, testLedger } from '../helpers/orders.ts';
+import { customer, customerToken, giveSubscription, newOrder, testLedger } from '../helpers/orders.ts';
 import { dynamoDbAt, forgetSharedReads } from '../helpers/state-table.ts';
+import { busiestWindow } from '../helpers/windows.ts';
 import { checkoutRequest } from '../sandbox/signing.ts';
 
 /**
@@ -63,22 +64,9 @@ async function newCustomer(i: number): Promise<Customer> {
       duration: '1 Year',
     }),
   );
-  await ledger.createOrder({
-    orderId,
-    owner: sub,
-    kind: 'payment',
-    items: 'Door bell',
-    currency: 'LKR',
-    amountCents: amount * 100,
-    custom1: null,
-    custom2: null,
-    recurrence: null,
-    duration: null,
-    customerToken: null,
-    authorizationToken: null,
-    subscriptionId: null,
-    card: null,
-  });
+  await ledger.createOrder(
+    newOrder({ orderId, owner: sub, kind: 'payment', items: 'Door bell', amountCents: amount * 100 }),
+  );
   const paymentId = String(paid.payment_id);
   await ledger.link('payment', paymentId, { orderId, owner: sub });
   await ledger.moveOrder(orderId, { from: 'created', to: 'succeeded', paymentId });
@@ -133,17 +121,6 @@ async function openApp(customer: Customer): Promise<Visit> {
   const one = await call('getSubscription', { id: customer.subscriptionId, headers });
   const payments = await call('retrievePayments', { id: customer.orderId, headers });
   return { customer, list, one, payments };
-}
-
-/** The most arrivals in any half-open window [t, t + windowMs). */
-function busiestWindow(times: number[], windowMs: number): number {
-  const sorted = [...times].sort((a, b) => a - b);
-  let busiest = 0;
-  for (let i = 0, j = 0; i < sorted.length; i++) {
-    while (sorted[i]! - sorted[j]! >= windowMs) j++;
-    busiest = Math.max(busiest, i - j + 1);
-  }
-  return busiest;
 }
 
 const MERCHANT_ONLY = ['amount_detail', 'md5sig'];
