@@ -6,7 +6,7 @@ import { audit } from '../log/audit.ts';
 import { log } from '../log/log.ts';
 import { countMetric } from '../log/metrics.ts';
 import { maskCard } from '../log/redact.ts';
-import type { ReadInvalidation } from '../reads/invalidation.ts';
+import { forgetWithin, type ReadInvalidation } from '../reads/invalidation.ts';
 import type { Notification } from '../schemas/notification.ts';
 import type { Confirmations } from './confirm.ts';
 import { verifySignature } from './signature.ts';
@@ -266,11 +266,15 @@ export class NotificationReceiver {
 
   /** The order (and its subscription) changed at PayHere: the shared reads of them are dropped. */
   async #forget(orderId: string, subscriptionId: string | null | undefined): Promise<void> {
-    if (!this.#invalidation) return;
-    await Promise.all([
-      this.#invalidation.forgetOrder(orderId),
-      subscriptionId ? this.#invalidation.forgetSubscription(subscriptionId) : undefined,
-    ]);
+    const invalidation = this.#invalidation;
+    if (!invalidation) return;
+    // PayHere wants its answer within a second: the drop waits at most half of one.
+    await forgetWithin(async () => {
+      await Promise.all([
+        invalidation.forgetOrder(orderId),
+        subscriptionId ? invalidation.forgetSubscription(subscriptionId) : undefined,
+      ]);
+    });
   }
 
   /** Kept apart for the operator and counted; PayHere is answered 200 so that it does not retry. */

@@ -11,7 +11,7 @@ import { type ChargeResult, idOf, statusCodeOf } from '../gateway/schemas.ts';
 import type { ChargeClaim, ChargeOutcome, Order, Price } from '../ledger/model.ts';
 import type { LedgerStore } from '../ledger/store.ts';
 import { describeError, log } from '../log/log.ts';
-import type { ReadInvalidation } from '../reads/invalidation.ts';
+import { forgetWithin, type ReadInvalidation } from '../reads/invalidation.ts';
 import type { ChargeRequest } from '../schemas/charge.ts';
 import { type Actor, countRefusal, Ownership, readLedger } from './access.ts';
 import { NOTIFY_PATH, type OrdersConfig } from './config.ts';
@@ -85,7 +85,8 @@ export class Charging {
       throw error;
     } finally {
       // Paid, declined or unknown: the next read of the order's payments asks PayHere.
-      await this.#invalidation?.forgetOrder(order.orderId);
+      const invalidation = this.#invalidation;
+      if (invalidation) await forgetWithin(() => invalidation.forgetOrder(order.orderId));
     }
     await this.#record(order, input.chargeKey, outcomeOf(body, answer.data));
     return answer;

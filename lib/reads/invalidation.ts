@@ -1,3 +1,5 @@
+import { describeError, log } from '../log/log.ts';
+
 /**
  * After the service's own money call on an object, the answers shared about it are dropped, so the
  * next read sees PayHere's truth (SPEC.md "PayHere's budget"): the money routes and the
@@ -11,9 +13,29 @@ export interface ReadInvalidation {
 }
 
 /**
+ * The longest a money call's answer waits for the drop after it: the time kept for the writes after
+ * PayHere answered (WRITES_AFTER_ANSWER_MS) is the ledger's and the idempotency record's. A drop
+ * slower than this finishes, or not, on its own; the stale answer lives out its window (seconds).
+ */
+export const FORGET_WITHIN_MS = 500;
+
+/** Run `forget`, waiting for it at most FORGET_WITHIN_MS; it never throws. */
+export async function forgetWithin(forget: () => Promise<void>): Promise<void> {
+  let timer: NodeJS.Timeout | undefined;
+  const late = new Promise<void>((resolve) => {
+    timer = setTimeout(resolve, FORGET_WITHIN_MS);
+  });
+  const dropped = forget().catch((error: unknown) => {
+    log.warn('could not drop the shared reads of a changed object', { error: describeError(error) });
+  });
+  await Promise.race([dropped, late]);
+  clearTimeout(timer);
+}
+
+/**
  * Run a money call, then `forget` what it may have changed whatever its outcome (done, refused,
  * unknown: an unknown outcome may have changed it too); `forget` gets the result when there is one.
- * It never throws: a drop that fails leaves a stale answer for its window, not a failed call.
+ * A drop that fails or is slow leaves a stale answer for its window, never a failed or late call.
  */
 export async function thenForget<T>(
   call: () => Promise<T>,
@@ -24,6 +46,6 @@ export async function thenForget<T>(
     result = await call();
     return result;
   } finally {
-    await forget(result);
+    await forgetWithin(() => forget(result));
   }
 }

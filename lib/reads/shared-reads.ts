@@ -67,8 +67,9 @@ export class SharedReads {
     return this.#shared<Result<PaymentRecord[]>>(
       SHARED_READS.orderPayments(orderId),
       PaymentsAnswer,
+      deadline,
       () => this.#payhere.paymentsOfOrder(orderId, deadline),
-      (answer) => !answer.pending,
+      { storable: (answer) => !answer.pending },
     );
   }
 
@@ -76,14 +77,14 @@ export class SharedReads {
     return this.#shared(
       SHARED_READS.subscriptions,
       SubscriptionsAnswer,
+      deadline,
       () => this.#payhere.listSubscriptions(deadline),
-      () => true,
-      refresh,
+      { refresh },
     );
   }
 
   subscriptionPayments(id: string, deadline: number): Promise<Served<Result<PaymentRecord[]>>> {
-    return this.#shared(SHARED_READS.subscriptionPayments(id), PaymentsAnswer, () =>
+    return this.#shared(SHARED_READS.subscriptionPayments(id), PaymentsAnswer, deadline, () =>
       this.#payhere.subscriptionPayments(id, deadline),
     );
   }
@@ -98,8 +99,8 @@ export class SharedReads {
     const one = SHARED_READS.subscription(id);
     return this.#once(one.key, async () => {
       const [stored, list] = await Promise.all([
-        this.#lookup(one, SubscriptionAnswer),
-        this.#lookup(SHARED_READS.subscriptions, SubscriptionsAnswer),
+        this.#lookup(one, SubscriptionAnswer, deadline),
+        this.#lookup(SHARED_READS.subscriptions, SubscriptionsAnswer, deadline),
       ]);
       if (stored?.fresh) return { answer: stored.answer, fetchedAt: stored.fetchedAt, shared: true };
       const listed = list?.fresh && findSubscription(list.answer.data, id);
@@ -107,14 +108,18 @@ export class SharedReads {
       // A list fetched lately says callers read it: one refresh of it serves every subscription
       // for 30 s, where the one-subscription endpoint serves one.
       const listRead = list !== undefined && this.#now() - list.fetchedAt < LIST_PREFERRED_MS;
-      if (!listRead && !(await this.#lookup(SHARED_READS.oneSubscriptionMissing, Remembered))?.fresh) {
+      const missing = listRead
+        ? undefined
+        : await this.#lookup(SHARED_READS.oneSubscriptionMissing, Remembered, deadline);
+      if (!listRead && !missing?.fresh) {
         const fetchedAt = this.#now();
         const found = await this.#payhere.oneSubscription(id, deadline);
         if (typeof found !== 'string') {
-          await this.#keep(one, found, fetchedAt);
+          await this.#keep(one, found, fetchedAt, deadline);
           return { answer: found, fetchedAt, shared: false };
         }
-        if (found === 'unsupported') await this.#keep(SHARED_READS.oneSubscriptionMissing, true, fetchedAt);
+        if (found === 'unsupported')
+          await this.#keep(SHARED_READS.oneSubscriptionMissing, true, fetchedAt, deadline);
       }
       // A subscription a fresh shared list lacks may be newer than it: that list is not asked again.
       const fresh = await this.listSubscriptions(deadline, list?.fresh === true);
@@ -128,16 +133,17 @@ export class SharedReads {
   #shared<T>(
     read: SharedRead,
     schema: Schema<T>,
+    deadline: number,
     fetch: () => Promise<T>,
-    storable: (answer: T) => boolean = () => true,
-    refresh = false,
+    options: { storable?: (answer: T) => boolean; refresh?: boolean } = {},
   ): Promise<Served<T>> {
+    const { storable = () => true, refresh = false } = options;
     return this.#once(read.key, async () => {
-      const stored = refresh ? undefined : await this.#lookup(read, schema);
+      const stored = refresh ? undefined : await this.#lookup(read, schema, deadline);
       if (stored?.fresh) return { answer: stored.answer, fetchedAt: stored.fetchedAt, shared: true };
       const fetchedAt = this.#now();
       const answer = await fetch();
-      if (storable(answer)) await this.#keep(read, answer, fetchedAt);
+      if (storable(answer)) await this.#keep(read, answer, fetchedAt, deadline);
       return { answer, fetchedAt, shared: false };
     });
   }
@@ -152,13 +158,14 @@ export class SharedReads {
   }
 
   /** What the table holds of `read`: its answer while fresh, else when it was fetched; undefined if nothing. */
-  async #lookup<T>(read: SharedRead, schema: Schema<T>): Promise<Lookup<T> | undefined> {
+  async #lookup<T>(read: SharedRead, schema: Schema<T>, deadline: number): Promise<Lookup<T> | undefined> {
     if (this.#now() < this.#tableDownUntil) return undefined;
+    const ms = this.#tableTime(deadline);
     let stored: StoredAnswer | undefined;
     try {
-      stored = await this.#store.get(read);
+      stored = await this.#store.get(read, ms);
     } catch (error) {
-      this.#tableDown(error);
+      this.#tableFailed(error, ms);
       return undefined;
     }
     if (!stored) return undefined;
@@ -168,13 +175,27 @@ export class SharedReads {
       : { fresh: false, fetchedAt: stored.fetchedAt };
   }
 
-  async #keep(read: SharedRead, answer: unknown, fetchedAt: number): Promise<void> {
+  async #keep(read: SharedRead, answer: unknown, fetchedAt: number, deadline: number): Promise<void> {
     if (this.#now() < this.#tableDownUntil) return;
+    const ms = this.#tableTime(deadline);
     try {
-      await this.#store.put(read, answer, fetchedAt);
+      await this.#store.put(read, answer, fetchedAt, ms);
     } catch (error) {
-      this.#tableDown(error);
+      this.#tableFailed(error, ms);
     }
+  }
+
+  /**
+   * How long the table may take for a read due at `deadline`: the table's timeout, and never more
+   * than a quarter of the time left, which a short read keeps for PayHere and its answer.
+   */
+  #tableTime(deadline: number): number {
+    return Math.max(1, Math.min(this.#store.timeoutMs, Math.floor((deadline - Date.now()) / 4)));
+  }
+
+  /** A request cut short by the read's own deadline says nothing about the table; one given its full timeout does. */
+  #tableFailed(error: unknown, ms: number): void {
+    if (ms >= this.#store.timeoutMs) this.#tableDown(error);
   }
 
   #tableDown(error: unknown): void {

@@ -72,25 +72,26 @@ const number = (value: number): AttributeValue => ({ N: String(Math.round(value)
 export class SharedReadStore implements ReadInvalidation {
   readonly #client: DynamoDBClient;
   readonly #table: string;
-  readonly #timeoutMs: number;
+  /** Each request to the table is abandoned after this long (STATE_TABLE_TIMEOUT_MS). */
+  readonly timeoutMs: number;
   readonly #now: () => number;
 
   constructor(options: StateTableOptions & { now?: () => number }) {
     this.#client = options.client;
     this.#table = options.table;
-    this.#timeoutMs = options.timeoutMs;
+    this.timeoutMs = options.timeoutMs;
     this.#now = options.now ?? Date.now;
   }
 
   /**
    * The stored answer of `read`, if any: its answer only while within its window. Undefined when
-   * absent or dropped.
+   * absent or dropped. Abandoned after the table's timeout, or `maxMs` when shorter.
    */
-  async get(read: SharedRead): Promise<StoredAnswer | undefined> {
+  async get(read: SharedRead, maxMs = this.timeoutMs): Promise<StoredAnswer | undefined> {
     const { Item } = await this.#client.send(
       // Strongly consistent: the read right after a money call's drop must see the tombstone.
       new GetItemCommand({ TableName: this.#table, Key: { pk: { S: read.key } }, ConsistentRead: true }),
-      { abortSignal: AbortSignal.timeout(this.#timeoutMs) },
+      { abortSignal: AbortSignal.timeout(Math.min(this.timeoutMs, maxMs)) },
     );
     const answer = Item?.answer?.S;
     const fetchedAt = Number(Item?.fetchedAt?.N);
@@ -103,9 +104,9 @@ export class SharedReadStore implements ReadInvalidation {
   /**
    * Keep `answer`, fetched from `fetchedAt`, for its window: not when it is too large, when the item
    * was dropped after (or just before) its request started, or when a newer answer is stored. False
-   * when not stored.
+   * when not stored. Abandoned after the table's timeout, or `maxMs` when shorter.
    */
-  async put(read: SharedRead, answer: unknown, fetchedAt: number): Promise<boolean> {
+  async put(read: SharedRead, answer: unknown, fetchedAt: number, maxMs = this.timeoutMs): Promise<boolean> {
     const json = JSON.stringify(answer);
     if (Buffer.byteLength(json, 'utf8') > MAX_ANSWER_BYTES) return false;
     try {
@@ -126,7 +127,7 @@ export class SharedReadStore implements ReadInvalidation {
             ':fetchedAt': number(fetchedAt),
           },
         }),
-        { abortSignal: AbortSignal.timeout(this.#timeoutMs) },
+        { abortSignal: AbortSignal.timeout(Math.min(this.timeoutMs, maxMs)) },
       );
       return true;
     } catch (error) {
@@ -149,7 +150,7 @@ export class SharedReadStore implements ReadInvalidation {
               expiresAt: number(Math.ceil(now / 1000) + TOMBSTONE_SECONDS),
             },
           }),
-          { abortSignal: AbortSignal.timeout(this.#timeoutMs) },
+          { abortSignal: AbortSignal.timeout(this.timeoutMs) },
         ),
       ),
     );

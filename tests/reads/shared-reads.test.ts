@@ -203,6 +203,29 @@ describe('a table that cannot be reached', () => {
   });
 });
 
+describe('a short read', () => {
+  it('gives a slow table at most a quarter of its time, and does not take it for down', async () => {
+    const relay = await slowRelay(1_500);
+    try {
+      const { reads } = await sharedReads({ endpoint: relay.endpoint, timeoutMs: 2_000 });
+      const started = Date.now();
+
+      const short = await reads.paymentsOfOrder(SEED.orders.sample, Date.now() + 1_200);
+      const tookMs = Date.now() - started;
+      relay.slow = false;
+      await reads.paymentsOfOrder(SEED.orders.sample, deadline());
+      const after = await reads.paymentsOfOrder(SEED.orders.sample, deadline());
+
+      expect(short.answer.data).toHaveLength(1);
+      expect(tookMs).toBeLessThan(1_000);
+      // The table is asked again at once, and keeps the next answer.
+      expect(after.shared).toBe(true);
+    } finally {
+      await relay.close();
+    }
+  });
+});
+
 describe('dropped after the service’s own money call', () => {
   it('asks PayHere again once an order or a subscription is forgotten', async () => {
     const { reads, store } = await sharedReads();
