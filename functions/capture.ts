@@ -7,11 +7,14 @@ import { fieldOf } from '#lib/log/audit.ts';
 import { visibleTo } from '#lib/orders/access.ts';
 import { MAX_UPSTREAM_MS } from '#lib/orders/charge.ts';
 import { ownershipFromEnvironment } from '#lib/orders/environment.ts';
+import { sharedReadStoreFromEnvironment } from '#lib/reads/environment.ts';
+import { thenForget } from '#lib/reads/invalidation.ts';
 import { CaptureRequest, captureUpstreamBody } from '#lib/schemas/capture.ts';
 
 const payhere = payHereFromEnvironment();
 const ownership = ownershipFromEnvironment();
 const store = idempotencyStoreFromEnvironment();
+const sharedReads = sharedReadStoreFromEnvironment();
 
 type Capture = ValidRequest<CaptureRequest, undefined>;
 
@@ -62,7 +65,16 @@ export const handler = route(
   },
   async (request) => {
     const orderId = await holdOrder(request);
-    const { msg, data } = await payhere.capture(captureUpstreamBody(request.body), request.deadline, orderId);
+    const { msg, data } = await thenForget(
+      () => payhere.capture(captureUpstreamBody(request.body), request.deadline, orderId),
+      // The hold's order: known to a customer's request, else in the answer, else in the ledger.
+      async (captured) =>
+        sharedReads.forgetOrder(
+          orderId ??
+            fieldOf(captured?.data, 'order_id') ??
+            (await holdOrder(request, true).catch(() => undefined)),
+        ),
+    );
     return paymentOutcomeResponse(visibleTo(request.caller, data), msg, [2]);
   },
 );

@@ -3,9 +3,11 @@ import { payHereFromEnvironment } from '#lib/gateway/index.ts';
 import { route } from '#lib/http/route.ts';
 import { visibleTo } from '#lib/orders/access.ts';
 import { ownershipFromEnvironment } from '#lib/orders/environment.ts';
+import { sharedReadsFromEnvironment } from '#lib/reads/environment.ts';
+import { ageHeaders } from '#lib/reads/shared-reads.ts';
 import { SubscriptionPath } from '#lib/schemas/paths.ts';
 
-const payhere = payHereFromEnvironment();
+const reads = sharedReadsFromEnvironment(payHereFromEnvironment());
 const ownership = ownershipFromEnvironment();
 
 /** GET /gateway/api/subscriptions/{id}: one subscription. */
@@ -13,7 +15,7 @@ export const handler = route(
   { name: 'getSubscription', scope: 'subscriptions:read', path: SubscriptionPath },
   async ({ path, caller, deadline }) => {
     await ownership.requireSubscription(caller, path.id);
-    const { msg, data } = await payhere.getSubscription(path.id, deadline);
-    return ok(msg, visibleTo(caller, data));
+    const served = await reads.getSubscription(path.id, deadline);
+    return ok(served.answer.msg, visibleTo(caller, served.answer.data), ageHeaders(served));
   },
 );

@@ -4,12 +4,14 @@ import { payHereFromEnvironment } from '#lib/gateway/index.ts';
 import { route, type ValidRequest } from '#lib/http/route.ts';
 import { idempotencyStoreFromEnvironment } from '#lib/idempotency/environment.ts';
 import { fieldOf } from '#lib/log/audit.ts';
-import { ownershipFromEnvironment } from '#lib/orders/environment.ts';
+import { orderPaymentsFromEnvironment, ownershipFromEnvironment } from '#lib/orders/environment.ts';
+import { thenForget } from '#lib/reads/invalidation.ts';
 import { RefundRequest, refundUpstreamBody } from '#lib/schemas/refund.ts';
 
 const payhere = payHereFromEnvironment();
 const ownership = ownershipFromEnvironment();
 const store = idempotencyStoreFromEnvironment();
+const payments = orderPaymentsFromEnvironment(payhere);
 
 type Refund = ValidRequest<RefundRequest, undefined>;
 
@@ -69,7 +71,11 @@ export const handler = route(
   },
   async (request) => {
     const orderId = await refundedOrder(request);
-    const { msg, data } = await payhere.refund(refundUpstreamBody(request.body), request.deadline, orderId);
+    const { msg, data } = await thenForget(
+      () => payhere.refund(refundUpstreamBody(request.body), request.deadline, orderId),
+      // The merchant's refund looks its order up only now, after PayHere answered.
+      async () => payments.refunded(orderId ?? (await refundedOrder(request, true).catch(() => undefined))),
+    );
     return ok(msg, data);
   },
 );

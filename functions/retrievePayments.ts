@@ -1,25 +1,23 @@
 import { ok, respond } from '#lib/envelope/envelope.ts';
-import { NotFoundError } from '#lib/envelope/errors.ts';
 import { payHereFromEnvironment } from '#lib/gateway/index.ts';
 import { route } from '#lib/http/route.ts';
 import { visibleTo } from '#lib/orders/access.ts';
-import { ownershipFromEnvironment } from '#lib/orders/environment.ts';
+import { orderPaymentsFromEnvironment } from '#lib/orders/environment.ts';
+import { ageHeaders } from '#lib/reads/shared-reads.ts';
 import { OrderPath } from '#lib/schemas/paths.ts';
 
-const payhere = payHereFromEnvironment();
-const ownership = ownershipFromEnvironment();
+const payments = orderPaymentsFromEnvironment(payHereFromEnvironment());
 
-/** GET /gateway/api/payments/{id}: the successful payments of an order (202 while one is pending). */
+/**
+ * GET /gateway/api/payments/{id}: the successful payments of an order (202 while one is pending),
+ * with `Age` when answered from data shared earlier.
+ */
 export const handler = route(
   { name: 'retrievePayments', scope: 'payments:read', path: OrderPath },
   async ({ path, caller, deadline }) => {
-    await ownership.requireOrder(
-      caller,
-      path.id,
-      () => new NotFoundError(`No payments were found for order ${path.id}.`),
-    );
-    const { msg, data, pending } = await payhere.paymentsOfOrder(path.id, deadline);
+    const served = await payments.read(caller, path.id, deadline);
+    const { msg, data, pending } = served.answer;
     const visible = visibleTo(caller, data);
-    return pending ? respond(202, { status: 0, msg, data: visible }) : ok(msg, visible);
+    return pending ? respond(202, { status: 0, msg, data: visible }) : ok(msg, visible, ageHeaders(served));
   },
 );

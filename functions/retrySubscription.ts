@@ -4,11 +4,14 @@ import { route } from '#lib/http/route.ts';
 import { idempotencyStoreFromEnvironment } from '#lib/idempotency/environment.ts';
 import { MAX_UPSTREAM_MS } from '#lib/orders/charge.ts';
 import { ownershipFromEnvironment } from '#lib/orders/environment.ts';
+import { sharedReadStoreFromEnvironment } from '#lib/reads/environment.ts';
+import { thenForget } from '#lib/reads/invalidation.ts';
 import { SubscriptionPath } from '#lib/schemas/paths.ts';
 
 const payhere = payHereFromEnvironment();
 const ownership = ownershipFromEnvironment();
 const store = idempotencyStoreFromEnvironment();
+const sharedReads = sharedReadStoreFromEnvironment();
 
 /**
  * POST /gateway/api/subscriptions/{id}/retry: charge a failed subscription's installment again,
@@ -35,7 +38,10 @@ export const handler = route(
   },
   async ({ path, caller, deadline }) => {
     await ownership.requireSubscription(caller, path.id);
-    const { msg, data } = await payhere.retrySubscription(path.id, deadline);
+    const { msg, data } = await thenForget(
+      () => payhere.retrySubscription(path.id, deadline),
+      () => sharedReads.forgetSubscription(path.id),
+    );
     return ok(msg, data);
   },
 );

@@ -38,7 +38,7 @@ const HEADERS: Record<string, { description: string; schema: JsonSchema }> = {
   },
   Age: {
     description:
-      'Seconds since PayHere gave this answer, when it was served from data shared for a few seconds.',
+      'Whole seconds since PayHere gave this answer, when it was served from data shared earlier: for a few seconds between callers, or, for a customer’s own order in a final state, its copy in the ledger. Absent on an answer fetched from PayHere for this request.',
     schema: { type: 'integer', minimum: 0 },
   },
   'WWW-Authenticate': {

@@ -1,6 +1,6 @@
 import { ConfigError, type Env, required } from '../config/config.ts';
 import { dynamoDbClient, loadDynamoDbConfig } from '../config/dynamodb.ts';
-import { SharedStateTable } from './state-table.ts';
+import { SharedStateTable, type StateTableOptions } from './state-table.ts';
 
 /**
  * How long one request to the shared table may take before the table counts as unreachable and
@@ -20,12 +20,16 @@ function timeoutMs(env: Env): number {
   return Number(value);
 }
 
+/** The shared state table (STATE_TABLE) as every module that keeps items in it reaches it. */
+export function stateTableFromEnvironment(env: Env = process.env): StateTableOptions {
+  return {
+    client: dynamoDbClient(loadDynamoDbConfig(env)),
+    table: required(env, 'STATE_TABLE'),
+    timeoutMs: timeoutMs(env),
+  };
+}
+
 /** The deployment's shared budget and token (STATE_TABLE); every function that calls PayHere needs it. */
 export function sharedStateFromEnvironment(env: Env = process.env): SharedStateTable {
-  const table = required(env, 'STATE_TABLE');
-  return new SharedStateTable({
-    client: dynamoDbClient(loadDynamoDbConfig(env)),
-    table,
-    timeoutMs: timeoutMs(env),
-  });
+  return new SharedStateTable(stateTableFromEnvironment(env));
 }

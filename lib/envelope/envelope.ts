@@ -28,6 +28,6 @@ export function respond<T>(
   };
 }
 
-export function ok<T>(msg: string, data: T): APIGatewayProxyResult {
-  return respond(200, { status: 1, msg, data });
+export function ok<T>(msg: string, data: T, headers: Record<string, string> = {}): APIGatewayProxyResult {
+  return respond(200, { status: 1, msg, data }, headers);
 }

@@ -39,6 +39,8 @@ export interface GatewayCall {
 export interface GatewayAnswer {
   httpStatus: number;
   envelope: UpstreamEnvelope;
+  /** The 404 came without PayHere's envelope (its router's, for an `allowNotFound` call). */
+  bare?: true;
 }
 
 /**
@@ -337,7 +339,7 @@ function interpretAnswer(response: UpstreamResponse, allowNotFound: boolean): At
   const envelope = UpstreamEnvelope.safeParse(json);
   if (!envelope.success) {
     if (response.status !== 404) return { unusable: statusFailure(response, true) };
-    if (allowNotFound) return { answer: { httpStatus: 404, envelope: NOT_FOUND } };
+    if (allowNotFound) return { answer: { httpStatus: 404, envelope: NOT_FOUND, bare: true } };
     // A bare 404 is the gateway's router: a wrong base URL or path, nothing was processed.
     log.error('the payment gateway does not know this operation', { check: 'GATEWAY_BASE_URL' });
     throw notSent(new GatewayError(MISCONFIGURED));

@@ -288,8 +288,24 @@ export class PayHere {
 
   /** The one-subscription endpoint is newer than the list; where it does not answer, list and filter. */
   async getSubscription(id: string, deadline: number): Promise<Result<SubscriptionRecord>> {
+    const one = await this.oneSubscription(id, deadline);
+    if (typeof one !== 'string') return one;
+    const found = findSubscription((await this.listSubscriptions(deadline)).data, id);
+    if (!found) throw new NotFoundError(`Subscription ${id} was not found.`);
+    return { msg: 'Found subscription', data: found };
+  }
+
+  /**
+   * The one-subscription endpoint alone: the record; `not_found` when PayHere's envelope says so (a
+   * 404 or status -1: the list may still hold it); `unsupported` when a bare 404 says this PayHere
+   * has no such endpoint at all.
+   */
+  async oneSubscription(
+    id: string,
+    deadline: number,
+  ): Promise<Result<SubscriptionRecord> | 'not_found' | 'unsupported'> {
     const path = `${V1}/subscription/${id}`;
-    const { httpStatus, envelope } = await this.#client.call({
+    const { httpStatus, envelope, bare } = await this.#client.call({
       method: 'GET',
       path,
       money: false,
@@ -301,11 +317,9 @@ export class PayHere {
       if (!record.success) throw new GatewayError();
       return { msg: envelope.msg || 'Found subscription', data: record.data };
     }
+    if (bare) return 'unsupported';
     if (httpStatus !== 404 && envelope.status !== -1) throw new GatewayError();
-    const { data } = await this.listSubscriptions(deadline);
-    const found = data.find((subscription) => String(subscription.subscription_id) === String(Number(id)));
-    if (!found) throw new NotFoundError(`Subscription ${id} was not found.`);
-    return { msg: 'Found subscription', data: found };
+    return 'not_found';
   }
 
   async subscriptionPayments(id: string, deadline: number): Promise<Result<PaymentRecord[]>> {
@@ -396,7 +410,11 @@ export class PayHere {
     return result;
   }
 
-  /** An order's payments for reconciliation: none is an answer; a failed search leaves the outcome unknown. */
+  /**
+   * An order's payments for reconciliation: none is an answer; a failed search leaves the outcome
+   * unknown. Always PayHere's own answer, never one shared between readers (lib/reads/): it settles
+   * money.
+   */
   async #paymentsForReconciliation(
     orderId: string,
     deadline: number,
@@ -411,6 +429,14 @@ export class PayHere {
       throw reached(unknown(), 'lost');
     }
   }
+}
+
+/** Subscription `id` (digits, leading zeros allowed) in a list of PayHere's subscriptions. */
+export function findSubscription(
+  subscriptions: readonly SubscriptionRecord[],
+  id: string,
+): SubscriptionRecord | undefined {
+  return subscriptions.find((subscription) => String(subscription.subscription_id) === String(Number(id)));
 }
 
 /** The upstream deadline of a charge: time is kept back to reconcile a lost answer by `deadline`. */

@@ -57,6 +57,17 @@ export interface Order extends Price {
    * subscription id, installments paid): checked again on the next read, never shown before.
    */
   reported: Reported;
+  /** PayHere's answer to the order's payments, kept for its owner while the order's state is final. */
+  paymentsCopy: PaymentsCopy | null;
+}
+
+/** An order's payments as PayHere answered them while the order was in `state` (lib/orders/payments.ts). */
+export interface PaymentsCopy {
+  state: OrderState;
+  /** Epoch ms when the request to PayHere started. */
+  fetchedAt: number;
+  /** PayHere's unfiltered answer, as JSON. */
+  answer: string;
 }
 
 export interface ChargeSlot {
@@ -107,7 +118,14 @@ export interface Reference {
 
 export type NewOrder = Omit<
   Order,
-  'state' | 'createdAt' | 'updatedAt' | 'charge' | 'paymentId' | 'installmentsPaid' | 'reported'
+  | 'state'
+  | 'createdAt'
+  | 'updatedAt'
+  | 'charge'
+  | 'paymentId'
+  | 'installmentsPaid'
+  | 'reported'
+  | 'paymentsCopy'
 >;
 
 /** How a charge wants to take an order's payment slot (see claimCharge). */

@@ -18,6 +18,7 @@ import {
   type OrderKind,
   type OrderMove,
   type OrderState,
+  type PaymentsCopy,
   type Reference,
   type ReferenceKind,
   type UnmatchedNotification,
@@ -76,6 +77,7 @@ export class LedgerStore {
       charge: null,
       installmentsPaid: null,
       reported: { paymentId: null, subscriptionId: null, installmentsPaid: null },
+      paymentsCopy: null,
     };
     const written = await this.#conditional(
       new PutItemCommand({
@@ -175,16 +177,7 @@ export class LedgerStore {
     }
     const condition = '#chargeKey = :key AND NOT (#state IN (:succeeded, :chargedback))';
     const update = `SET ${set} REMOVE #inflight`;
-    return this.#conditional(
-      new UpdateItemCommand({
-        TableName: this.#table,
-        Key: { pk: { S: orderKey(orderId) } },
-        UpdateExpression: update,
-        ConditionExpression: condition,
-        ExpressionAttributeNames: namesIn(`${update} ${condition}`),
-        ExpressionAttributeValues: values,
-      }),
-    );
+    return this.#updateOrder(orderId, update, condition, values);
   }
 
   /**
@@ -214,16 +207,7 @@ export class LedgerStore {
     let condition = '#state = :from';
     if (move.customerToken) condition += ' AND attribute_not_exists(#customerToken)';
     const update = `SET ${set.join(', ')}`;
-    return this.#conditional(
-      new UpdateItemCommand({
-        TableName: this.#table,
-        Key: { pk: { S: orderKey(orderId) } },
-        UpdateExpression: update,
-        ConditionExpression: condition,
-        ExpressionAttributeNames: namesIn(`${update} ${condition}`),
-        ExpressionAttributeValues: values,
-      }),
-    );
+    return this.#updateOrder(orderId, update, condition, values);
   }
 
   /**
@@ -258,16 +242,7 @@ export class LedgerStore {
     }
     const update = `SET ${set.join(', ')}${remove.length > 0 ? ` REMOVE ${remove.join(', ')}` : ''}`;
     const condition = conditions.join(' AND ');
-    return this.#conditional(
-      new UpdateItemCommand({
-        TableName: this.#table,
-        Key: { pk: { S: orderKey(orderId) } },
-        UpdateExpression: update,
-        ConditionExpression: condition,
-        ExpressionAttributeNames: namesIn(`${update} ${condition}`),
-        ExpressionAttributeValues: values,
-      }),
-    );
+    return this.#updateOrder(orderId, update, condition, values);
   }
 
   /** Keep installments a notification reported but PayHere could not confirm yet (only upwards). */
@@ -302,6 +277,32 @@ export class LedgerStore {
         ExpressionAttributeValues: { ':now': number(now), ':before': number(now - intervalMs) },
       }),
     );
+  }
+
+  /**
+   * Keep PayHere's answer to the order's payments while the order is still in `copy.state`, no
+   * newer copy is kept, and none was dropped after `droppedBefore` (a refund's drop must win over a
+   * search sent before it). False when not kept.
+   */
+  async keepPayments(orderId: string, copy: PaymentsCopy, droppedBefore: number): Promise<boolean> {
+    const update =
+      'SET #paymentsCopy = :answer, #paymentsCopyState = :state, #paymentsFetchedAt = :fetchedAt';
+    const condition =
+      '#state = :state AND (attribute_not_exists(#paymentsDroppedAt) OR #paymentsDroppedAt <= :droppedBefore) ' +
+      'AND (attribute_not_exists(#paymentsFetchedAt) OR #paymentsFetchedAt < :fetchedAt)';
+    return this.#updateOrder(orderId, update, condition, {
+      ':answer': { S: copy.answer },
+      ':state': { S: copy.state },
+      ':fetchedAt': number(copy.fetchedAt),
+      ':droppedBefore': number(droppedBefore),
+    });
+  }
+
+  /** Drop the order's kept payments (the service changed them at PayHere: a refund). */
+  async dropPayments(orderId: string): Promise<boolean> {
+    const update =
+      'SET #paymentsDroppedAt = :now REMOVE #paymentsCopy, #paymentsCopyState, #paymentsFetchedAt';
+    return this.#updateOrder(orderId, update, 'attribute_exists(pk)', { ':now': number(this.now()) });
   }
 
   /** Keep a notification that matched nothing apart, for the operator (README "Operating it"). */
@@ -438,6 +439,25 @@ export class LedgerStore {
     return Item;
   }
 
+  /** A conditional update of an order item, with the attribute names its expressions use. */
+  #updateOrder(
+    orderId: string,
+    update: string,
+    condition: string,
+    values: Record<string, AttributeValue>,
+  ): Promise<boolean> {
+    return this.#conditional(
+      new UpdateItemCommand({
+        TableName: this.#table,
+        Key: { pk: { S: orderKey(orderId) } },
+        UpdateExpression: update,
+        ConditionExpression: condition,
+        ExpressionAttributeNames: namesIn(`${update} ${condition}`),
+        ExpressionAttributeValues: values,
+      }),
+    );
+  }
+
   /** Send a conditional write: false when its condition failed, any other error thrown. */
   async #conditional(command: PutItemCommand | UpdateItemCommand): Promise<boolean> {
     try {
@@ -482,6 +502,10 @@ const ATTRIBUTES = [
   'reportedSubscriptionId',
   'reportedInstallmentsPaid',
   'checkedAt',
+  'paymentsCopy',
+  'paymentsCopyState',
+  'paymentsFetchedAt',
+  'paymentsDroppedAt',
 ] as const;
 
 function namesIn(expression: string): Record<string, string> {
@@ -595,5 +619,15 @@ function fromOrderItem(item: Record<string, AttributeValue>): Order {
       subscriptionId: optionalText(item, 'reportedSubscriptionId'),
       installmentsPaid: optionalNumber(item, 'reportedInstallmentsPaid'),
     },
+    paymentsCopy: paymentsCopyOf(item),
   };
+}
+
+function paymentsCopyOf(item: Record<string, AttributeValue>): PaymentsCopy | null {
+  const answer = optionalText(item, 'paymentsCopy');
+  const state = optionalText(item, 'paymentsCopyState');
+  const fetchedAt = optionalNumber(item, 'paymentsFetchedAt');
+  if (answer === null || fetchedAt === null || !(ORDER_STATES as readonly (string | null)[]).includes(state))
+    return null;
+  return { answer, state: state as OrderState, fetchedAt };
 }

@@ -13,6 +13,11 @@ export const REFRESH_INTERVAL_MS = 10_000;
  * the order's payments show it, a subscription id only if that subscription is this order's, an
  * installment only once the subscription's payments show it. What cannot be checked now (the
  * gateway slow or refusing) is kept as reported and checked on the next read of the order.
+ *
+ * These ask PayHere itself, never the answers shared between readers (lib/reads/): what they
+ * confirm becomes the ledger's record of money (a payment id, an order's success, installments
+ * paid), so an answer up to 30 s old could confirm what PayHere no longer says, or miss what it
+ * just recorded.
  */
 export class Confirmations {
   readonly #payhere: PayHere;

@@ -3,6 +3,7 @@ import { loadConfig, requireMerchantCredentials } from '../config/config.ts';
 import { credentialsFor } from '../config/secrets.ts';
 import { createPayHere } from '../gateway/index.ts';
 import { ledgerFromEnvironment } from '../ledger/environment.ts';
+import { sharedReadStoreFromEnvironment } from '../reads/environment.ts';
 import { Confirmations } from './confirm.ts';
 import { NotificationReceiver } from './receiver.ts';
 
@@ -21,5 +22,6 @@ export function notificationReceiverFromEnvironment(): NotificationReceiver {
     ledger,
     credentials,
     confirmations: new Confirmations({ payhere, ledger }),
+    invalidation: sharedReadStoreFromEnvironment(),
   });
 }

@@ -6,6 +6,7 @@ import { audit } from '../log/audit.ts';
 import { log } from '../log/log.ts';
 import { countMetric } from '../log/metrics.ts';
 import { maskCard } from '../log/redact.ts';
+import { forgetWithin, type ReadInvalidation } from '../reads/invalidation.ts';
 import type { Notification } from '../schemas/notification.ts';
 import type { Confirmations } from './confirm.ts';
 import { verifySignature } from './signature.ts';
@@ -100,15 +101,19 @@ export class NotificationReceiver {
   readonly #ledger: LedgerStore;
   readonly #credentials: CredentialsProvider;
   readonly #confirmations: Confirmations;
+  readonly #invalidation: ReadInvalidation | undefined;
 
   constructor(options: {
     ledger: LedgerStore;
     credentials: CredentialsProvider;
     confirmations: Confirmations;
+    /** What a recorded change makes stale in the shared reads is dropped. */
+    invalidation?: ReadInvalidation;
   }) {
     this.#ledger = options.ledger;
     this.#credentials = options.credentials;
     this.#confirmations = options.confirmations;
+    this.#invalidation = options.invalidation;
   }
 
   /** Verify, then act on a notification; `deadline` bounds the calls that confirm what it reports. */
@@ -166,6 +171,7 @@ export class NotificationReceiver {
     const move = await this.#move(notification, order, to, deadline);
     if (move === 'token_conflict') return this.#unmatched('token_conflict', notification);
     if (!(await this.#ledger.moveOrder(order.orderId, move))) return 'raced';
+    await this.#forget(order.orderId, move.subscriptionId ?? order.subscriptionId);
     countMetric('NotificationRecorded');
     auditChange(order, {
       from: order.state,
@@ -249,12 +255,26 @@ export class NotificationReceiver {
     if (paid !== undefined) {
       if (await this.#ledger.confirm(order.orderId, { installmentsPaid: paid })) {
         auditChange(order, { subscriptionId, installmentsPaid: paid });
+        await this.#forget(order.orderId, subscriptionId);
       }
       return;
     }
     const reported = Number(notification.item_rec_install_paid);
     if (Number.isSafeInteger(reported) && reported > 0)
       await this.#ledger.reportInstallments(order.orderId, reported);
+  }
+
+  /** The order (and its subscription) changed at PayHere: the shared reads of them are dropped. */
+  async #forget(orderId: string, subscriptionId: string | null | undefined): Promise<void> {
+    const invalidation = this.#invalidation;
+    if (!invalidation) return;
+    // PayHere wants its answer within a second: the drop waits at most half of one.
+    await forgetWithin(async () => {
+      await Promise.all([
+        invalidation.forgetOrder(orderId),
+        subscriptionId ? invalidation.forgetSubscription(subscriptionId) : undefined,
+      ]);
+    });
   }
 
   /** Kept apart for the operator and counted; PayHere is answered 200 so that it does not retry. */

@@ -11,6 +11,7 @@ import { type ChargeResult, idOf, statusCodeOf } from '../gateway/schemas.ts';
 import type { ChargeClaim, ChargeOutcome, Order, Price } from '../ledger/model.ts';
 import type { LedgerStore } from '../ledger/store.ts';
 import { describeError, log } from '../log/log.ts';
+import { forgetWithin, type ReadInvalidation } from '../reads/invalidation.ts';
 import type { ChargeRequest } from '../schemas/charge.ts';
 import { type Actor, countRefusal, Ownership, readLedger } from './access.ts';
 import { NOTIFY_PATH, type OrdersConfig } from './config.ts';
@@ -48,12 +49,20 @@ export class Charging {
   readonly #ledger: LedgerStore;
   readonly #ownership: Ownership;
   readonly #config: OrdersConfig;
+  readonly #invalidation: ReadInvalidation | undefined;
 
-  constructor(options: { payhere: PayHere; ledger: LedgerStore; config: OrdersConfig }) {
+  constructor(options: {
+    payhere: PayHere;
+    ledger: LedgerStore;
+    config: OrdersConfig;
+    /** The order's shared payments are dropped after every charge sent, whatever its outcome. */
+    invalidation?: ReadInvalidation;
+  }) {
     this.#payhere = options.payhere;
     this.#ledger = options.ledger;
     this.#ownership = new Ownership(options.ledger);
     this.#config = options.config;
+    this.#invalidation = options.invalidation;
   }
 
   async charge(input: ChargeInput): Promise<ChargeAnswer> {
@@ -74,6 +83,10 @@ export class Charging {
     } catch (error) {
       await this.#afterFailure(order, input.chargeKey, error);
       throw error;
+    } finally {
+      // Paid, declined or unknown: the next read of the order's payments asks PayHere.
+      const invalidation = this.#invalidation;
+      if (invalidation) await forgetWithin(() => invalidation.forgetOrder(order.orderId));
     }
     await this.#record(order, input.chargeKey, outcomeOf(body, answer.data));
     return answer;

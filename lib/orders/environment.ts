@@ -1,13 +1,16 @@
 import { sharedStateFromEnvironment } from '../budget/environment.ts';
 import { loadConfig, requireMerchantCredentials } from '../config/config.ts';
 import { credentialsFor } from '../config/secrets.ts';
-import { createPayHere, payHereFromEnvironment } from '../gateway/index.ts';
+import { createPayHere, type PayHere, payHereFromEnvironment } from '../gateway/index.ts';
 import { ledgerFromEnvironment } from '../ledger/environment.ts';
 import { Confirmations } from '../notifications/confirm.ts';
+import { sharedReadStoreFromEnvironment } from '../reads/environment.ts';
+import { SharedReads } from '../reads/shared-reads.ts';
 import { Ownership } from './access.ts';
 import { Charging } from './charge.ts';
 import { Checkouts } from './checkout.ts';
 import { loadOrdersConfig } from './config.ts';
+import { OrderPayments } from './payments.ts';
 
 /** The container's ownership checks, built from the environment at start-up (a bad variable fails here). */
 export function ownershipFromEnvironment(): Ownership {
@@ -19,6 +22,17 @@ export function chargingFromEnvironment(): Charging {
     payhere: payHereFromEnvironment(),
     ledger: ledgerFromEnvironment(),
     config: loadOrdersConfig(process.env),
+    invalidation: sharedReadStoreFromEnvironment(),
+  });
+}
+
+/** retrievePayments' reads, and what a refund drops, over the container's PayHere client. */
+export function orderPaymentsFromEnvironment(payhere: PayHere): OrderPayments {
+  const store = sharedReadStoreFromEnvironment();
+  return new OrderPayments({
+    reads: new SharedReads({ payhere, store }),
+    ledger: ledgerFromEnvironment(),
+    invalidation: store,
   });
 }
 

@@ -11,7 +11,9 @@ import type { Command, Result } from './container-process.ts';
  * Eight processes, each a container of one function (reads and charges), against one sandbox and
  * one dynalite: the budget holds for all of them together, counted where the sandbox counts
  * arrivals. PayHere's window is shortened to 2 s (20 per 2 s) to keep the test short; the
- * sandbox enforces the same limit, as PayHere would.
+ * sandbox enforces the same limit, as PayHere would. Every read names an object PayHere does not
+ * know, another each time, so that none is answered from a shared read (tests/reads/ show those):
+ * PayHere answers each with a not-found, and each costs a call.
  */
 const LIMIT = 20;
 const WINDOW_MS = 2_000;
@@ -25,13 +27,16 @@ interface Container {
 }
 
 const READS: RouteName[] = [
-  'listSubscriptions',
-  'listSubscriptions',
-  'getSubscription',
+  'retrievePayments',
+  'retrievePayments',
+  'subscriptionPayments',
   'subscriptionPayments',
   'subscriptionPayments',
   'retrievePayments',
 ];
+
+/** PayHere answered the read (not found: the objects are unknown) rather than the budget refusing it. */
+const answered = (r: Result) => r.status === 404;
 const MONEY: RouteName[] = ['charge', 'charge'];
 
 async function startContainer(route: RouteName, env: NodeJS.ProcessEnv): Promise<Container> {
@@ -117,7 +122,7 @@ function figures(name: string, results: Result[]): void {
       name,
       arrivals: sandbox.arrivals().length,
       busiestWindow: busiestWindow(arrivalTimes(), WINDOW_MS),
-      reads200: count((r) => r.route !== 'charge' && r.status === 200),
+      readsAnswered: count((r) => r.route !== 'charge' && answered(r)),
       reads429: count((r) => r.route !== 'charge' && r.status === 429),
       charges200: count((r) => r.route === 'charge' && r.status === 200),
       slowestMs: Math.max(...took),
@@ -125,7 +130,7 @@ function figures(name: string, results: Result[]): void {
   );
 }
 
-describe('PayHere’s budget over eight containers of six functions', () => {
+describe('PayHere’s budget over eight containers of three functions', () => {
   it('in a burst: never more than the limit in any window, money through while reads are refused', async () => {
     // Reads: a Lambda with 4 s left (3 s for PayHere); charges: 16 s (5.4 s once the bookkeeping is kept).
     const results = await everyone(
@@ -144,7 +149,7 @@ describe('PayHere’s budget over eight containers of six functions', () => {
     for (const r of refused)
       expect([r.code, r.retryAfter]).toEqual(['rate_limited', expect.stringMatching(/^\d+$/)]);
     // The first window's unreserved 15, less what the 4 charges took of it before the reserve.
-    expect(reads.filter((r) => r.status === 200).length).toBeGreaterThanOrEqual(LIMIT - 5 - 4);
+    expect(reads.filter(answered).length).toBeGreaterThanOrEqual(LIMIT - 5 - 4);
     expect(busiestWindow(arrivalTimes(), WINDOW_MS)).toBeLessThanOrEqual(LIMIT);
   });
 

@@ -68,8 +68,9 @@ describe('osls package', () => {
 
 /**
  * SPEC.md "Least privilege": what each function may send to each table, written out here from what
- * its code does (lib/idempotency/store.ts, lib/ledger/store.ts, lib/budget/state-table.ts), so that
- * a role granting more fails. Every function that calls PayHere shares its budget and token.
+ * its code does (lib/idempotency/store.ts, lib/ledger/store.ts, lib/budget/state-table.ts,
+ * lib/reads/store.ts), so that a role granting more fails. Every function that calls PayHere shares
+ * its budget and token, and reads or drops shared answers with the same actions.
  */
 const STATE = ['GetItem', 'PutItem', 'UpdateItem'];
 const ACCESS: Record<
@@ -90,7 +91,8 @@ const ACCESS: Record<
   },
   refund: {
     idempotency: ['DeleteItem', 'GetItem', 'PutItem', 'UpdateItem'],
-    ledger: ['GetItem'],
+    // Drops a refunded order's kept payments.
+    ledger: ['GetItem', 'UpdateItem'],
     state: STATE,
     secret: true,
   },
@@ -100,7 +102,8 @@ const ACCESS: Record<
     state: STATE,
     secret: true,
   },
-  retrievePayments: { ledger: ['GetItem'], state: STATE, secret: true },
+  // Keeps a final order's payments on its ledger item.
+  retrievePayments: { ledger: ['GetItem', 'UpdateItem'], state: STATE, secret: true },
   listSubscriptions: { ledger: ['GetItem'], state: STATE, secret: true },
   getSubscription: { ledger: ['GetItem'], state: STATE, secret: true },
   subscriptionPayments: { ledger: ['GetItem'], state: STATE, secret: true },

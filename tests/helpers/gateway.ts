@@ -6,6 +6,7 @@ import { trustTestIssuer, withToken } from './auth.ts';
 import { recordAnswer } from './contract.ts';
 import { type Answer, apiEvent, invoke, lambdaContext } from './events.ts';
 import { IDEMPOTENT_ROUTES, ROUTES, type RouteName } from './routes.ts';
+import { forgetSharedReads } from './state-table.ts';
 
 type Handler = (event: APIGatewayProxyEvent, context: Context) => Promise<APIGatewayProxyResult>;
 
@@ -91,7 +92,7 @@ export async function call(name: RouteName, options: CallOptions = {}): Promise<
  * keep their access tokens (`keepTokens`, the default: as warm ones do, so counters show only the
  * calls under test, and a money request is not met by a token the gateway no longer knows, which
  * it would answer with 503 rather than send twice), or is `reset` whole (tokens and rate limit
- * too), or is left as it is.
+ * too), or is left as it is. Reset either way, the answers the functions shared are forgotten too.
  * The sandbox is returned at once and usable inside tests.
  */
 export function useTestGateway(
@@ -105,13 +106,15 @@ export function useTestGateway(
   afterAll(async () => {
     await current?.close();
   });
-  beforeEach(() => {
+  beforeEach(async () => {
     if (beforeEachTest === 'reset') current!.reset();
     if (beforeEachTest === 'keepTokens') {
       current!.faults.clear();
       current!.resetState();
       current!.resetCounters();
     }
+    // PayHere's data is back as seeded: what the functions shared of the last test's is not true now.
+    if (beforeEachTest !== 'nothing') await forgetSharedReads();
   });
   return new Proxy({} as Sandbox, {
     get(_, property) {

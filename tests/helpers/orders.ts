@@ -4,6 +4,7 @@
  * subscription. Until the notification receiver exists these are written straight to the ledger.
  */
 import { randomUUID } from 'node:crypto';
+import type { NewOrder } from '../../lib/ledger/model.ts';
 import { LedgerStore } from '../../lib/ledger/store.ts';
 import { localClient } from '../idempotency/fixtures.ts';
 import { testToken } from './auth.ts';
@@ -17,25 +18,38 @@ export function customer(name: string): string {
   return `${name}-${randomUUID().slice(0, 8)}`;
 }
 
-/** Record `token` as the card `owner` saved through a pre-approval (what the pre-approval notification records). */
-export async function saveCard(ledger: LedgerStore, owner: string, token: string): Promise<void> {
-  const orderId = `PRE-${randomUUID()}`;
-  await ledger.createOrder({
-    orderId,
-    owner,
-    kind: 'preapproval',
-    items: 'Save my card',
+/** A new order as a checkout or a charge records it: a charge of 345.67 LKR unless `fields` say otherwise. */
+export function newOrder(fields: Partial<NewOrder> & Pick<NewOrder, 'orderId' | 'owner'>): NewOrder {
+  return {
+    kind: 'charge',
+    items: 'Taxi Hire 123',
     currency: 'LKR',
-    amountCents: null,
+    amountCents: 34_567,
     custom1: null,
     custom2: null,
     recurrence: null,
     duration: null,
-    customerToken: token,
+    customerToken: null,
     authorizationToken: null,
     subscriptionId: null,
     card: null,
-  });
+    ...fields,
+  };
+}
+
+/** Record `token` as the card `owner` saved through a pre-approval (what the pre-approval notification records). */
+export async function saveCard(ledger: LedgerStore, owner: string, token: string): Promise<void> {
+  const orderId = `PRE-${randomUUID()}`;
+  await ledger.createOrder(
+    newOrder({
+      orderId,
+      owner,
+      kind: 'preapproval',
+      items: 'Save my card',
+      amountCents: null,
+      customerToken: token,
+    }),
+  );
   if (!(await ledger.link('customer_token', token, { orderId, owner }))) {
     throw new Error('the card is already saved by another customer in this file');
   }

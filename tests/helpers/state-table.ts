@@ -3,7 +3,7 @@ import type { AddressInfo } from 'node:net';
 import { connect, createServer, type Server, type Socket } from 'node:net';
 import { inject } from 'vitest';
 import { SharedStateTable } from '../../lib/budget/state-table.ts';
-import { DynamoDBClient } from '../../lib/dynamodb/index.ts';
+import { DeleteItemCommand, DynamoDBClient, ScanCommand } from '../../lib/dynamodb/index.ts';
 import { createTable, LOCAL_AWS_ENVIRONMENT } from '../../scripts/local-dynamodb.ts';
 
 /** A DynamoDB client for `endpoint` with one attempt per request, as fault tests want to see them. */
@@ -17,6 +17,24 @@ export function dynamoDbAt(endpoint: string): DynamoDBClient {
     }),
     maxAttempts: 1,
   });
+}
+
+/**
+ * Forget every answer the test file's functions shared (items `read#...` of its STATE_TABLE): a
+ * sandbox given its seeded data back no longer says what they hold.
+ */
+export async function forgetSharedReads(table = process.env.STATE_TABLE!): Promise<void> {
+  const client = dynamoDbAt(inject('dynamodbEndpoint'));
+  const { Items = [] } = await client.send(
+    new ScanCommand({
+      TableName: table,
+      FilterExpression: 'begins_with(pk, :read)',
+      ExpressionAttributeValues: { ':read': { S: 'read#' } },
+    }),
+  );
+  await Promise.all(
+    Items.map((item) => client.send(new DeleteItemCommand({ TableName: table, Key: { pk: item.pk! } }))),
+  );
 }
 
 /** A new, empty state table in the test run's dynalite, and the name it has. */

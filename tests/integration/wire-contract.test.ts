@@ -1,7 +1,8 @@
 import { createServer, type IncomingMessage, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { call } from '../helpers/gateway.ts';
+import { forgetSharedReads } from '../helpers/state-table.ts';
 
 // SPEC.md "notify_url", read when the handlers load: the service's own notification route, and the
 // merchant allowing the sample's notify_url.
@@ -138,6 +139,9 @@ async function wireOf(run: () => Promise<unknown>): Promise<Recorded[]> {
   await run();
   return recorded.slice(from).filter((r) => !r.url.endsWith('/oauth/token'));
 }
+
+// Each case is about what reaches the gateway: none is answered from what an earlier one shared.
+beforeEach(() => forgetSharedReads());
 
 describe('the wire contract with a PayHere-compatible gateway', () => {
   it('gets an access token with Basic credentials and a client_credentials form', async () => {

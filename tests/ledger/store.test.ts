@@ -2,6 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { describe, expect, inject, it } from 'vitest';
 import type { ChargeClaim, NewOrder } from '../../lib/ledger/model.ts';
 import { LedgerStore } from '../../lib/ledger/store.ts';
+import { newOrder } from '../helpers/orders.ts';
 import { localClient } from '../idempotency/fixtures.ts';
 
 /** The ledger against the run's real dynalite table; every order id is fresh, so tests never share one. */
@@ -10,23 +11,7 @@ const ledger = new LedgerStore({ client: localClient(), table: inject('ledgerTab
 const orderId = () => `LEDGER-${randomUUID()}`;
 
 function checkout(overrides: Partial<NewOrder> = {}): NewOrder {
-  return {
-    orderId: orderId(),
-    owner: 'alice',
-    kind: 'charge',
-    items: 'Taxi Hire 123',
-    currency: 'LKR',
-    amountCents: 34_567,
-    custom1: null,
-    custom2: null,
-    recurrence: null,
-    duration: null,
-    customerToken: null,
-    authorizationToken: null,
-    subscriptionId: null,
-    card: null,
-    ...overrides,
-  };
+  return newOrder({ orderId: orderId(), owner: 'alice', ...overrides });
 }
 
 function claim(id: string, overrides: Partial<ChargeClaim> = {}): ChargeClaim {
@@ -211,5 +196,46 @@ describe('references', () => {
 
     expect((await ledger.subscriptionsOf(owner)).sort()).toEqual(['420075032251', '420075032252']);
     expect(await ledger.subscriptionsOf(`owner-${randomUUID()}`)).toEqual([]);
+  });
+});
+
+describe('an order’s kept payments', () => {
+  const copy = (state: 'succeeded' | 'chargedback', fetchedAt: number) => ({
+    state,
+    fetchedAt,
+    answer: JSON.stringify({ msg: 'Payments', data: [], fetchedAt }),
+  });
+
+  async function succeededOrder(): Promise<string> {
+    const order = checkout();
+    await ledger.createOrder(order);
+    await ledger.moveOrder(order.orderId, { from: 'created', to: 'succeeded', paymentId: '320040000001' });
+    return order.orderId;
+  }
+
+  it('are kept only while the order is in the state they were fetched in, and only newer ones', async () => {
+    const id = await succeededOrder();
+    const t = Date.now();
+
+    const wrongState = await ledger.keepPayments(id, copy('chargedback', t), t);
+    const kept = await ledger.keepPayments(id, copy('succeeded', t), t);
+    const older = await ledger.keepPayments(id, copy('succeeded', t - 1), t - 1);
+
+    expect([wrongState, kept, older]).toEqual([false, true, false]);
+    expect((await ledger.getOrder(id))?.paymentsCopy).toEqual(copy('succeeded', t));
+  });
+
+  it('are dropped, and an answer fetched before the drop is not kept after it', async () => {
+    const id = await succeededOrder();
+    const t = Date.now();
+    await ledger.keepPayments(id, copy('succeeded', t - 5_000), t - 5_000);
+
+    await ledger.dropPayments(id);
+    const sentBefore = await ledger.keepPayments(id, copy('succeeded', t - 1_000), t - 1_000);
+    const dropped = await ledger.getOrder(id);
+    const sentAfter = await ledger.keepPayments(id, copy('succeeded', t + 5_000), t + 5_000);
+
+    expect(dropped?.paymentsCopy).toBeNull();
+    expect([sentBefore, sentAfter]).toEqual([false, true]);
   });
 });

@@ -4,6 +4,7 @@ import { RateLimitedError } from '../../lib/envelope/errors.ts';
 import { CONNECT_TIMEOUT_MS, createPayHere } from '../../lib/gateway/index.ts';
 import { Transport, type UpstreamRequest } from '../../lib/gateway/transport.ts';
 import { SANDBOX_CREDENTIALS, type Sandbox, startSandbox } from '../../sandbox/server.ts';
+import { busiestWindow } from '../helpers/windows.ts';
 
 /**
  * One clock for the container and the gateway. Sleeping moves it forward instead of waiting, but
@@ -37,17 +38,6 @@ function manualClock() {
       }
     },
   };
-}
-
-/** The busiest 10-second window among the given send times. */
-function busiestWindow(times: number[], windowMs: number): number {
-  const sorted = [...times].sort((a, b) => a - b);
-  let busiest = 0;
-  for (let i = 0, j = 0; i < sorted.length; i++) {
-    while (sorted[i]! - sorted[j]! >= windowMs) j++;
-    busiest = Math.max(busiest, i - j + 1);
-  }
-  return busiest;
 }
 
 let sandbox: Sandbox;

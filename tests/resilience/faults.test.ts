@@ -2,6 +2,7 @@ import { setTimeout } from 'node:timers/promises';
 import { describe, expect, it } from 'vitest';
 import { call, useTestGateway } from '../helpers/gateway.ts';
 import type { GatewayRouteName } from '../helpers/routes.ts';
+import { forgetSharedReads } from '../helpers/state-table.ts';
 import { accessToken, apiClient } from '../sandbox/helpers.ts';
 import { chargeBody, paymentsOf, UPSTREAM, validRequest } from './fixtures.ts';
 
@@ -363,6 +364,8 @@ describe('reads', () => {
 
   it('survive an expired access token with one refresh', async () => {
     await call('subscriptionPayments', { id: '420075032251' });
+    // The second call must reach PayHere, not the answer the first one shared.
+    await forgetSharedReads();
     sandbox.resetCounters();
     sandbox.expireTokens();
 

@@ -14,6 +14,7 @@ import {
   startFakeSecretsManager,
   useSecretCredentials,
 } from '../helpers/secrets-manager.ts';
+import { forgetSharedReads } from '../helpers/state-table.ts';
 
 /**
  * The leak canary: the service runs its flows, failures included, with recognisable secrets (the
@@ -261,12 +262,15 @@ describe('the flows, run with canaries', () => {
     await target.close();
     target = await startSandbox({ rateLimit: false, credentials: ROTATED });
     secrets.secrets.set(SECRET_ID, secretOf(ROTATED));
+    // Each list must come from the gateway (a new one each time), not from what was shared before.
+    await forgetSharedReads();
     const rotated = await send('listSubscriptions');
 
     target.expireTokens();
     secrets.secrets.set(SECRET_ID, `${secretOf(ROTATED)} trailing garbage`);
     await target.close();
     target = await startSandbox({ rateLimit: false, credentials: FIRST });
+    await forgetSharedReads();
     const broken = await send('listSubscriptions');
 
     expect([rotated.statusCode, broken.statusCode]).toEqual([200, 503]);

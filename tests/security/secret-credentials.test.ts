@@ -7,6 +7,7 @@ import {
   startFakeSecretsManager,
   useSecretCredentials,
 } from '../helpers/secrets-manager.ts';
+import { forgetSharedReads } from '../helpers/state-table.ts';
 
 /**
  * A function configured as deployed: GATEWAY_SECRET_ID and no credentials in the environment.
@@ -65,6 +66,8 @@ describe('a function reading its gateway credentials from Secrets Manager', () =
     await sandbox.close();
     sandbox = await startSandbox({ port, rateLimit: false, credentials: ROTATED });
     secrets.secrets.set(SECRET_ID, gatewaySecret(ROTATED));
+    // The list must come from the gateway, not from what the last test shared.
+    await forgetSharedReads();
     const readsBefore = secrets.reads();
 
     const answer = await call('listSubscriptions');

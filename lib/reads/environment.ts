@@ -1,0 +1,15 @@
+import { stateTableFromEnvironment } from '../budget/environment.ts';
+import type { Env } from '../config/config.ts';
+import type { PayHere } from '../gateway/payhere.ts';
+import { SharedReads } from './shared-reads.ts';
+import { SharedReadStore } from './store.ts';
+
+/** The shared reads' items in the state table (STATE_TABLE), with the table's own timeout. */
+export function sharedReadStoreFromEnvironment(env: Env = process.env): SharedReadStore {
+  return new SharedReadStore(stateTableFromEnvironment(env));
+}
+
+/** The read routes' PayHere reads, shared through the state table. */
+export function sharedReadsFromEnvironment(payhere: PayHere, env: Env = process.env): SharedReads {
+  return new SharedReads({ payhere, store: sharedReadStoreFromEnvironment(env) });
+}

@@ -1,0 +1,218 @@
+import * as z from 'zod/mini';
+import { NotFoundError } from '../envelope/errors.ts';
+import { findSubscription, type PayHere, type Result } from '../gateway/payhere.ts';
+import { PaymentList, type PaymentRecord, SubscriptionList, SubscriptionRecord } from '../gateway/schemas.ts';
+import { describeError, log } from '../log/log.ts';
+import { SHARED_READS, type SharedRead, type SharedReadStore, type StoredAnswer } from './store.ts';
+
+/** An answer, and whether it came from data shared earlier rather than from PayHere just now. */
+export interface Served<T> {
+  answer: T;
+  /** Epoch ms when its request to PayHere started. */
+  fetchedAt: number;
+  /** From shared data (the table, a ledger copy): the response carries `Age`. */
+  shared: boolean;
+}
+
+/** `Age` (whole seconds since PayHere gave it) for an answer served from shared data; none for a fresh one. */
+export function ageHeaders(served: Served<unknown>, now = Date.now()): Record<string, string> {
+  if (!served.shared) return {};
+  return { Age: String(Math.max(0, Math.floor((now - served.fetchedAt) / 1000))) };
+}
+
+/** Stored answers are checked again when read: an item an older version wrote is a miss, not a 500. */
+const resultOf = <T extends z.core.$ZodType>(data: T) => z.object({ msg: z.string(), data });
+export const PaymentsAnswer = resultOf(PaymentList);
+const SubscriptionsAnswer = resultOf(SubscriptionList);
+const SubscriptionAnswer = resultOf(SubscriptionRecord);
+const Remembered = z.literal(true);
+
+/** A list fetched this recently is refreshed for one subscription rather than asking for that one alone. */
+const LIST_PREFERRED_MS = 600_000;
+
+/** After the table failed, reads go straight to PayHere this long before trying it again. */
+const TABLE_RETRY_MS = 10_000;
+
+/** A stored answer within its window, or only when one was fetched (past its window, or unreadable). */
+type Lookup<T> = { fresh: true; answer: T; fetchedAt: number } | { fresh: false; fetchedAt: number };
+
+type Schema<T> = { safeParse(input: unknown): { success: true; data: T } | { success: false } };
+
+/**
+ * PayHere's reads through the shared store (SPEC.md "PayHere's budget"): an answer fetched from
+ * PayHere is kept for its window and served to every container and caller meanwhile; in one
+ * container, callers asking for the same thing at once share one fetch. Never stored: a pending
+ * answer, a not-found (thrown), an answer too large. The table is a convenience, never a
+ * dependency: when it is slow or down, reads go to PayHere (through the budget) as without it.
+ *
+ * Only the read routes use this. Reads that settle money (a lost charge's search, a lost cancel's
+ * or retry's check) and the notification receiver's and getCheckout's confirmations call PayHere
+ * directly: they decide what the ledger records about money, so they must see PayHere now.
+ */
+export class SharedReads {
+  readonly #payhere: PayHere;
+  readonly #store: SharedReadStore;
+  readonly #now: () => number;
+  readonly #inFlight = new Map<string, Promise<Served<unknown>>>();
+  #tableDownUntil = 0;
+
+  constructor(options: { payhere: PayHere; store: SharedReadStore; now?: () => number }) {
+    this.#payhere = options.payhere;
+    this.#store = options.store;
+    this.#now = options.now ?? Date.now;
+  }
+
+  /** An order's payments (10 s); a pending answer is served but never kept. */
+  paymentsOfOrder(orderId: string, deadline: number): Promise<Served<Result<PaymentRecord[]>>> {
+    return this.#shared<Result<PaymentRecord[]>>(
+      SHARED_READS.orderPayments(orderId),
+      PaymentsAnswer,
+      deadline,
+      () => this.#payhere.paymentsOfOrder(orderId, deadline),
+      { storable: (answer) => !answer.pending },
+    );
+  }
+
+  listSubscriptions(deadline: number, refresh = false): Promise<Served<Result<SubscriptionRecord[]>>> {
+    return this.#shared(
+      SHARED_READS.subscriptions,
+      SubscriptionsAnswer,
+      deadline,
+      () => this.#payhere.listSubscriptions(deadline),
+      { refresh },
+    );
+  }
+
+  subscriptionPayments(id: string, deadline: number): Promise<Served<Result<PaymentRecord[]>>> {
+    return this.#shared(SHARED_READS.subscriptionPayments(id), PaymentsAnswer, deadline, () =>
+      this.#payhere.subscriptionPayments(id, deadline),
+    );
+  }
+
+  /**
+   * One subscription: its own item, else the shared list while fresh (it holds every subscription),
+   * else PayHere's one-subscription endpoint; where that answers a bare 404, the list, and that is
+   * remembered for an hour so that later calls spend one shared list instead of two calls each.
+   * When the list was fetched in the last ten minutes, it is refreshed instead.
+   */
+  getSubscription(id: string, deadline: number): Promise<Served<Result<SubscriptionRecord>>> {
+    const one = SHARED_READS.subscription(id);
+    return this.#once(one.key, async () => {
+      const [stored, list] = await Promise.all([
+        this.#lookup(one, SubscriptionAnswer, deadline),
+        this.#lookup(SHARED_READS.subscriptions, SubscriptionsAnswer, deadline),
+      ]);
+      if (stored?.fresh) return { answer: stored.answer, fetchedAt: stored.fetchedAt, shared: true };
+      const listed = list?.fresh && findSubscription(list.answer.data, id);
+      if (list && listed) return fromList(list.fetchedAt, true, listed);
+      // A list fetched lately says callers read it: one refresh of it serves every subscription
+      // for 30 s, where the one-subscription endpoint serves one.
+      const listRead = list !== undefined && this.#now() - list.fetchedAt < LIST_PREFERRED_MS;
+      const missing = listRead
+        ? undefined
+        : await this.#lookup(SHARED_READS.oneSubscriptionMissing, Remembered, deadline);
+      if (!listRead && !missing?.fresh) {
+        const fetchedAt = this.#now();
+        const found = await this.#payhere.oneSubscription(id, deadline);
+        if (typeof found !== 'string') {
+          await this.#keep(one, found, fetchedAt, deadline);
+          return { answer: found, fetchedAt, shared: false };
+        }
+        if (found === 'unsupported')
+          await this.#keep(SHARED_READS.oneSubscriptionMissing, true, fetchedAt, deadline);
+      }
+      // A subscription a fresh shared list lacks may be newer than it: that list is not asked again.
+      const fresh = await this.listSubscriptions(deadline, list?.fresh === true);
+      const record = findSubscription(fresh.answer.data, id);
+      if (!record) throw new NotFoundError(`Subscription ${id} was not found.`);
+      return fromList(fresh.fetchedAt, fresh.shared, record);
+    });
+  }
+
+  /** The stored answer of `read`, else PayHere's (kept when `storable`); `refresh` skips the stored one. */
+  #shared<T>(
+    read: SharedRead,
+    schema: Schema<T>,
+    deadline: number,
+    fetch: () => Promise<T>,
+    options: { storable?: (answer: T) => boolean; refresh?: boolean } = {},
+  ): Promise<Served<T>> {
+    const { storable = () => true, refresh = false } = options;
+    return this.#once(read.key, async () => {
+      const stored = refresh ? undefined : await this.#lookup(read, schema, deadline);
+      if (stored?.fresh) return { answer: stored.answer, fetchedAt: stored.fetchedAt, shared: true };
+      const fetchedAt = this.#now();
+      const answer = await fetch();
+      if (storable(answer)) await this.#keep(read, answer, fetchedAt, deadline);
+      return { answer, fetchedAt, shared: false };
+    });
+  }
+
+  /** Callers of one container asking for `key` at once share one lookup and one fetch. */
+  #once<T>(key: string, work: () => Promise<Served<T>>): Promise<Served<T>> {
+    const running = this.#inFlight.get(key) as Promise<Served<T>> | undefined;
+    if (running) return running;
+    const started = work().finally(() => this.#inFlight.delete(key));
+    this.#inFlight.set(key, started);
+    return started;
+  }
+
+  /** What the table holds of `read`: its answer while fresh, else when it was fetched; undefined if nothing. */
+  async #lookup<T>(read: SharedRead, schema: Schema<T>, deadline: number): Promise<Lookup<T> | undefined> {
+    if (this.#now() < this.#tableDownUntil) return undefined;
+    const ms = this.#tableTime(deadline);
+    let stored: StoredAnswer | undefined;
+    try {
+      stored = await this.#store.get(read, ms);
+    } catch (error) {
+      this.#tableFailed(error, ms);
+      return undefined;
+    }
+    if (!stored) return undefined;
+    const parsed = stored.answer === undefined ? undefined : schema.safeParse(stored.answer);
+    return parsed?.success
+      ? { fresh: true, answer: parsed.data, fetchedAt: stored.fetchedAt }
+      : { fresh: false, fetchedAt: stored.fetchedAt };
+  }
+
+  async #keep(read: SharedRead, answer: unknown, fetchedAt: number, deadline: number): Promise<void> {
+    if (this.#now() < this.#tableDownUntil) return;
+    const ms = this.#tableTime(deadline);
+    try {
+      await this.#store.put(read, answer, fetchedAt, ms);
+    } catch (error) {
+      this.#tableFailed(error, ms);
+    }
+  }
+
+  /**
+   * How long the table may take for a read due at `deadline`: the table's timeout, and never more
+   * than a quarter of the time left, which a short read keeps for PayHere and its answer.
+   */
+  #tableTime(deadline: number): number {
+    return Math.max(1, Math.min(this.#store.timeoutMs, Math.floor((deadline - Date.now()) / 4)));
+  }
+
+  /** A request cut short by the read's own deadline says nothing about the table; one given its full timeout does. */
+  #tableFailed(error: unknown, ms: number): void {
+    if (ms >= this.#store.timeoutMs) this.#tableDown(error);
+  }
+
+  #tableDown(error: unknown): void {
+    if (this.#now() >= this.#tableDownUntil) {
+      log.warn('the shared state table cannot be reached: reads go to the gateway', {
+        error: describeError(error),
+        retryTableInMs: TABLE_RETRY_MS,
+      });
+    }
+    this.#tableDownUntil = this.#now() + TABLE_RETRY_MS;
+  }
+}
+
+function fromList(
+  fetchedAt: number,
+  shared: boolean,
+  record: SubscriptionRecord,
+): Served<Result<SubscriptionRecord>> {
+  return { answer: { msg: 'Found subscription', data: record }, fetchedAt, shared };
+}

@@ -1,0 +1,107 @@
+import { randomUUID } from 'node:crypto';
+import { describe, expect, it } from 'vitest';
+import { SEED } from '../../sandbox/server.ts';
+import { call, useTestGateway } from '../helpers/gateway.ts';
+import { notify, signed } from '../helpers/notifications.ts';
+import { customer, customerToken, testLedger } from '../helpers/orders.ts';
+import { forgetSharedReads } from '../helpers/state-table.ts';
+
+/**
+ * A customer's own order in a final state is answered from the copy of PayHere's answer kept on the
+ * order's ledger item, without PayHere (SPEC.md "PayHere's budget"), while the state stays the one
+ * it was kept in. Each read here first forgets the table's shared answers, so that only the ledger
+ * copy can spare PayHere a call.
+ */
+const sandbox = useTestGateway();
+const ledger = testLedger();
+
+const searches = () => sandbox.counters().search ?? 0;
+
+/** An order the merchant charged for a new customer (PAYMENT, succeeded), and that customer's reads. */
+async function paidOrder(token: string = SEED.customerTokens.success) {
+  const sub = customer('copy');
+  const orderId = `Copy-${randomUUID().slice(0, 12)}`;
+  const charged = await call('charge', {
+    body: {
+      type: 'PAYMENT',
+      order_id: orderId,
+      items: 'Door bell',
+      currency: 'LKR',
+      amount: 1500,
+      customer_token: token,
+    },
+    headers: { 'On-Behalf-Of': sub },
+  });
+  const authorization = `Bearer ${await customerToken(sub)}`;
+  const read = async () => {
+    await forgetSharedReads();
+    return call('retrievePayments', { id: orderId, headers: { Authorization: authorization } });
+  };
+  return { orderId, charged, read };
+}
+
+describe('a customer’s own final order', () => {
+  it('is answered from its ledger copy, with Age, without PayHere', async () => {
+    const { orderId, charged, read } = await paidOrder();
+
+    const first = await read();
+    const before = searches();
+    const second = await read();
+
+    expect(charged.statusCode, charged.raw).toBe(200);
+    expect(first.statusCode).toBe(200);
+    expect(first.headers.Age).toBeUndefined();
+    expect(second.statusCode).toBe(200);
+    expect(second.headers.Age).toMatch(/^\d+$/);
+    expect(second.body).toEqual(first.body);
+    expect(second.body.data[0]).not.toHaveProperty('amount_detail');
+    expect(searches()).toBe(before);
+    expect((await ledger.getOrder(orderId))?.paymentsCopy?.state).toBe('succeeded');
+  });
+
+  it('is asked of PayHere again after a chargeback changed its state, and kept again in the new one', async () => {
+    const { orderId, read } = await paidOrder();
+    await read();
+
+    const chargeback = await notify(
+      signed({ order_id: orderId, payhere_amount: '1500.00', status_code: '-3' }),
+    );
+    const before = searches();
+    const after = await read();
+    const again = await read();
+
+    expect(chargeback.statusCode).toBe(200);
+    expect((await ledger.getOrder(orderId))?.state).toBe('chargedback');
+    expect(after.headers.Age).toBeUndefined();
+    expect(again.headers.Age).toMatch(/^\d+$/);
+    expect(searches()).toBe(before + 1);
+  });
+
+  it('is asked of PayHere again after a refund through the service', async () => {
+    const { charged, read } = await paidOrder();
+    await read();
+
+    const refund = await call('refund', {
+      body: { payment_id: charged.body.data.payment_id, description: 'Out of stock' },
+    });
+    const before = searches();
+    const after = await read();
+
+    expect(refund.statusCode, refund.raw).toBe(200);
+    expect(after.headers.Age).toBeUndefined();
+    expect(after.body.data[0].status).toBe('REFUND REQUESTED');
+    expect(searches()).toBe(before + 1);
+  });
+
+  it('keeps nothing for the merchant’s reads, nor for an order not final', async () => {
+    const { orderId } = await paidOrder();
+    const pending = await paidOrder(SEED.customerTokens.pending);
+
+    await call('retrievePayments', { id: orderId });
+    await pending.read();
+
+    expect((await ledger.getOrder(orderId))?.paymentsCopy).toBeNull();
+    expect((await ledger.getOrder(pending.orderId))?.state).toBe('pending');
+    expect((await ledger.getOrder(pending.orderId))?.paymentsCopy).toBeNull();
+  });
+});

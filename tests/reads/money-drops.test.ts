@@ -1,0 +1,163 @@
+import { randomUUID } from 'node:crypto';
+import { describe, expect, inject, it } from 'vitest';
+import { GetItemCommand } from '../../lib/dynamodb/index.ts';
+import { SEED } from '../../sandbox/server.ts';
+import type { Answer } from '../helpers/events.ts';
+import { call, useTestGateway } from '../helpers/gateway.ts';
+import { notify, signed } from '../helpers/notifications.ts';
+import { dynamoDbAt } from '../helpers/state-table.ts';
+import { accessToken, apiClient } from '../sandbox/helpers.ts';
+
+/**
+ * The read routes share PayHere's answers, and the service's own money call on an object drops
+ * them: read (PayHere +1), read again (no call, `Age`), the money call, read (PayHere +1, fresh).
+ */
+const sandbox = useTestGateway();
+
+const orderId = () => `Drop-${randomUUID().slice(0, 12)}`;
+const chargeBody = (order: string, type: 'PAYMENT' | 'AUTHORIZE' = 'PAYMENT') => ({
+  type,
+  order_id: order,
+  items: 'Shared reads',
+  currency: 'LKR',
+  amount: 120.5,
+  customer_token: SEED.customerTokens.success,
+});
+
+/** PayHere's answer count for `endpoint` so far (set-up calls straight to the sandbox included). */
+const count = (endpoint: string) => sandbox.counters()[endpoint] ?? 0;
+
+/** Read twice: the second is shared (no PayHere call, `Age`). What the first one cost, and the answers. */
+async function readTwice(read: () => Promise<Answer>, endpoint: string) {
+  const before = count(endpoint);
+  const first = await read();
+  const second = await read();
+  expect(first.statusCode, first.raw).toBe(200);
+  expect(first.headers.Age).toBeUndefined();
+  expect(second.statusCode).toBe(200);
+  expect(second.headers.Age).toMatch(/^\d+$/);
+  expect(second.body).toEqual(first.body);
+  expect(count(endpoint) - before).toBe(1);
+  return first;
+}
+
+/** The read after the money call went to PayHere: one call, no `Age`. */
+async function expectFresh(read: () => Promise<Answer>, endpoint: string): Promise<Answer> {
+  const before = count(endpoint);
+  const answer = await read();
+  expect(answer.statusCode, answer.raw).toBe(200);
+  expect(answer.headers.Age).toBeUndefined();
+  expect(count(endpoint) - before).toBe(1);
+  return answer;
+}
+
+/** Answers sent within a second of a drop are not kept (clock skew between containers); wait it out. */
+const pastClockSkew = () => new Promise((resolve) => setTimeout(resolve, 1_000));
+
+describe('a money call drops the shared answer of its object', () => {
+  it('a refund: the order’s payments', async () => {
+    const order = orderId();
+    const charged = await call('charge', { body: chargeBody(order) });
+    await pastClockSkew();
+    const payments = () => call('retrievePayments', { id: order });
+    await readTwice(payments, 'search');
+
+    const refund = await call('refund', {
+      body: { payment_id: charged.body.data.payment_id, description: 'Shared reads' },
+    });
+    const after = await expectFresh(payments, 'search');
+
+    expect(refund.statusCode, refund.raw).toBe(200);
+    expect(after.body.data[0].status).toBe('REFUND REQUESTED');
+  });
+
+  it('a charge: the order’s payments, also when PayHere already had one for it', async () => {
+    const order = orderId();
+    const api = apiClient(sandbox, await accessToken(sandbox));
+    await api.post('payment/charge', chargeBody(order));
+    const payments = () => call('retrievePayments', { id: order });
+    await readTwice(payments, 'search');
+
+    const charged = await call('charge', { body: chargeBody(order) });
+    const after = await expectFresh(payments, 'search');
+
+    expect(charged.statusCode, charged.raw).toBe(200);
+    expect(after.body.data).toHaveLength(2);
+  });
+
+  it('a cancel: the subscription, its payments and the list', async () => {
+    const id = String(SEED.subscriptions.active);
+    await readTwice(() => call('getSubscription', { id }), 'getSubscription');
+    await readTwice(() => call('subscriptionPayments', { id }), 'subscriptionPayments');
+    // getSubscription's own item is fresh: the list is read for itself.
+    await readTwice(() => call('listSubscriptions'), 'listSubscriptions');
+
+    const cancelled = await call('cancelSubscription', { id });
+    await pastClockSkew();
+    const one = await expectFresh(() => call('getSubscription', { id }), 'getSubscription');
+    await expectFresh(() => call('subscriptionPayments', { id }), 'subscriptionPayments');
+    const list = await expectFresh(() => call('listSubscriptions'), 'listSubscriptions');
+
+    expect(cancelled.statusCode, cancelled.raw).toBe(200);
+    expect(one.body.data.status).toBe('CANCELLED');
+    expect(
+      list.body.data.find((s: { subscription_id: number }) => String(s.subscription_id) === id),
+    ).toMatchObject({
+      status: 'CANCELLED',
+    });
+  });
+
+  it('a retry: the subscription’s payments', async () => {
+    const id = String(SEED.subscriptions.failed);
+    const before = await readTwice(() => call('subscriptionPayments', { id }), 'subscriptionPayments');
+
+    const retried = await call('retrySubscription', { id });
+    const after = await expectFresh(() => call('subscriptionPayments', { id }), 'subscriptionPayments');
+
+    expect(retried.statusCode, retried.raw).toBe(200);
+    expect(after.body.data).toHaveLength(before.body.data.length + 1);
+  });
+
+  it('a refused cancel drops them all the same', async () => {
+    const id = String(SEED.subscriptions.completed);
+    await readTwice(() => call('getSubscription', { id }), 'getSubscription');
+
+    const refused = await call('cancelSubscription', { id });
+    await expectFresh(() => call('getSubscription', { id }), 'getSubscription');
+
+    expect(refused.statusCode).toBe(409);
+  });
+
+  it('a verified notification that changes an order: its payments', async () => {
+    const order = orderId();
+    await call('charge', { body: chargeBody(order) });
+    await pastClockSkew();
+    const payments = () => call('retrievePayments', { id: order });
+    await readTwice(payments, 'search');
+
+    const chargeback = await notify(signed({ order_id: order, payhere_amount: '120.50', status_code: '-3' }));
+    await expectFresh(payments, 'search');
+
+    expect(chargeback.statusCode).toBe(200);
+  });
+
+  it('a capture: the hold’s order, learnt from PayHere’s answer when the merchant did not name it', async () => {
+    const order = orderId();
+    const api = apiClient(sandbox, await accessToken(sandbox));
+    const held = await api.post('payment/charge', chargeBody(order, 'AUTHORIZE'));
+
+    const captured = await call('capture', {
+      body: { authorization_token: held.json.data.authorization_token, amount: 100, deduction_details: 'x' },
+    });
+    const { Item } = await dynamoDbAt(inject('dynamodbEndpoint')).send(
+      new GetItemCommand({
+        TableName: process.env.STATE_TABLE!,
+        Key: { pk: { S: `read#payments#${order}` } },
+        ConsistentRead: true,
+      }),
+    );
+
+    expect(captured.statusCode, captured.raw).toBe(200);
+    expect(Number(Item?.droppedAt?.N)).toBeGreaterThan(Date.now() - 10_000);
+  });
+});
