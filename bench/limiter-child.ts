@@ -30,7 +30,6 @@ const plan = JSON.parse(readFileSync(process.argv[2]!, 'utf8')) as LimiterPlan;
 const config = loadConfig(process.env);
 const local = createPayHere(config);
 const shared = createPayHere(config, { sharedState: sharedStateFromEnvironment(process.env) });
-const dynamodb = dynamoDbClient(loadDynamoDbConfig(process.env));
 const samples: LimiterSamples = { localMs: [], sharedMs: [], roundTripMs: [] };
 
 async function time(call: () => Promise<unknown>): Promise<number> {
