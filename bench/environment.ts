@@ -1,4 +1,5 @@
 import { randomUUID } from 'node:crypto';
+import { SHARED_READS } from '../lib/reads/store.ts';
 import { SANDBOX_CREDENTIALS, startSandbox } from '../sandbox/server.ts';
 import { createTable, LOCAL_AWS_ENVIRONMENT, startLocalDynamoDB } from '../scripts/local-dynamodb.ts';
 import { ROUTE_SCOPES, TEST_AUTH_ENV, tokenFor } from '../tests/helpers/auth.ts';
@@ -19,6 +20,11 @@ export interface UpstreamCall {
   method: 'GET' | 'POST';
   path: string;
   body?: string;
+  /**
+   * A read's answer shared in the state table (lib/reads/): the items the handler looks up, at
+   * once. A warm read finds them fresh, so the floor's upstream work is these lookups, not PayHere.
+   */
+  shared?: string[];
 }
 
 export interface Prepared {
@@ -104,13 +110,26 @@ function upstreamOf(
     case 'refund':
       return { method: 'POST', path: `${V1}/payment/refund`, body: JSON.stringify(body) };
     case 'retrievePayments':
-      return { method: 'GET', path: `${V1}/payment/search?order_id=${encodeURIComponent(id!)}` };
+      return {
+        method: 'GET',
+        path: `${V1}/payment/search?order_id=${encodeURIComponent(id!)}`,
+        shared: [SHARED_READS.orderPayments(id!).key],
+      };
     case 'listSubscriptions':
-      return { method: 'GET', path: `${V1}/subscription` };
+      return { method: 'GET', path: `${V1}/subscription`, shared: [SHARED_READS.subscriptions.key] };
     case 'getSubscription':
-      return { method: 'GET', path: `${V1}/subscription/${id}` };
+      // Its own item and the shared list, looked up together.
+      return {
+        method: 'GET',
+        path: `${V1}/subscription/${id}`,
+        shared: [SHARED_READS.subscription(id!).key, SHARED_READS.subscriptions.key],
+      };
     case 'subscriptionPayments':
-      return { method: 'GET', path: `${V1}/subscription/${id}/payments` };
+      return {
+        method: 'GET',
+        path: `${V1}/subscription/${id}/payments`,
+        shared: [SHARED_READS.subscriptionPayments(id!).key],
+      };
     case 'retrySubscription':
       return {
         method: 'POST',

@@ -7,7 +7,15 @@ import path from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { GATEWAY_ROUTES, type GatewayRouteName, IDEMPOTENT_ROUTES } from '../tests/helpers/routes.ts';
 import { measureBurst, measureLimiterCost, PAYHERE_LIMIT } from './budget.ts';
-import { bundle, EMPTY_HANDLER, floorSource, LIBRARIES, packageFunctions, ROOT } from './build.ts';
+import {
+  bundle,
+  CLASSIC_LIBRARIES,
+  EMPTY_HANDLER,
+  floorSource,
+  LIBRARIES,
+  packageFunctions,
+  ROOT,
+} from './build.ts';
 import { measureCold } from './cold.ts';
 import { startBenchEnvironment } from './environment.ts';
 import { kib, median, percentile, round } from './stats.ts';
@@ -22,7 +30,13 @@ const loadHandler = async (bundle: string): Promise<Handler> =>
  * DynamoDB, its p99 difference moves by up to 2 ms between rounds of one idle run (and a different
  * route misses each run), so the p99 is reported, not budgeted.
  */
-const BUDGET = { bundle: 1.1, coldImport: 1.15, warmP50OverheadMs: 2, limiterSlackMs: 0.5 };
+const BUDGET = {
+  bundle: 1.1,
+  coldImport: 1.15,
+  coldVsClassic: 0.65,
+  warmP50OverheadMs: 2,
+  limiterSlackMs: 0.5,
+};
 const args = process.argv.slice(2);
 const check = args.includes('--check');
 const coldRuns = Number(args[args.indexOf('--runs') + 1]) || 15;
@@ -73,6 +87,7 @@ for (const fn of packaged) {
   sizes.push({ name: fn.name as GatewayRouteName, zip: fn.zipBytes, js: fn.jsBytes, floorKey, libraries });
 }
 const empty = await bundle('empty', { source: EMPTY_HANDLER });
+const classic = await bundle('classic', { source: CLASSIC_LIBRARIES });
 
 say('# Benchmark results');
 say();
@@ -112,6 +127,7 @@ try {
       route: 'listSubscriptions' as GatewayRouteName,
     })),
     { label: 'empty', bundle: empty.bundle, route: 'listSubscriptions' as GatewayRouteName },
+    { label: 'classic', bundle: classic.bundle, route: 'listSubscriptions' as GatewayRouteName },
   ];
   const cold = await measureCold(targets, coldRuns, environment);
   const importMedian = (label: string) => median(cold.get(label)!.map((s) => s.importMs));
@@ -135,25 +151,41 @@ try {
   say(
     `Budget: the first quartile of the imports at most ${BUDGET.coldImport}x the dependency floor's. Not the median: on these machines a bundle's import times fall in two groups, and which group the median lands in changes between idle runs (the same floor's median was 183, 213 and 259 ms in three), so the median's ratio moved from 0.85 to 1.29 with no change to the code; the first quartile stays in the faster group.`,
   );
+  say(
+    `Budget: the first quartile of the imports at most ${BUDGET.coldVsClassic}x the classic library set's (the design card's libraries imported the classic way: undici's Pool, the Secrets Manager client constructed at start-up, middy and its body parser, \`zod/mini\`, jose), which imported in ${round(importP25('classic'))} ms at the first quartile (median ${round(importMedian('classic'))} ms) in this run.`,
+  );
   say();
   say(
-    '| function | import p25 | import median | import p90 | floor import p25 | floor import median | ratio to floor, p25 | ratio to floor, median | ratio to empty handler | first request median | first request p90 | status |',
+    '| function | import p25 | import median | import p90 | floor import p25 | floor import median | ratio to floor, p25 | ratio to floor, median | ratio to classic set, p25 | ratio to empty handler | first request median | first request p90 | PayHere calls of a first request (most) | token requests | status |',
   );
-  say('|---|---|---|---|---|---|---|---|---|---|---|---|');
+  say('|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|');
   for (const size of sizes) {
     const samples = cold.get(size.name)!;
     const floorLabel = floorLabels.get(size.floorKey)!;
     const ratio = importP25(size.name) / importP25(floorLabel);
     if (ratio > BUDGET.coldImport)
       failures.push(`cold import ${size.name}: ${round(ratio, 3)}x > ${BUDGET.coldImport}x`);
+    const vsClassic = importP25(size.name) / importP25('classic');
+    if (vsClassic > BUDGET.coldVsClassic)
+      failures.push(
+        `cold import ${size.name}: ${round(vsClassic, 3)}x the classic library set > ${BUDGET.coldVsClassic}x`,
+      );
     const first = samples.map((s) => s.firstRequestMs);
+    // Another container holds the token (the bench's state table has one after the first run): a
+    // cold container's first request costs at most one PayHere call, and no token request.
+    const mostCalls = Math.max(...samples.map((s) => s.payhereCalls + s.tokenCalls));
+    const tokens = samples.reduce((sum, s) => sum + s.tokenCalls, 0);
+    if (mostCalls > 1) failures.push(`cold ${size.name}: a first request made ${mostCalls} PayHere calls`);
     const statuses = [...new Set(samples.map((s) => s.statusCode))].join(', ');
     say(
-      `| ${size.name} | ${round(importP25(size.name))} ms | ${round(importMedian(size.name))} ms | ${round(importP90(size.name))} ms | ${round(importP25(floorLabel))} ms | ${round(importMedian(floorLabel))} ms | ${round(ratio, 3)} | ${round(importMedian(size.name) / importMedian(floorLabel), 3)} | ${round(importMedian(size.name) / emptyImport, 1)} | ${round(median(first))} ms | ${round(percentile(first, 90))} ms | ${statuses} |`,
+      `| ${size.name} | ${round(importP25(size.name))} ms | ${round(importMedian(size.name))} ms | ${round(importP90(size.name))} ms | ${round(importP25(floorLabel))} ms | ${round(importMedian(floorLabel))} ms | ${round(ratio, 3)} | ${round(importMedian(size.name) / importMedian(floorLabel), 3)} | ${round(vsClassic, 3)} | ${round(importMedian(size.name) / emptyImport, 1)} | ${round(median(first))} ms | ${round(percentile(first, 90))} ms | ${mostCalls} | ${tokens} | ${statuses} |`,
     );
   }
   say(
-    `| (empty handler) | ${round(importP25('empty'))} ms | ${round(emptyImport)} ms | ${round(importP90('empty'))} ms | | | | | 1 | | | |`,
+    `| (empty handler) | ${round(importP25('empty'))} ms | ${round(emptyImport)} ms | ${round(importP90('empty'))} ms | | | | | | 1 | | | | | |`,
+  );
+  say(
+    `| (classic library set) | ${round(importP25('classic'))} ms | ${round(importMedian('classic'))} ms | ${round(importP90('classic'))} ms | | | | | 1 | ${round(importMedian('classic') / emptyImport, 1)} | | | | | |`,
   );
 
   // 3. Warm overhead: each function in a process of its own, as a warm container holds it.
@@ -162,7 +194,7 @@ try {
   say('## Warm overhead per request');
   say();
   say(
-    `${WARM_ROUNDS} rounds per route of ${WARM_REQUESTS.money} requests (money routes) or ${WARM_REQUESTS.other} (the others), each after ${WARM_UP} to warm up, each handler invoked with a realistic API Gateway event in a process holding only its bundle (the sandbox, DynamoDB and Secrets Manager run in another), the sandbox answering at once. Every request is paired with the floor, in the same process, taking turns at going first: the same upstream work done bare, one undici request to the same sandbox endpoint with a cached token, inside a slot of PayHere's shared budget taken and freed with the same two conditional writes lib/budget/state-table.ts sends (on a budget item of its own, as large as the handler's), and, on money routes, the two DynamoDB writes of the idempotency record sent straight through lib/dynamodb/'s client, the service's own way to DynamoDB as undici is to PayHere (the same attributes, conditions and update as lib/idempotency/store.ts's first attempt). The difference is the time spent in our code: authentication, validation, the idempotency bookkeeping's own work, the gateway client, mapping.`,
+    `${WARM_ROUNDS} rounds per route of ${WARM_REQUESTS.money} requests (money routes) or ${WARM_REQUESTS.other} (the others), each after ${WARM_UP} to warm up, each handler invoked with a realistic API Gateway event in a process holding only its bundle (the sandbox, DynamoDB and Secrets Manager run in another), the sandbox answering at once. Every request is paired with the floor, in the same process, taking turns at going first: the same upstream work done bare: on read routes, whose answers every container shares for 10 or 30 s (lib/reads/), the consistent lookups of the shared answers the handler makes, which a warm read finds fresh (the one read in a freshness window that asks PayHere lands in the p99, not the p50); on money routes, one undici request to the same sandbox endpoint with a cached token, inside a slot of PayHere's shared budget taken and freed with the same two conditional writes lib/budget/state-table.ts sends (on a budget item of its own, as large as the handler's), and the two DynamoDB writes of the idempotency record sent straight through lib/dynamodb/'s client, the service's own way to DynamoDB as undici is to PayHere (the same attributes, conditions and update as lib/idempotency/store.ts's first attempt). The difference is the time spent in our code: authentication, validation, the idempotency bookkeeping's own work, the gateway client, mapping.`,
   );
   say(
     `Budget: p50 at most ${BUDGET.warmP50OverheadMs} ms above the floor's p50. The p99 (over all of a route's ${WARM_ROUNDS * WARM_REQUESTS.money} or ${WARM_ROUNDS * WARM_REQUESTS.other} requests) is reported, not budgeted: one garbage collection or scheduling hiccup moves it by a millisecond either way, and on money routes, with seven round trips to the local DynamoDB each, by up to 2 ms between rounds of one idle run (each round's own difference is shown). The last column compares the handler with a floor whose record is the least one could be (claim a key, store a status): the gap is what the record's contents (fingerprint, attempt, lock, the stored answer) cost the local DynamoDB, and is reported, not budgeted.`,
@@ -253,20 +285,29 @@ try {
     prepared.push(await environment.prepare(economyRoutes[i % economyRoutes.length]!));
   const secretReadsBefore = environment.secrets.reads();
   environment.sandbox.resetCounters();
+  const economyStarted = Date.now();
   for (let i = 0; i < ECONOMY_REQUESTS; i++) {
     await handlers.get(economyRoutes[i % economyRoutes.length]!)!(prepared[i]!.event, {
       getRemainingTimeInMillis: () => 25_000,
       awsRequestId: 'bench',
     });
   }
+  const economyMs = Date.now() - economyStarted;
   const counters = environment.sandbox.counters();
   const business = Object.entries(counters)
     .filter(([name]) => name !== 'token')
     .reduce((sum, [, n]) => sum + n, 0);
   const tokens = counters.token ?? 0;
   const secretReads = environment.secrets.reads() - secretReadsBefore;
-  if (business !== ECONOMY_REQUESTS)
-    failures.push(`economy: ${business} gateway calls for ${ECONOMY_REQUESTS} requests`);
+  // Each charge is one call; the reads share their four objects' answers, so each object costs at
+  // most one call per freshness window (10 s, the shortest) the run lasted.
+  const charges = ECONOMY_REQUESTS / economyRoutes.length;
+  const economyWindows = 1 + Math.floor(economyMs / 10_000);
+  const mostCalls = charges + (economyRoutes.length - 1) * economyWindows;
+  if (business > mostCalls)
+    failures.push(
+      `economy: ${business} gateway calls for ${ECONOMY_REQUESTS} requests (at most ${mostCalls})`,
+    );
   if (tokens !== 0) failures.push(`economy: ${tokens} token calls within one token lifetime`);
   if (secretReads !== 0) failures.push(`economy: ${secretReads} secret fetches within the cache lifetime`);
   say();
@@ -278,7 +319,9 @@ try {
   say();
   say('| what | count | expected |');
   say('|---|---|---|');
-  say(`| gateway business calls | ${business} | ${ECONOMY_REQUESTS} |`);
+  say(
+    `| gateway business calls | ${business} | at most ${mostCalls}: one per charge (${charges}), one per read object and freshness window (${economyRoutes.length - 1} objects, ${round(economyMs / 1000, 1)} s) |`,
+  );
   say(`| gateway token calls | ${tokens} | 0 (one per token lifetime, 599 s at PayHere) |`);
   say(`| Secrets Manager reads | ${secretReads} | 0 (one per 5 minutes per container) |`);
 

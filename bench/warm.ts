@@ -6,6 +6,7 @@ import { Pool } from 'undici';
 import { SharedStateTable } from '../lib/budget/state-table.ts';
 import {
   DynamoDBClient,
+  GetItemCommand,
   PutItemCommand,
   type PutItemCommandInput,
   UpdateItemCommand,
@@ -42,6 +43,8 @@ export interface WarmPlan {
   dynamodbEndpoint: string;
   table: string;
   ledgerTable: string;
+  /** Where the handler finds PayHere's shared read answers (lib/reads/). */
+  stateTable: string;
 }
 
 export type WarmMode = 'floor' | 'observability';
@@ -210,7 +213,9 @@ export type FloorWrites = 'same' | 'minimal';
  * so the table's own time is on both sides and the difference is our code. With `minimal`, they are the least a record needs
  * (claim a key, store a status), which shows what the record's contents cost the table.
  */
-export function bareFloor(plan: Pick<WarmPlan, 'sandboxUrl' | 'dynamodbEndpoint' | 'table' | 'ledgerTable'>) {
+export function bareFloor(
+  plan: Pick<WarmPlan, 'sandboxUrl' | 'dynamodbEndpoint' | 'table' | 'ledgerTable' | 'stateTable'>,
+) {
   const pool = new Pool(plan.sandboxUrl, { connections: 4 });
   const dynamodb = new DynamoDBClient({ endpoint: plan.dynamodbEndpoint, region: 'ap-south-1' });
   let token: Promise<string> | undefined;
@@ -321,8 +326,20 @@ export function bareFloor(plan: Pick<WarmPlan, 'sandboxUrl' | 'dynamodbEndpoint'
     });
   }
 
+  /** A warm read's upstream work: its shared answers looked up in the state table, as lib/reads/store.ts reads them. */
+  async function sharedLookups(keys: string[]): Promise<void> {
+    await Promise.all(
+      keys.map((key) =>
+        dynamodb.send(
+          new GetItemCommand({ TableName: plan.stateTable, Key: { pk: { S: key } }, ConsistentRead: true }),
+        ),
+      ),
+    );
+  }
+
   return {
     async send(route: GatewayRouteName, call: UpstreamCall, writes: FloorWrites = 'same'): Promise<void> {
+      if (call.shared) return sharedLookups(call.shared);
       // The merchant's charge also takes and settles its order in the ledger (the bench calls as the merchant).
       const upstream =
         route === 'charge' ? () => withLedger(call, () => exchange(call)) : () => exchange(call);
@@ -375,6 +392,7 @@ export async function measureWarm(
     dynamodbEndpoint: environment.dynamodb.endpoint,
     table: environment.env.IDEMPOTENCY_TABLE!,
     ledgerTable: environment.env.LEDGER_TABLE!,
+    stateTable: environment.env.STATE_TABLE!,
   };
   const planFile = path.join(OUT, `warm-${route}-${mode}.json`);
   await writeFile(planFile, JSON.stringify(plan));
