@@ -18,7 +18,7 @@ const run = promisify(execFile);
 export const PAYHERE_LIMIT = { limit: 20, windowMs: 10_000 };
 
 /** A budget of its own for each measurement: a new state table, so no slot or token carries over. */
-async function freshBudget(environment: BenchEnvironment): Promise<Record<string, string>> {
+export async function freshBudget(environment: BenchEnvironment): Promise<Record<string, string>> {
   const table = `payhere-payments-api-bench-state-${randomUUID().slice(0, 8)}`;
   await createTable(environment.dynamodb.endpoint, table);
   return {

@@ -17,6 +17,7 @@ import {
   ROOT,
 } from './build.ts';
 import { measureCold } from './cold.ts';
+import { customerReadsSection, measureCustomerReads } from './customers.ts';
 import { startBenchEnvironment } from './environment.ts';
 import { kib, median, percentile, round } from './stats.ts';
 import { measureWarm, type WarmSamples } from './warm.ts';
@@ -399,6 +400,21 @@ try {
     )} of them 2xx) |`,
   );
   say(`| slowest answer | ${round(burst.slowestMs / 1000, 1)} s |`);
+
+  // 7. Customers' reads: what 1,000 reads by 100 customers within 10 s cost PayHere's budget.
+  console.error("customers' reads: 1,000 in 10 s over 100 customers, cold then warm...");
+  const customerReads = { customers: 100, reads: 1000, spreadMs: 10_000, remainingMs: LAMBDA_TIMEOUT_MS };
+  const readsSection = customerReadsSection(
+    await measureCustomerReads(
+      environment,
+      packaged.map((fn) => ({ route: fn.name as GatewayRouteName, bundle: fn.bundle })),
+      customerReads,
+    ),
+    customerReads,
+  );
+  say();
+  for (const line of readsSection.lines) say(line);
+  failures.push(...readsSection.failures);
 } finally {
   await environment.close();
 }
