@@ -1,13 +1,14 @@
-import { DynamoDbError } from './errors.ts';
+import { AwsConnectionError, AwsServiceError, AwsTimeoutError } from './errors.ts';
 
 /**
- * When a failed request is tried again, as the AWS SDK's standard retry mode does it for DynamoDB:
- * throttling, DynamoDB's own failures (5xx) and a lost or silent connection are worth another try;
- * a refusal of the request itself (a failed condition, a validation error, a missing table) would
- * only be refused again, and repeating a failed condition could hide whose write won.
+ * When a failed request is tried again, as the AWS SDK's standard retry mode does it: throttling,
+ * the service's own failures (5xx) and a lost or silent connection are worth another try; a
+ * refusal of the request itself (a failed condition, a validation error, a missing table or
+ * secret, a denied access) would only be refused again, and repeating a failed condition could
+ * hide whose write won.
  */
 
-/** DynamoDB's names for "too many requests right now" (the SDK's throttling list, as DynamoDB uses it). */
+/** The services' names for "too many requests right now" (the SDK's throttling list, as they use it). */
 const THROTTLING = new Set([
   'ProvisionedThroughputExceededException',
   'ThrottlingException',
@@ -16,13 +17,12 @@ const THROTTLING = new Set([
 ]);
 
 export function isRetryable(error: unknown): boolean {
-  if (error instanceof DynamoDbError) {
+  if (error instanceof AwsServiceError) {
     return THROTTLING.has(error.name) || error.statusCode === 429 || error.statusCode >= 500;
   }
-  // No answer at all: fetch's network failure (a TypeError "fetch failed", the cause under it), or
-  // a try that timed out. Any other TypeError is a bug here, and a bug is not worth a second try.
-  const { name, message } = (error ?? {}) as { name?: unknown; message?: unknown };
-  return (name === 'TypeError' && message === 'fetch failed') || name === 'TimeoutError';
+  // No answer at all. Anything else thrown (a TypeError, a SyntaxError) is a bug here, and a bug
+  // is not worth a second try.
+  return error instanceof AwsConnectionError || error instanceof AwsTimeoutError;
 }
 
 /**

@@ -1,0 +1,31 @@
+import { type AwsClientOptions, type AwsJsonApi, AwsJsonClient, type SendOptions } from '../aws/client.ts';
+import type { DynamoDbCommand } from './commands.ts';
+
+/**
+ * DynamoDB through the light AWS JSON client (lib/aws/), under the SDK's names: it replaces
+ * `@aws-sdk/client-dynamodb` in the functions, whose minified client is 526 KB and cost a cold
+ * start 127-150 ms of imports (README "Performance"). It sends what the stores send
+ * (./commands.ts), the SDK's input shapes as they are.
+ */
+
+const DYNAMODB: AwsJsonApi = {
+  signingName: 'dynamodb',
+  label: 'DynamoDB',
+  contentType: 'application/x-amz-json-1.0',
+  targetPrefix: 'DynamoDB_20120810',
+};
+
+export type DynamoDbClientOptions = AwsClientOptions;
+
+export class DynamoDBClient {
+  readonly #client: AwsJsonClient;
+
+  constructor(options: DynamoDbClientOptions) {
+    this.#client = new AwsJsonClient(DYNAMODB, options);
+  }
+
+  /** Send `command`; its answer in the SDK's output shape, or DynamoDB's refusal as a named error. */
+  async send<Output>(command: DynamoDbCommand<unknown, Output>, options: SendOptions = {}): Promise<Output> {
+    return (await this.#client.send(command.operation, command.input, options)) as Output;
+  }
+}
