@@ -99,9 +99,10 @@ export async function bundle(name: string, entry: { file: string } | { source: s
 
 /**
  * The smallest official entry point of each library a function may need, used just enough that
- * tree-shaking keeps it. A function's dependency floor imports the ones its own bundle holds.
- * No DynamoDB SDK: the functions reach DynamoDB through lib/dynamodb/, which is our code (fetch and
- * node:crypto are Node's), so its cost counts against the function, as it should.
+ * tree-shaking keeps it. A function's dependency floor imports the ones its own bundle holds
+ * (tests/unit/cold-imports.test.ts checks that they are the same). No AWS SDK: the functions reach
+ * DynamoDB and Secrets Manager through lib/aws/, which is our code over undici (already here, for
+ * PayHere) and node:crypto, so its cost counts against the function, as it should.
  */
 const ENTRY_POINTS: Record<string, { imports: string; uses: string }> = {
   undici: { imports: "import { Pool } from 'undici';", uses: 'Pool' },
@@ -114,12 +115,6 @@ const ENTRY_POINTS: Record<string, { imports: string; uses: string }> = {
   jose: {
     imports: "import { createRemoteJWKSet, jwtVerify } from 'jose';",
     uses: 'createRemoteJWKSet, jwtVerify',
-  },
-  // Loaded as lib/config/secrets.ts loads it, at the first secret: in the bundle, not evaluated at
-  // start-up. A floor importing it eagerly would load slower than the function and flatter it.
-  '@aws-sdk/client-secrets-manager': {
-    imports: "const loadSecretsManager = () => import('@aws-sdk/client-secrets-manager');",
-    uses: 'loadSecretsManager',
   },
   '@aws-lambda-powertools/metrics': {
     imports: "import { Metrics } from '@aws-lambda-powertools/metrics';",

@@ -15,9 +15,8 @@ export function loadDynamoDbConfig(env: Env): DynamoDbConfig {
 
 /**
  * The client's limits: a request to DynamoDB answers in milliseconds or not at all, so each try
- * gets half a second to connect and a second to answer, three tries in all. The light client
- * (lib/dynamodb/) holds each try to the sum of the two, one deadline from sending to the last byte:
- * fetch has no connect timeout of its own, and no try can outlast the two together either way.
+ * gets half a second to connect (when it needs a new connection) and a second to answer, three
+ * tries in all (lib/aws/client.ts holds each try to both, and to their sum end to end).
  */
 export const DYNAMODB_ATTEMPTS = 3;
 export const DYNAMODB_CONNECT_TIMEOUT_MS = 500;
@@ -38,7 +37,7 @@ const clients = new Map<string, DynamoDBClient>();
 
 /**
  * One DynamoDB client per container for every table (idempotency, ledger, shared state): one
- * connection pool (fetch's keep-alive). Building it opens no connection and reads no credentials
+ * keep-alive pool (lib/aws/client.ts's, per origin). Building it opens no connection and reads no credentials
  * (both happen on the first request). Timeouts are explicit: a request's budget is small.
  */
 export function dynamoDbClient(config: DynamoDbConfig): DynamoDBClient {
@@ -49,7 +48,8 @@ export function dynamoDbClient(config: DynamoDbConfig): DynamoDBClient {
       region: config.region,
       ...(config.endpoint ? { endpoint: config.endpoint } : {}),
       maxAttempts: DYNAMODB_ATTEMPTS,
-      attemptTimeoutMs: DYNAMODB_CONNECT_TIMEOUT_MS + DYNAMODB_REQUEST_TIMEOUT_MS,
+      connectTimeoutMs: DYNAMODB_CONNECT_TIMEOUT_MS,
+      requestTimeoutMs: DYNAMODB_REQUEST_TIMEOUT_MS,
     });
     clients.set(id, client);
   }

@@ -1,5 +1,5 @@
-import type { GetSecretValueCommand } from '@aws-sdk/client-secrets-manager';
 import * as z from 'zod/mini';
+import { type GetSecretValueInput, SecretsManagerClient } from '../aws/secrets-manager.ts';
 import { GatewayUnavailableError } from '../envelope/errors.ts';
 import { describeError, log } from '../log/log.ts';
 import {
@@ -23,7 +23,7 @@ const SecretDocument = z.object({
 
 /** The part of the Secrets Manager client this module uses: one GetSecretValue. */
 export interface SecretsClient {
-  send(command: GetSecretValueCommand): Promise<{ SecretString?: string | undefined }>;
+  getSecretValue(input: GetSecretValueInput): Promise<{ SecretString?: string | undefined }>;
 }
 
 export interface SecretCredentialsOptions {
@@ -35,32 +35,19 @@ export interface SecretCredentialsOptions {
   maxAgeMs?: number;
 }
 
-type SecretsManagerSdk = typeof import('@aws-sdk/client-secrets-manager');
-
-let sdk: Promise<SecretsManagerSdk> | undefined;
-
-/**
- * The Secrets Manager SDK, loaded at the first secret this container needs, not at start-up: it
- * costs a cold start 70-90 ms of imports, and most requests never need it (a read that finds the
- * shared access token valid asks for no credentials). esbuild bundles the dynamic import into the
- * function's own file, evaluated only when this runs.
- */
-export function loadSecretsManager(): Promise<SecretsManagerSdk> {
-  sdk ??= import('@aws-sdk/client-secrets-manager').catch((error: unknown) => {
-    sdk = undefined;
-    throw error;
-  });
-  return sdk;
-}
-
 /**
  * A lost answer must not eat the Lambda's whole budget: Secrets Manager answers in milliseconds or
- * not at all, and one retry covers a dropped connection.
+ * not at all, and one retry covers a dropped connection. Where it is: the region Lambda runs in,
+ * or AWS_ENDPOINT_URL_SECRETS_MANAGER (the SDK's name for the override, which local runs, the
+ * tests and the bench set to a loopback stand-in). Read at the first secret, like the SDK did.
  */
-function defaultClient({ SecretsManagerClient }: SecretsManagerSdk): SecretsClient {
+function defaultClient(env: NodeJS.ProcessEnv = process.env): SecretsClient {
   return new SecretsManagerClient({
+    region: env.AWS_REGION?.trim() || 'ap-south-1',
+    endpoint: env.AWS_ENDPOINT_URL_SECRETS_MANAGER?.trim() || undefined,
     maxAttempts: 2,
-    requestHandler: { connectionTimeout: 2_000, requestTimeout: 3_000 },
+    connectTimeoutMs: 2_000,
+    requestTimeoutMs: 3_000,
   });
 }
 
@@ -108,8 +95,7 @@ function parseSecret(secretId: string, text: string | undefined): GatewayCredent
 }
 
 /**
- * Gateway credentials from one Secrets Manager secret: fetched on first use (the SDK loaded then
- * too), kept for at most
+ * Gateway credentials from one Secrets Manager secret: fetched on first use, kept for at most
  * `maxAgeMs`, fetched again at once after `invalidate` (the gateway rejected them: rotated).
  * Concurrent callers share one fetch; a failed fetch is not kept, so the next call tries again.
  */
@@ -125,10 +111,8 @@ export function secretCredentials(options: SecretCredentialsOptions): Credential
     const startedAt = now();
     let text: string | undefined;
     try {
-      const secretsManager = await loadSecretsManager();
-      client ??= defaultClient(secretsManager);
-      const command = new secretsManager.GetSecretValueCommand({ SecretId: secretId });
-      ({ SecretString: text } = await client.send(command));
+      client ??= defaultClient();
+      ({ SecretString: text } = await client.getSecretValue({ SecretId: secretId }));
     } catch (error) {
       throw unusable(secretId, 'cannot be read', error);
     }

@@ -1,9 +1,7 @@
-/** The light DynamoDB layer every table's store uses (see ./client.ts for why it exists). */
-export {
-  DynamoDBClient,
-  type DynamoDbClientOptions,
-  environmentCredentials,
-  type SendOptions,
-} from './client.ts';
+/**
+ * The light DynamoDB layer every table's store uses (see ./client.ts for why it exists); its
+ * errors are lib/aws/errors.ts's, matched by name.
+ */
+export { environmentCredentials, type SendOptions } from '../aws/client.ts';
+export { DynamoDBClient, type DynamoDbClientOptions } from './client.ts';
 export * from './commands.ts';
-export { DynamoDbAbortError, DynamoDbError, DynamoDbTimeoutError } from './errors.ts';

@@ -1,5 +1,6 @@
 import { Pool } from 'undici';
 import { type CountMetric, countMetric, timeMetric } from '../log/metrics.ts';
+import { errorCode, networkFailureKind } from '../net/failure.ts';
 
 export interface UpstreamRequest {
   method: 'GET' | 'POST';
@@ -54,40 +55,18 @@ export class TransportError extends Error {
   }
 }
 
-const CONNECT_CODES = new Set([
-  'ECONNREFUSED',
-  'ENOTFOUND',
-  'EAI_AGAIN',
-  'EHOSTUNREACH',
-  'ENETUNREACH',
-  'UND_ERR_CONNECT_TIMEOUT',
-]);
-const TIMEOUT_CODES = new Set([
-  'UND_ERR_HEADERS_TIMEOUT',
-  'UND_ERR_BODY_TIMEOUT',
-  'UND_ERR_ABORTED',
-  'ETIMEDOUT',
-]);
-const RESET_CODES = new Set(['ECONNRESET', 'EPIPE', 'UND_ERR_SOCKET', 'UND_ERR_CLOSED', 'UND_ERR_DESTROYED']);
-
 /** Classify an error thrown by undici by its stable `code` (or the abort reason), never by class. */
 export function classifyTransportError(error: unknown): TransportError {
   if (error instanceof TransportError) return error;
   const code = errorCode(error);
+  const kind = networkFailureKind(code);
   const name = (error as { name?: unknown } | null)?.name;
-  if (code !== undefined && CONNECT_CODES.has(code)) return new TransportError('connect', code, error);
-  if ((code !== undefined && TIMEOUT_CODES.has(code)) || name === 'TimeoutError' || name === 'AbortError') {
+  if (kind === 'connect') return new TransportError('connect', code, error);
+  if (kind === 'timeout' || name === 'TimeoutError' || name === 'AbortError') {
     return new TransportError('timeout', code ?? String(name), error);
   }
-  if (code !== undefined && RESET_CODES.has(code)) return new TransportError('reset', code, error);
+  if (kind === 'reset') return new TransportError('reset', code, error);
   return new TransportError('protocol', code, error);
-}
-
-function errorCode(error: unknown): string | undefined {
-  const code = (error as { code?: unknown } | null)?.code;
-  if (typeof code === 'string') return code;
-  const cause = (error as { cause?: unknown } | null)?.cause;
-  return cause !== undefined && cause !== error ? errorCode(cause) : undefined;
 }
 
 export interface TransportOptions {

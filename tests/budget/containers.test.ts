@@ -148,8 +148,10 @@ describe('PayHere’s budget over eight containers of three functions', () => {
     expect(refused.length).toBeGreaterThan(0);
     for (const r of refused)
       expect([r.code, r.retryAfter]).toEqual(['rate_limited', expect.stringMatching(/^\d+$/)]);
-    // The first window's unreserved 15, less what the 4 charges took of it before the reserve.
-    expect(reads.filter(answered).length).toBeGreaterThanOrEqual(LIMIT - 5 - 4);
+    // The first window's unreserved 15, less the shared token's fetch (the first call, before any
+    // other) and what the 4 charges took of it before the reserve: all 4 when they come in before
+    // the reads have filled it, as they may now that their bookkeeping writes are quicker.
+    expect(reads.filter(answered).length).toBeGreaterThanOrEqual(LIMIT - 5 - 1 - 4);
     expect(busiestWindow(arrivalTimes(), WINDOW_MS)).toBeLessThanOrEqual(LIMIT);
   });
 

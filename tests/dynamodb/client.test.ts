@@ -1,17 +1,17 @@
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
-import type { AddressInfo } from 'node:net';
+import { type AddressInfo, createServer as createTcpServer } from 'node:net';
+import { errors } from 'undici';
 import { afterEach, describe, expect, it, vi } from 'vitest';
+import { AwsAbortError, AwsConnectionError, AwsServiceError, AwsTimeoutError } from '../../lib/aws/errors.ts';
+import { backoffMs, isRetryable } from '../../lib/aws/retry.ts';
 import {
   DynamoDBClient,
-  DynamoDbAbortError,
-  DynamoDbError,
-  DynamoDbTimeoutError,
   environmentCredentials,
   GetItemCommand,
   PutItemCommand,
   UpdateItemCommand,
 } from '../../lib/dynamodb/index.ts';
-import { backoffMs, isRetryable } from '../../lib/dynamodb/retry.ts';
+import { freePort } from '../helpers/ports.ts';
 
 /**
  * A DynamoDB stand-in on loopback that answers each request as the test scripts it: the layer's
@@ -56,8 +56,10 @@ afterEach(async () => {
 });
 
 const credentials = () => ({ accessKeyId: 'AKIDTEST', secretAccessKey: 'secret', sessionToken: 'session' });
-const client = (endpoint: string, options: { maxAttempts?: number; attemptTimeoutMs?: number } = {}) =>
-  new DynamoDBClient({ region: 'ap-south-1', endpoint, credentials, ...options });
+const client = (
+  endpoint: string,
+  options: { maxAttempts?: number; connectTimeoutMs?: number; requestTimeoutMs?: number } = {},
+) => new DynamoDBClient({ region: 'ap-south-1', endpoint, credentials, ...options });
 
 const conditionFailed = (item?: object) => ({
   status: 400,
@@ -156,7 +158,7 @@ describe('the light DynamoDB client', () => {
     const table = await fakeDynamoDb([failure, failure, failure, { status: 200, body: {} }]);
 
     await expect(client(table.endpoint, { maxAttempts: 3 }).send(put)).rejects.toMatchObject({
-      name: 'DynamoDbHttp503',
+      name: 'DynamoDBHttp503',
       statusCode: 503,
     });
     expect(table.seen).toHaveLength(3);
@@ -175,7 +177,7 @@ describe('the light DynamoDB client', () => {
     const started = performance.now();
 
     // Act
-    const answer = await client(table.endpoint, { attemptTimeoutMs: 200 }).send(
+    const answer = await client(table.endpoint, { requestTimeoutMs: 200 }).send(
       new GetItemCommand({ TableName: 'state', Key: { pk: { S: 'k' } } }),
     );
 
@@ -189,7 +191,7 @@ describe('the light DynamoDB client', () => {
     const table = await fakeDynamoDb(['hang', 'hang']);
 
     await expect(
-      client(table.endpoint, { attemptTimeoutMs: 150, maxAttempts: 2 }).send(put),
+      client(table.endpoint, { requestTimeoutMs: 150, maxAttempts: 2 }).send(put),
     ).rejects.toMatchObject({ name: 'TimeoutError' });
     expect(table.seen).toHaveLength(2);
   });
@@ -200,7 +202,7 @@ describe('the light DynamoDB client', () => {
     const started = performance.now();
 
     // Act
-    const error = await client(table.endpoint, { attemptTimeoutMs: 5_000 })
+    const error = await client(table.endpoint, { requestTimeoutMs: 5_000 })
       .send(put, { abortSignal: AbortSignal.timeout(100) })
       .catch((caught: unknown) => caught);
 
@@ -280,17 +282,98 @@ describe('the light DynamoDB client', () => {
 
 describe('which failures are worth another try', () => {
   it('are throttling, 5xx, a lost connection and a silent one; never a refusal of the request or a bug', () => {
-    const refusal = (name: string, status: number) => new DynamoDbError(name, 'no', status);
+    const refusal = (name: string, status: number) => new AwsServiceError(name, 'no', status);
 
     expect(isRetryable(refusal('ProvisionedThroughputExceededException', 400))).toBe(true);
     expect(isRetryable(refusal('ThrottlingException', 400))).toBe(true);
     expect(isRetryable(refusal('InternalServerError', 500))).toBe(true);
-    expect(isRetryable(new TypeError('fetch failed', { cause: new Error('ECONNRESET') }))).toBe(true);
-    expect(isRetryable(new DynamoDbTimeoutError(1_500))).toBe(true);
+    expect(isRetryable(new AwsConnectionError('DynamoDB', 'ECONNRESET', undefined))).toBe(true);
+    expect(isRetryable(new AwsTimeoutError('DynamoDB', 'connect', 500))).toBe(true);
+    expect(isRetryable(new AwsTimeoutError('DynamoDB', 'answer', 1_000))).toBe(true);
     expect(isRetryable(refusal('ConditionalCheckFailedException', 400))).toBe(false);
     expect(isRetryable(refusal('ValidationException', 400))).toBe(false);
     expect(isRetryable(refusal('ResourceNotFoundException', 400))).toBe(false);
-    expect(isRetryable(new DynamoDbAbortError(undefined))).toBe(false);
+    expect(isRetryable(new AwsAbortError('DynamoDB', undefined))).toBe(false);
     expect(isRetryable(new TypeError('Do not know how to serialize a BigInt'))).toBe(false);
+    // A raw undici error never reaches the retry rule: the client names it first (below).
+    expect(isRetryable(new errors.SocketError('other side closed'))).toBe(false);
   });
 });
+
+describe("the light client's connection (undici)", () => {
+  it('calls a loopback server that accepts but never answers a request timeout, and gives up after its tries', async () => {
+    // Prepare
+    const table = await fakeDynamoDb(['hang', 'hang']);
+    const started = performance.now();
+
+    // Act
+    const error = await client(table.endpoint, { requestTimeoutMs: 300, maxAttempts: 2 })
+      .send(put)
+      .catch((caught: unknown) => caught);
+
+    // Assess
+    expect(error).toBeInstanceOf(AwsTimeoutError);
+    expect(error).toMatchObject({ name: 'TimeoutError', phase: 'answer' });
+    expect(table.seen).toHaveLength(2);
+    expect(performance.now() - started).toBeGreaterThanOrEqual(2 * 290);
+  });
+
+  it('calls a connection that is never established a connect timeout, long before the request timeout', async () => {
+    // Prepare: a TCP server that accepts but never speaks TLS, so the https connection is never
+    // ready: undici's connect timeout covers the handshake (no non-routable address is reliable on
+    // every machine; this is, on loopback).
+    const silent = createTcpServer(() => {});
+    await new Promise<void>((resolve) => silent.listen(0, '127.0.0.1', resolve));
+    const { port } = silent.address() as AddressInfo;
+    const started = performance.now();
+
+    // Act
+    const error = await client(`https://127.0.0.1:${port}`, {
+      connectTimeoutMs: 200,
+      requestTimeoutMs: 10_000,
+      maxAttempts: 1,
+    })
+      .send(put)
+      .catch((caught: unknown) => caught)
+      .finally(() => silent.close());
+    const elapsed = performance.now() - started;
+
+    // Assess: undici checks its timeouts on a coarse clock, up to about a second late.
+    expect(error).toBeInstanceOf(AwsTimeoutError);
+    expect(error).toMatchObject({
+      name: 'TimeoutError',
+      phase: 'connect',
+      message: 'No connection to DynamoDB within 200 ms',
+    });
+    expect(errorCodeOf(error)).toBe('UND_ERR_CONNECT_TIMEOUT');
+    expect(elapsed).toBeGreaterThanOrEqual(190);
+    expect(elapsed).toBeLessThan(3_000);
+  });
+
+  it('calls a refused connection a connection failure, and tries it again', async () => {
+    const port = await freePort();
+
+    const error = await client(`http://127.0.0.1:${port}`, { maxAttempts: 2 })
+      .send(put)
+      .catch((caught: unknown) => caught);
+
+    expect(error).toBeInstanceOf(AwsConnectionError);
+    expect(error).toMatchObject({ name: 'ConnectionError', code: 'ECONNREFUSED' });
+  });
+
+  it('calls a connection lost before the answer a connection failure when it is the last try', async () => {
+    const table = await fakeDynamoDb(['reset']);
+
+    const error = await client(table.endpoint, { maxAttempts: 1 })
+      .send(put)
+      .catch((caught: unknown) => caught);
+
+    expect(error).toBeInstanceOf(AwsConnectionError);
+    expect(['UND_ERR_SOCKET', 'ECONNRESET']).toContain((error as AwsConnectionError).code);
+    expect(table.seen).toHaveLength(1);
+  });
+});
+
+function errorCodeOf(error: unknown): unknown {
+  return ((error as Error).cause as { code?: unknown } | undefined)?.code;
+}

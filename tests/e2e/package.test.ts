@@ -386,7 +386,7 @@ describe('the API description and the client', () => {
 });
 
 describe('what a cold start loads', () => {
-  it('is no DynamoDB SDK in any function: lib/dynamodb/ speaks to DynamoDB itself', async () => {
+  it('is no AWS SDK in any function: lib/aws/ speaks to DynamoDB and Secrets Manager itself', async () => {
     for (const zip of (await readdir(out)).filter((file) => file.endsWith('.zip'))) {
       const map = readZip(await readFile(path.join(out, zip))).find((entry) =>
         entry.name.endsWith('.mjs.map'),
@@ -394,11 +394,15 @@ describe('what a cold start loads', () => {
       const sources = (JSON.parse(map!.data().toString('utf8')) as { sources: string[] }).sources;
 
       expect(
-        sources.filter((source) => source.includes('node_modules/@aws-sdk/client-dynamodb/')),
+        sources.filter((source) => /node_modules\/(@aws-sdk|@smithy)\//.test(source)),
         zip,
       ).toEqual([]);
       expect(
-        sources.filter((source) => source.endsWith('lib/dynamodb/client.ts')),
+        sources.filter((source) => source.endsWith('lib/aws/client.ts')),
+        zip,
+      ).toHaveLength(1);
+      expect(
+        sources.filter((source) => source.endsWith('lib/aws/secrets-manager.ts')),
         zip,
       ).toHaveLength(1);
     }

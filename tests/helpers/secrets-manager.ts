@@ -1,7 +1,10 @@
 /**
  * A Secrets Manager on loopback that speaks the real wire protocol (AWS JSON 1.1: POST / with
- * X-Amz-Target: secretsmanager.GetSecretValue), so the real SDK client talks to it over HTTP.
- * It stores secret strings, counts the reads, and can hold answers back to test sharing.
+ * X-Amz-Target: secretsmanager.GetSecretValue, SigV4-signed for the service `secretsmanager`), so
+ * the service's own client (lib/aws/secrets-manager.ts) talks to it over HTTP. It checks the
+ * signature's scope, not the signature itself (tests/aws/sign.test.ts checks that against the
+ * SDK's signer). It stores secret strings, counts the reads, and can hold answers back to test
+ * sharing.
  */
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
@@ -32,8 +35,13 @@ export async function startFakeSecretsManager(): Promise<FakeSecretsManager> {
     for await (const chunk of req) text += chunk;
     const target = req.headers['x-amz-target'];
     let answer: { status: number; headers?: Record<string, string>; body: unknown };
+    const signedFor = /^AWS4-HMAC-SHA256 Credential=[^/]+\/\d{8}\/[a-z0-9-]+\/([a-z]+)\/aws4_request, /.exec(
+      req.headers.authorization ?? '',
+    )?.[1];
     if (req.method !== 'POST' || target !== 'secretsmanager.GetSecretValue') {
       answer = error('UnknownOperationException', `Unsupported ${req.method} ${String(target)}`);
+    } else if (signedFor !== 'secretsmanager') {
+      answer = error('IncompleteSignatureException', 'The request is not signed for secretsmanager.');
     } else {
       reads++;
       const { SecretId } = JSON.parse(text) as { SecretId: string };

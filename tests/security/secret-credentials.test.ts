@@ -11,8 +11,8 @@ import { forgetSharedReads } from '../helpers/state-table.ts';
 
 /**
  * A function configured as deployed: GATEWAY_SECRET_ID and no credentials in the environment.
- * The SDK reaches the loopback Secrets Manager through AWS_ENDPOINT_URL_SECRETS_MANAGER, and the
- * sandbox accepts only the credentials the secret holds.
+ * lib/aws/secrets-manager.ts reaches the loopback Secrets Manager through
+ * AWS_ENDPOINT_URL_SECRETS_MANAGER, and the sandbox accepts only the credentials the secret holds.
  */
 const SECRET_ID = 'payhere-payments-api/test/gateway';
 const FIRST = { appId: 'app-first', appSecret: 'CANARY-SECRET-first-0c41' };

@@ -1,12 +1,12 @@
-import { SecretsManagerClient } from '@aws-sdk/client-secrets-manager';
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it, vi } from 'vitest';
+import { SecretsManagerClient } from '../../lib/aws/secrets-manager.ts';
 import { SECRET_MAX_AGE_MS, secretCredentials } from '../../lib/config/secrets.ts';
 import { GatewayUnavailableError } from '../../lib/envelope/errors.ts';
 import { captureLogs } from '../helpers/logs.ts';
 import { freePort } from '../helpers/ports.ts';
 import { type FakeSecretsManager, startFakeSecretsManager } from '../helpers/secrets-manager.ts';
 
-/** The Secrets Manager credentials provider, with the real SDK client over loopback HTTP. */
+/** The Secrets Manager credentials provider, with the service's own client over loopback HTTP. */
 const SECRET_ID = 'payhere-payments-api/test/gateway';
 const CANARY = 'CANARY-SECRET-7f3a9c1e';
 const document = (overrides: Record<string, unknown> = {}) =>
@@ -25,7 +25,7 @@ const clientFor = (endpoint: string) =>
   new SecretsManagerClient({
     endpoint,
     region: 'ap-south-1',
-    credentials: { accessKeyId: 'test', secretAccessKey: 'test' },
+    credentials: () => ({ accessKeyId: 'test', secretAccessKey: 'test' }),
     maxAttempts: 1,
   });
 
@@ -166,7 +166,7 @@ describe('gateway credentials from Secrets Manager', () => {
     expect(logs.find((l) => l.level === 'error')).toMatchObject({
       secretId: 'no/such/secret',
       problem: 'the secret cannot be read',
-      error: { name: expect.any(String) },
+      error: { name: 'ResourceNotFoundException' },
     });
   });
 

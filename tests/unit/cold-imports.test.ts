@@ -1,39 +1,31 @@
-import { execFile } from 'node:child_process';
 import { mkdtemp, readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import { promisify } from 'node:util';
-import { build, type Plugin } from 'esbuild';
+import { build } from 'esbuild';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { ESBUILD_OPTIONS, ROOT } from '../../bench/build.ts';
-import { TEST_AUTH_ENV } from '../helpers/auth.ts';
+import { ESBUILD_OPTIONS, floorSource, LIBRARIES, ROOT } from '../../bench/build.ts';
 
 /**
  * What a function's cold start loads, seen in bundles built as serverless.yml builds them
  * (bench/build.ts's ESBUILD_OPTIONS, which the bench checks against the packaged artifacts): no
- * DynamoDB SDK (lib/dynamodb/ speaks to DynamoDB; tests/e2e/package.test.ts checks every artifact),
- * and the Secrets Manager SDK, in the bundle for the first secret, not evaluated when the function
- * is loaded. A read, a money route and the notification receiver.
+ * AWS SDK at all (lib/aws/ speaks to DynamoDB and Secrets Manager; tests/e2e/package.test.ts checks
+ * every artifact), and only libraries the bench's dependency floor imports as the function does.
+ * A read, a money route and the notification receiver.
  */
 const FUNCTIONS = ['listSubscriptions', 'charge', 'notify'];
-const run = promisify(execFile);
 let out: string;
 
-/** Marks the Secrets Manager SDK's entry module: a global is set when, and only when, it is evaluated. */
-const markSecretsManager: Plugin = {
-  name: 'mark-secrets-manager',
-  setup(pluginBuild) {
-    pluginBuild.onLoad(
-      { filter: /client-secrets-manager[\\/]dist-(cjs|es)[\\/]index\.js$/ },
-      async (args) => ({
-        contents: `globalThis.__secretsManagerEvaluated = true;\n${await readFile(args.path, 'utf8')}`,
-        loader: 'js',
-      }),
-    );
-  },
-};
+/** The npm packages whose files an esbuild build put in its output. */
+function packagesOf(inputs: Record<string, unknown>): Set<string> {
+  const packages = new Set<string>();
+  for (const input of Object.keys(inputs)) {
+    const match = /node_modules\/((?:@[^/]+\/)?[^/]+)/.exec(input);
+    if (match) packages.add(match[1]!);
+  }
+  return packages;
+}
 
-const built = new Map<string, { file: string; packages: Set<string> }>();
+const built = new Map<string, Set<string>>();
 
 beforeAll(async () => {
   out = await mkdtemp(path.join(tmpdir(), 'payhere-cold-imports-'));
@@ -44,14 +36,8 @@ beforeAll(async () => {
       outdir: out,
       metafile: true,
       logLevel: 'silent',
-      plugins: [markSecretsManager],
     });
-    const packages = new Set<string>();
-    for (const input of Object.keys(result.metafile.inputs)) {
-      const match = /node_modules\/((?:@[^/]+\/)?[^/]+)/.exec(input);
-      if (match) packages.add(match[1]!);
-    }
-    built.set(name, { file: path.join(out, `${name}.mjs`), packages });
+    built.set(name, packagesOf(result.metafile.inputs));
   }
 }, 120_000);
 
@@ -59,54 +45,45 @@ afterAll(async () => {
   await rm(out, { recursive: true, force: true });
 });
 
-/** Load a bundle in a fresh node, as Lambda does at a cold start, and say whether the SDK ran. */
-async function evaluatedOnLoad(file: string): Promise<unknown> {
-  const { stdout } = await run(
-    process.execPath,
-    [
-      '--input-type=module',
-      '-e',
-      `await import(${JSON.stringify(file)}); console.log(JSON.stringify(globalThis.__secretsManagerEvaluated ?? false));`,
-    ],
-    {
-      env: {
-        PATH: process.env.PATH,
-        ...TEST_AUTH_ENV,
-        GATEWAY_BASE_URL: 'http://127.0.0.1:9',
-        GATEWAY_SECRET_ID: 'payhere-payments-api/test/gateway',
-        IDEMPOTENCY_TABLE: 'idempotency',
-        LEDGER_TABLE: 'ledger',
-        STATE_TABLE: 'state',
-        AWS_REGION: 'ap-south-1',
-        LOG_LEVEL: 'silent',
-      },
-    },
-  );
-  return JSON.parse(stdout.trim());
-}
-
 describe("a function's cold start", () => {
-  it('holds no DynamoDB SDK', () => {
-    for (const [name, { packages }] of built) {
+  it('holds no AWS SDK: neither the DynamoDB nor the Secrets Manager client, nor their parts', () => {
+    for (const [name, packages] of built) {
       expect(
-        [...packages].filter((pkg) => pkg === '@aws-sdk/client-dynamodb'),
+        [...packages].filter((pkg) => pkg.startsWith('@aws-sdk/') || pkg.startsWith('@smithy/')),
         name,
       ).toEqual([]);
     }
   });
 
   it.each(FUNCTIONS)(
-    'does not evaluate the Secrets Manager SDK when %s is loaded, though its bundle holds it',
+    'holds the same project dependencies as its bench floor, which imports each of them (%s)',
     async (name) => {
-      const bundle = built.get(name)!;
-      const code = await readFile(bundle.file, 'utf8');
+      // Prepare: the project's own dependencies this function's bundle holds.
+      const manifest = JSON.parse(await readFile(path.join(ROOT, 'package.json'), 'utf8')) as {
+        dependencies: Record<string, string>;
+      };
+      const direct = (packages: Set<string>) =>
+        [...packages].filter((pkg) => Object.hasOwn(manifest.dependencies, pkg)).sort();
+      const held = direct(built.get(name)!);
 
-      expect(bundle.packages.has('@aws-sdk/client-secrets-manager')).toBe(true);
-      expect(code).toContain('__secretsManagerEvaluated');
-      // Bundled, not left to a node_modules folder that no artifact ships.
-      expect(code).not.toMatch(/import\(\s*["'`]@aws-sdk/);
-      expect(await evaluatedOnLoad(bundle.file)).toBe(false);
+      // Act: the floor bench/run.ts builds for it.
+      const floor = await build({
+        ...ESBUILD_OPTIONS,
+        stdin: {
+          contents: floorSource(LIBRARIES.filter((library) => held.includes(library))),
+          resolveDir: ROOT,
+          sourcefile: 'floor.ts',
+          loader: 'ts',
+        },
+        outfile: path.join(out, `floor-${name}.mjs`),
+        metafile: true,
+        logLevel: 'silent',
+      });
+
+      // Assess
+      expect(held.filter((pkg) => !LIBRARIES.includes(pkg))).toEqual([]);
+      expect(direct(packagesOf(floor.metafile.inputs))).toEqual(held);
     },
-    30_000,
+    60_000,
   );
 });

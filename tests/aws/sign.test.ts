@@ -1,7 +1,7 @@
 import { createHash, createHmac } from 'node:crypto';
 import { SignatureV4 } from '@smithy/signature-v4';
 import { describe, expect, it } from 'vitest';
-import { amzDate, signRequest } from '../../lib/dynamodb/sign.ts';
+import { amzDate, signRequest } from '../../lib/aws/sign.ts';
 
 /** node:crypto under the hash interface the SDK's signer takes (an HMAC when given a key). */
 class NodeSha256 {

@@ -4,8 +4,8 @@ import { createHash, createHmac } from 'node:crypto';
  * AWS Signature Version 4 for one JSON POST, over node:crypto. Written here rather than taken from
  * a library: the SDK's signer drags in the SDK's middleware stack (the cold start this layer
  * exists to avoid), and `aws4fetch` signs through WebCrypto's async API with a retry policy of its
- * own to switch off; what DynamoDB needs (no query string, a handful of headers, a body in memory)
- * is the few lines below, checked against the SDK's signer in tests/dynamodb/sign.test.ts.
+ * own to switch off; what the JSON APIs need (no query string, a handful of headers, a body in
+ * memory) is the few lines below, checked against the SDK's signer in tests/aws/sign.test.ts.
  */
 
 export interface AwsCredentials {
@@ -17,7 +17,7 @@ export interface AwsCredentials {
 
 export interface SignableRequest {
   url: URL;
-  /** Header names in lower case; `host` is added from the URL (fetch sends the same). */
+  /** Header names in lower case; `host` is added from the URL (lib/aws/client.ts sends the same). */
   headers: Record<string, string>;
   body: string;
 }
@@ -43,7 +43,10 @@ export function amzDate(now: Date): string {
     .replace(/\.\d{3}/, '');
 }
 
-/** The signing key depends only on the secret and the day: derived once a day, not per request. */
+/**
+ * The signing key depends only on the secret, the day, the region and the service: derived again
+ * when one of them changes (a DynamoDB request after a Secrets Manager one), not per request.
+ */
 let cachedKey: { secret: string; scope: string; key: Buffer } | undefined;
 
 function signingKey(secret: string, day: string, region: string, service: string): Buffer {

@@ -1,0 +1,194 @@
+import { Pool } from 'undici';
+import { errorCode, networkFailureKind } from '../net/failure.ts';
+import {
+  AwsAbortError,
+  AwsConnectionError,
+  AwsServiceError,
+  AwsTimeoutError,
+  errorFromAnswer,
+} from './errors.ts';
+import { backoffMs, isRetryable } from './retry.ts';
+import { type AwsCredentials, signRequest } from './sign.ts';
+
+/**
+ * A client for one AWS service's JSON API (`POST /`, the operation in `X-Amz-Target`, the input as
+ * the body, SigV4-signed), written here instead of using the AWS SDK: the SDK's clients are
+ * 450-530 KB of minified code that every cold start parsed (README "Performance"); this is a few
+ * KB over undici, which every function bundles anyway for PayHere, and node:crypto. It keeps the
+ * SDK's standard retry rules (./retry.ts) and nothing else: no pagination, no marshalling, no
+ * endpoint discovery, no clock-skew correction (Lambda's clock is synchronised).
+ *
+ * undici rather than the `fetch` built into Node: that fetch loads Node's own copy of undici at
+ * its first use, a cost on every cold container's first request, and has no connect timeout.
+ */
+
+export interface AwsJsonApi {
+  /** The service's signing name (`dynamodb`, `secretsmanager`). */
+  signingName: string;
+  /** The service as messages and fallback error names call it (`DynamoDB`). */
+  label: string;
+  /** `application/x-amz-json-1.0` or `-1.1`, as the service speaks it. */
+  contentType: string;
+  /** What precedes the operation in `X-Amz-Target` (`DynamoDB_20120810`, `secretsmanager`). */
+  targetPrefix: string;
+}
+
+export interface AwsClientOptions {
+  region: string;
+  /** A local stand-in for the service; by default its regional endpoint. */
+  endpoint?: string | undefined;
+  /** Tries per request, the first included. */
+  maxAttempts?: number;
+  /** Each try waits at most this long (ms) for a connection, when it needs a new one. */
+  connectTimeoutMs?: number;
+  /** Each try waits at most this long (ms) for the answer's headers, and as long between its bytes. */
+  requestTimeoutMs?: number;
+  /** Where the signing credentials come from; by default the environment, as Lambda provides them. */
+  credentials?: () => AwsCredentials;
+}
+
+export interface SendOptions {
+  /** The caller's own end: an abort stops the try under way and every try after it (AbortError). */
+  abortSignal?: AbortSignal;
+}
+
+const DEFAULT_ATTEMPTS = 3;
+const DEFAULT_CONNECT_TIMEOUT_MS = 500;
+const DEFAULT_REQUEST_TIMEOUT_MS = 1_000;
+
+/**
+ * Lambda gives a function its role's credentials in these variables (local runs give the local
+ * stand-ins fake ones). Read at every request, as cheap as a lookup, so nothing stale is kept.
+ */
+export function environmentCredentials(env: NodeJS.ProcessEnv = process.env): AwsCredentials {
+  const accessKeyId = env.AWS_ACCESS_KEY_ID;
+  const secretAccessKey = env.AWS_SECRET_ACCESS_KEY;
+  if (!accessKeyId || !secretAccessKey) {
+    const error = new Error('AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY must be set to sign AWS requests');
+    error.name = 'CredentialsError';
+    throw error;
+  }
+  return { accessKeyId, secretAccessKey, sessionToken: env.AWS_SESSION_TOKEN || undefined };
+}
+
+/**
+ * One keep-alive pool per origin and connect timeout for the container's life, whichever client
+ * asks: a handshake (TLS to AWS) is paid once, not per client or per request.
+ */
+const pools = new Map<string, Pool>();
+
+function poolFor(origin: string, connectTimeoutMs: number): Pool {
+  const key = `${origin} ${connectTimeoutMs}`;
+  let pool = pools.get(key);
+  if (!pool) {
+    pool = new Pool(origin, { connect: { timeout: connectTimeoutMs } });
+    pools.set(key, pool);
+  }
+  return pool;
+}
+
+function pause(ms: number, service: string, signal: AbortSignal | undefined): Promise<void> {
+  return new Promise((resolve, reject) => {
+    if (signal?.aborted) return reject(new AwsAbortError(service, signal.reason));
+    const onAbort = () => {
+      clearTimeout(timer);
+      reject(new AwsAbortError(service, signal?.reason));
+    };
+    const timer = setTimeout(() => {
+      signal?.removeEventListener('abort', onAbort);
+      resolve();
+    }, ms);
+    signal?.addEventListener('abort', onAbort, { once: true });
+  });
+}
+
+export class AwsJsonClient {
+  readonly #api: AwsJsonApi;
+  readonly #url: URL;
+  readonly #region: string;
+  readonly #maxAttempts: number;
+  readonly #connectTimeoutMs: number;
+  readonly #requestTimeoutMs: number;
+  readonly #credentials: () => AwsCredentials;
+
+  constructor(api: AwsJsonApi, options: AwsClientOptions) {
+    this.#api = api;
+    this.#region = options.region;
+    this.#url = new URL(options.endpoint ?? `https://${api.signingName}.${options.region}.amazonaws.com/`);
+    this.#maxAttempts = Math.max(1, options.maxAttempts ?? DEFAULT_ATTEMPTS);
+    this.#connectTimeoutMs = options.connectTimeoutMs ?? DEFAULT_CONNECT_TIMEOUT_MS;
+    this.#requestTimeoutMs = options.requestTimeoutMs ?? DEFAULT_REQUEST_TIMEOUT_MS;
+    this.#credentials = options.credentials ?? (() => environmentCredentials());
+  }
+
+  /** Send `operation` with `input`; the parsed answer, or the service's refusal as a named error. */
+  async send(operation: string, input: unknown, options: SendOptions = {}): Promise<unknown> {
+    const signal = options.abortSignal;
+    for (let attempt = 1; ; attempt++) {
+      try {
+        return await this.#try(operation, input, signal);
+      } catch (error) {
+        if (attempt >= this.#maxAttempts || !isRetryable(error)) throw error;
+        await pause(backoffMs(attempt), this.#api.label, signal);
+      }
+    }
+  }
+
+  async #try(operation: string, input: unknown, signal: AbortSignal | undefined): Promise<unknown> {
+    const { label } = this.#api;
+    if (signal?.aborted) throw new AwsAbortError(label, signal.reason);
+    const body = JSON.stringify(input);
+    const headers = signRequest(
+      {
+        url: this.#url,
+        headers: {
+          'content-type': this.#api.contentType,
+          'x-amz-target': `${this.#api.targetPrefix}.${operation}`,
+        },
+        body,
+      },
+      {
+        region: this.#region,
+        service: this.#api.signingName,
+        credentials: this.#credentials(),
+        now: new Date(),
+      },
+    );
+    // No try outlasts its two limits together, however slowly an answer trickles in.
+    const deadline = AbortSignal.timeout(this.#connectTimeoutMs + this.#requestTimeoutMs);
+    try {
+      const response = await poolFor(this.#url.origin, this.#connectTimeoutMs).request({
+        method: 'POST',
+        path: this.#url.pathname,
+        headers: { ...headers, host: this.#url.host },
+        body,
+        headersTimeout: this.#requestTimeoutMs,
+        bodyTimeout: this.#requestTimeoutMs,
+        signal: signal ? AbortSignal.any([signal, deadline]) : deadline,
+      });
+      const text = await response.body.text();
+      if (response.statusCode !== 200) throw errorFromAnswer(label, response.statusCode, text);
+      return text ? JSON.parse(text) : {};
+    } catch (error) {
+      throw this.#noAnswer(error, signal, deadline);
+    }
+  }
+
+  /** What a try that got no usable answer throws: the caller's abort first, then by undici's code. */
+  #noAnswer(error: unknown, signal: AbortSignal | undefined, deadline: AbortSignal): unknown {
+    const { label } = this.#api;
+    if (error instanceof AwsServiceError) return error;
+    if (signal?.aborted) return new AwsAbortError(label, signal.reason);
+    if (deadline.aborted) {
+      return new AwsTimeoutError(label, 'answer', this.#connectTimeoutMs + this.#requestTimeoutMs, error);
+    }
+    const code = errorCode(error);
+    if (code === 'UND_ERR_CONNECT_TIMEOUT') {
+      return new AwsTimeoutError(label, 'connect', this.#connectTimeoutMs, error);
+    }
+    const kind = networkFailureKind(code);
+    if (kind === 'timeout') return new AwsTimeoutError(label, 'answer', this.#requestTimeoutMs, error);
+    if (kind !== undefined && code !== undefined) return new AwsConnectionError(label, code, error);
+    return error;
+  }
+}
