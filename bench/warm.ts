@@ -12,6 +12,7 @@ import {
   UpdateItemCommand,
   type UpdateItemCommandInput,
 } from '../lib/dynamodb/index.ts';
+import { SharedReadStore } from '../lib/reads/store.ts';
 import { SANDBOX_CREDENTIALS } from '../sandbox/server.ts';
 import { type GatewayRouteName, IDEMPOTENT_ROUTES } from '../tests/helpers/routes.ts';
 import { OUT, ROOT } from './build.ts';
@@ -326,6 +327,18 @@ export function bareFloor(
     });
   }
 
+  /**
+   * After a money call, the service drops the shared answers it changed (lib/reads/invalidation.ts)
+   * before it answers: the floor writes the same tombstones through the same store, the order's
+   * payments after a charge, capture or refund, a subscription's three items after a retry or cancel.
+   */
+  const reads = new SharedReadStore({ client: dynamodb, table: plan.stateTable, timeoutMs: 500 });
+  function dropsAfter(route: GatewayRouteName, call: UpstreamCall): Promise<void> {
+    const body = call.body === undefined ? {} : (JSON.parse(call.body) as Record<string, unknown>);
+    if ('subscription_id' in body) return reads.forgetSubscription(String(body.subscription_id));
+    return reads.forgetOrder(typeof body.order_id === 'string' ? body.order_id : `bench-${route}-order`);
+  }
+
   /** A warm read's upstream work: its shared answers looked up in the state table, as lib/reads/store.ts reads them. */
   async function sharedLookups(keys: string[]): Promise<void> {
     await Promise.all(
@@ -341,8 +354,11 @@ export function bareFloor(
     async send(route: GatewayRouteName, call: UpstreamCall, writes: FloorWrites = 'same'): Promise<void> {
       if (call.shared) return sharedLookups(call.shared);
       // The merchant's charge also takes and settles its order in the ledger (the bench calls as the merchant).
-      const upstream =
-        route === 'charge' ? () => withLedger(call, () => exchange(call)) : () => exchange(call);
+      const upstream = async () => {
+        const body = route === 'charge' ? await withLedger(call, () => exchange(call)) : await exchange(call);
+        await dropsAfter(route, call);
+        return body;
+      };
       if (!IDEMPOTENT_ROUTES.includes(route)) await upstream();
       else if (writes === 'same') await sameWrites(upstream);
       else await minimalWrites(upstream);
