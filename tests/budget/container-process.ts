@@ -55,6 +55,15 @@ function eventFor(): APIGatewayProxyEvent {
       },
     });
   }
+  if (route === 'refund') {
+    // A payment PayHere does not know: it refuses the refund, a money call all the same.
+    headers['Idempotency-Key'] = randomUUID();
+    return apiEvent({
+      ...ROUTES.refund,
+      headers,
+      body: { payment_id: 320_090_000_000 + Math.floor(Math.random() * 1_000_000), description: 'Budget' },
+    });
+  }
   // An object PayHere does not know, another each time: answers to it are never shared (a not-found
   // is never kept), so every read costs PayHere a call, as reads of many different objects do.
   const id =

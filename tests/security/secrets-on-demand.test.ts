@@ -4,8 +4,8 @@ import { loadConfig } from '../../lib/config/config.ts';
 import { createPayHere } from '../../lib/gateway/index.ts';
 import { SANDBOX_CREDENTIALS } from '../../sandbox/server.ts';
 import { call, useTestGateway } from '../helpers/gateway.ts';
-import { forgetSharedReads } from '../helpers/state-table.ts';
 import { type FakeSecretsManager, startFakeSecretsManager } from '../helpers/secrets-manager.ts';
+import { forgetSharedReads } from '../helpers/state-table.ts';
 
 /**
  * The secret is read when this container first needs it, not at start-up (lib/config/secrets.ts):
