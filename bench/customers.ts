@@ -6,16 +6,14 @@
  * puts figures on it, with the bundles as deployed.
  */
 import { type ChildProcess, spawn } from 'node:child_process';
-import { randomUUID } from 'node:crypto';
 import path from 'node:path';
 import { createInterface } from 'node:readline';
 import { DynamoDBClient } from '../lib/dynamodb/index.ts';
 import { LedgerStore } from '../lib/ledger/store.ts';
 import { apiEvent } from '../tests/helpers/events.ts';
-import { customer, customerToken, giveSubscription, newOrder } from '../tests/helpers/orders.ts';
+import { type PayingCustomer, payingCustomer } from '../tests/helpers/orders.ts';
 import { type GatewayRouteName, ROUTES } from '../tests/helpers/routes.ts';
 import { busiestWindow } from '../tests/helpers/windows.ts';
-import { checkoutRequest } from '../tests/sandbox/signing.ts';
 import { freshBudget, PAYHERE_LIMIT } from './budget.ts';
 import { ROOT } from './build.ts';
 import type { ReadAnswer, ReadPlan } from './customers-child.ts';
@@ -28,9 +26,6 @@ type ReadRoute = (typeof READ_ROUTES)[number];
 
 /** Fields only the merchant's view of PayHere's answers holds. */
 const MERCHANT_ONLY = ['amount_detail', 'md5sig'];
-
-/** PayHere's notifications of the set-up checkouts go nowhere (the sandbox posts to loopback only). */
-const NOWHERE = 'https://notify.example.invalid/payhere';
 
 /** Set-up work in flight at once: the sandbox and dynalite share the bench process. */
 const SET_UP_CONCURRENCY = 10;
@@ -47,12 +42,7 @@ export interface CustomerReadOptions {
   remainingMs: number;
 }
 
-interface Customer {
-  sub: string;
-  authorization: string;
-  orderId: string;
-  subscriptionId: string;
-}
+type Customer = PayingCustomer;
 
 interface Request {
   customer: Customer;
@@ -117,7 +107,7 @@ export async function measureCustomerReads(
   const setUpStarted = Date.now();
   const customers = await inBatches(
     Array.from({ length: options.customers }, (_, i) => i),
-    (i) => newCustomer(environment, ledger, i),
+    (i) => payingCustomer(environment.sandbox, ledger, i, 'bench-c'),
   );
   environment.sandbox.clearDeliveries();
   const setUpMs = Date.now() - setUpStarted;
@@ -165,36 +155,6 @@ function ledgerOf(env: Record<string, string>): LedgerStore {
     credentials: () => ({ accessKeyId: env.AWS_ACCESS_KEY_ID!, secretAccessKey: env.AWS_SECRET_ACCESS_KEY! }),
   });
   return new LedgerStore({ client, table: env.LEDGER_TABLE! });
-}
-
-/** A customer whose order was paid and whose subscription was taken in the app (PayHere's checkout). */
-async function newCustomer(environment: BenchEnvironment, ledger: LedgerStore, i: number): Promise<Customer> {
-  const sub = customer(`bench-c${i}`);
-  const orderId = `Own-${i}-${randomUUID().slice(0, 8)}`;
-  const amount = 500 + i;
-  const paid = await environment.sandbox.completeCheckout(
-    checkoutRequest(NOWHERE, { kind: 'payment', order_id: orderId, items: 'Door bell', amount }),
-  );
-  const subscribed = await environment.sandbox.completeCheckout(
-    checkoutRequest(NOWHERE, {
-      kind: 'recurring',
-      order_id: `Sub-${i}-${randomUUID().slice(0, 8)}`,
-      items: 'Gym',
-      amount: 2_500,
-      recurrence: '1 Month',
-      duration: '1 Year',
-    }),
-  );
-  // What the checkout and its notification leave on the ledger: the order, paid (final).
-  await ledger.createOrder(
-    newOrder({ orderId, owner: sub, kind: 'payment', items: 'Door bell', amountCents: amount * 100 }),
-  );
-  const paymentId = String(paid.payment_id);
-  await ledger.link('payment', paymentId, { orderId, owner: sub });
-  await ledger.moveOrder(orderId, { from: 'created', to: 'succeeded', paymentId });
-  const subscriptionId = String(subscribed.subscription_id);
-  await giveSubscription(ledger, sub, subscriptionId);
-  return { sub, authorization: `Bearer ${await customerToken(sub)}`, orderId, subscriptionId };
 }
 
 async function copiesOf(ledger: LedgerStore, customers: readonly Customer[]): Promise<number> {

@@ -6,7 +6,9 @@
 import { randomUUID } from 'node:crypto';
 import type { NewOrder } from '../../lib/ledger/model.ts';
 import { LedgerStore } from '../../lib/ledger/store.ts';
+import type { Sandbox } from '../../sandbox/server.ts';
 import { localClient } from '../idempotency/fixtures.ts';
+import { checkoutRequest } from '../sandbox/signing.ts';
 import { testToken } from './auth.ts';
 
 export function testLedger(): LedgerStore {
@@ -72,4 +74,53 @@ export const CUSTOMER_SCOPES =
 
 export function customerToken(sub: string, scope = CUSTOMER_SCOPES): Promise<string> {
   return testToken({ scope, sub });
+}
+
+/** A customer of the app, with its own paid order and its own subscription. */
+export interface PayingCustomer {
+  sub: string;
+  authorization: string;
+  orderId: string;
+  subscriptionId: string;
+}
+
+/** PayHere's notifications of these checkouts go nowhere: the ledger is written directly. */
+const NOWHERE = 'https://notify.example.invalid/payhere';
+
+/**
+ * Customer `i` (named `${prefix}${i}`), whose order was paid and whose subscription was taken in
+ * the app through PayHere's checkout, with what the checkouts' notifications leave on the ledger:
+ * the order, paid (final), its payment, and the subscription as the customer's.
+ */
+export async function payingCustomer(
+  sandbox: Pick<Sandbox, 'completeCheckout'>,
+  ledger: LedgerStore,
+  i: number,
+  prefix = 'c',
+): Promise<PayingCustomer> {
+  const sub = customer(`${prefix}${i}`);
+  const orderId = `Own-${i}-${randomUUID().slice(0, 8)}`;
+  const amount = 500 + i;
+  const paid = await sandbox.completeCheckout(
+    checkoutRequest(NOWHERE, { kind: 'payment', order_id: orderId, items: 'Door bell', amount }),
+  );
+  const subscribed = await sandbox.completeCheckout(
+    checkoutRequest(NOWHERE, {
+      kind: 'recurring',
+      order_id: `Sub-${i}-${randomUUID().slice(0, 8)}`,
+      items: 'Gym',
+      amount: 2_500,
+      recurrence: '1 Month',
+      duration: '1 Year',
+    }),
+  );
+  await ledger.createOrder(
+    newOrder({ orderId, owner: sub, kind: 'payment', items: 'Door bell', amountCents: amount * 100 }),
+  );
+  const paymentId = String(paid.payment_id);
+  await ledger.link('payment', paymentId, { orderId, owner: sub });
+  await ledger.moveOrder(orderId, { from: 'created', to: 'succeeded', paymentId });
+  const subscriptionId = String(subscribed.subscription_id);
+  await giveSubscription(ledger, sub, subscriptionId);
+  return { sub, authorization: `Bearer ${await customerToken(sub)}`, orderId, subscriptionId };
 }

@@ -1,4 +1,3 @@
-import { randomUUID } from 'node:crypto';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { loadConfig } from '../../lib/config/config.ts';
 import { createPayHere } from '../../lib/gateway/index.ts';
@@ -7,10 +6,9 @@ import { SharedReads } from '../../lib/reads/shared-reads.ts';
 import { SharedReadStore } from '../../lib/reads/store.ts';
 import type { Answer } from '../helpers/events.ts';
 import { call, useTestGateway } from '../helpers/gateway.ts';
-import { customer, customerToken, giveSubscription, newOrder, testLedger } from '../helpers/orders.ts';
+import { type PayingCustomer, payingCustomer, testLedger } from '../helpers/orders.ts';
 import { dynamoDbAt, forgetSharedReads } from '../helpers/state-table.ts';
 import { busiestWindow } from '../helpers/windows.ts';
-import { checkoutRequest } from '../sandbox/signing.ts';
 
 /**
  * "Reads that scale" (SPEC.md "PayHere's budget"): 200 customers, each with its own paid order and
@@ -36,44 +34,10 @@ beforeAll(() => {
   process.env.STATE_TABLE_TIMEOUT_MS = '3000';
 });
 
-interface Customer {
-  sub: string;
-  authorization: string;
-  orderId: string;
-  subscriptionId: string;
-}
-
-/** PayHere's notifications of the set-up checkouts go nowhere: the ledger is written directly. */
-const NOWHERE = 'https://notify.example.invalid/payhere';
+type Customer = PayingCustomer;
 
 /** A customer whose order was paid and whose subscription was taken in the app (PayHere's checkout). */
-async function newCustomer(i: number): Promise<Customer> {
-  const sub = customer(`c${i}`);
-  const orderId = `Own-${i}-${randomUUID().slice(0, 8)}`;
-  const amount = 500 + i;
-  const paid = await sandbox.completeCheckout(
-    checkoutRequest(NOWHERE, { kind: 'payment', order_id: orderId, items: 'Door bell', amount }),
-  );
-  const subscribed = await sandbox.completeCheckout(
-    checkoutRequest(NOWHERE, {
-      kind: 'recurring',
-      order_id: `Sub-${i}-${randomUUID().slice(0, 8)}`,
-      items: 'Gym',
-      amount: 2_500,
-      recurrence: '1 Month',
-      duration: '1 Year',
-    }),
-  );
-  await ledger.createOrder(
-    newOrder({ orderId, owner: sub, kind: 'payment', items: 'Door bell', amountCents: amount * 100 }),
-  );
-  const paymentId = String(paid.payment_id);
-  await ledger.link('payment', paymentId, { orderId, owner: sub });
-  await ledger.moveOrder(orderId, { from: 'created', to: 'succeeded', paymentId });
-  const subscriptionId = String(subscribed.subscription_id);
-  await giveSubscription(ledger, sub, subscriptionId);
-  return { sub, authorization: `Bearer ${await customerToken(sub)}`, orderId, subscriptionId };
-}
+const newCustomer = (i: number): Promise<Customer> => payingCustomer(sandbox, ledger, i);
 
 /**
  * Earlier visits, one customer at a time over the day: each read its order through the same code as
