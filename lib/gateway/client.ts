@@ -203,8 +203,16 @@ export class GatewayClient {
   /** One token request (reads' retry policy applies); undefined when the credentials were rejected. */
   async #tokenRequest(appId: string, appSecret: string, deadline: number) {
     const basic = Buffer.from(`${appId}:${appSecret}`).toString('base64');
+    let failed: Unusable | undefined;
     for (let retries = 0; ; retries++) {
-      const permit = await this.#slot('token', deadline);
+      let permit: Permit;
+      try {
+        permit = await this.#slot('token', deadline);
+      } catch (error) {
+        // As for a call: a retry the budget cannot fit answers with the failure that asked for it.
+        if (failed && error instanceof RateLimitedError) throw failed.error;
+        throw error;
+      }
       let unusable: Unusable;
       try {
         const response = await this.#transport.send({
@@ -230,6 +238,7 @@ export class GatewayClient {
         unusable = transportFailure(error);
       }
       if (!(await backoff(false, deadline, unusable, retries))) throw unusable.error;
+      failed = unusable;
     }
   }
 }

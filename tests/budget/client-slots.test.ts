@@ -73,4 +73,24 @@ describe("a PayHere call's slot of the shared budget", () => {
     expect(failure).not.toBeInstanceOf(RateLimitedError);
     expect((sandbox.counters().listSubscriptions ?? 0) - before).toBe(1);
   });
+
+  it('answers a token request the budget cannot repeat with the failure that asked for it, not 429', async () => {
+    // One slot a minute: the token's first try, which PayHere answers 503.
+    const payhere = createPayHere({
+      ...loadConfig({
+        GATEWAY_BASE_URL: sandbox.url,
+        GATEWAY_APP_ID: SANDBOX_CREDENTIALS.appId,
+        GATEWAY_APP_SECRET: SANDBOX_CREDENTIALS.appSecret,
+      }),
+      rateLimit: { limit: 1, windowMs: 60_000 },
+    });
+    sandbox.faults.inject('token', { kind: 'status', status: 503 });
+    const before = sandbox.counters().token ?? 0;
+
+    const failure = await payhere.listSubscriptions(Date.now() + 3_000).catch((error: unknown) => error);
+
+    expect(failure).toBeInstanceOf(GatewayError);
+    expect(failure).not.toBeInstanceOf(RateLimitedError);
+    expect((sandbox.counters().token ?? 0) - before).toBe(1);
+  });
 });
