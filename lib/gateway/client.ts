@@ -106,15 +106,7 @@ export class GatewayClient {
     let replacements = 0;
     let failed: Unusable | undefined;
     for (let retries = 0; ; retries++) {
-      let outcome: Attempt;
-      try {
-        outcome = await this.#attempt(call, token);
-      } catch (error) {
-        // A retry the budget cannot fit before the deadline: the caller hears what went wrong
-        // (a timeout, a 503), not that PayHere's budget is spent.
-        if (failed && error instanceof RateLimitedError) throw givenUp(call, failed);
-        throw error;
-      }
+      const outcome = await this.#attempt(call, token, failed && givenUp(call, failed));
       if ('answer' in outcome) return outcome.answer;
       if ('tokenRejected' in outcome) {
         // Refused before processing. A read is repeated once with a fresh token; a money request
@@ -148,11 +140,16 @@ export class GatewayClient {
     }
   }
 
-  /** A slot of PayHere's budget; refused, the call was never sent. */
-  async #slot(kind: 'read' | 'money' | 'token', deadline: number): Promise<Permit> {
+  /**
+   * A slot of PayHere's budget; refused, the call was never sent. A retry the budget cannot fit
+   * before the deadline throws `retryOf`, the failure that asked for it: the caller hears what went
+   * wrong (a timeout, a 503), not that PayHere's budget is spent.
+   */
+  async #slot(kind: 'read' | 'money' | 'token', deadline: number, retryOf?: Error): Promise<Permit> {
     try {
       return await this.#limiter.acquire(kind, deadline - Date.now());
     } catch (error) {
+      if (retryOf && error instanceof RateLimitedError) throw retryOf;
       throw error instanceof ApiError ? notSent(error) : error;
     }
   }
@@ -164,8 +161,9 @@ export class GatewayClient {
     await this.#limiter.pause(retryAfterMs ?? PAUSE_AFTER_429_MS);
   }
 
-  async #attempt(call: GatewayCall, token: string): Promise<Attempt> {
-    const permit = await this.#slot(call.money || call.reconciliation ? 'money' : 'read', call.deadline);
+  async #attempt(call: GatewayCall, token: string, retryOf?: Error): Promise<Attempt> {
+    const kind = call.money || call.reconciliation ? 'money' : 'read';
+    const permit = await this.#slot(kind, call.deadline, retryOf);
     let response: UpstreamResponse;
     try {
       response = await this.#transport.send({
@@ -205,14 +203,7 @@ export class GatewayClient {
     const basic = Buffer.from(`${appId}:${appSecret}`).toString('base64');
     let failed: Unusable | undefined;
     for (let retries = 0; ; retries++) {
-      let permit: Permit;
-      try {
-        permit = await this.#slot('token', deadline);
-      } catch (error) {
-        // As for a call: a retry the budget cannot fit answers with the failure that asked for it.
-        if (failed && error instanceof RateLimitedError) throw failed.error;
-        throw error;
-      }
+      const permit = await this.#slot('token', deadline, failed?.error);
       let unusable: Unusable;
       try {
         const response = await this.#transport.send({

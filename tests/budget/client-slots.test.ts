@@ -17,6 +17,18 @@ function holdingReleases(table: SharedStateTable) {
   return { held, letGo: () => Promise.all(held.splice(0).map((go) => go())) };
 }
 
+/** A client of the sandbox with a budget of its own, `limit` calls a minute. */
+function tightPayHere(sandbox: Sandbox, limit: number) {
+  return createPayHere({
+    ...loadConfig({
+      GATEWAY_BASE_URL: sandbox.url,
+      GATEWAY_APP_ID: SANDBOX_CREDENTIALS.appId,
+      GATEWAY_APP_SECRET: SANDBOX_CREDENTIALS.appSecret,
+    }),
+    rateLimit: { limit, windowMs: 60_000 },
+  });
+}
+
 describe("a PayHere call's slot of the shared budget", () => {
   let sandbox: Sandbox;
 
@@ -56,14 +68,7 @@ describe("a PayHere call's slot of the shared budget", () => {
   it('answers a retry the budget cannot fit with the failure that asked for it, not 429', async () => {
     // Two slots a minute: the token and the first try. PayHere answers it 503, so the read is
     // tried again, and no slot frees before its deadline.
-    const payhere = createPayHere({
-      ...loadConfig({
-        GATEWAY_BASE_URL: sandbox.url,
-        GATEWAY_APP_ID: SANDBOX_CREDENTIALS.appId,
-        GATEWAY_APP_SECRET: SANDBOX_CREDENTIALS.appSecret,
-      }),
-      rateLimit: { limit: 2, windowMs: 60_000 },
-    });
+    const payhere = tightPayHere(sandbox, 2);
     sandbox.faults.inject('listSubscriptions', { kind: 'status', status: 503 });
     const before = sandbox.counters().listSubscriptions ?? 0;
 
@@ -76,14 +81,7 @@ describe("a PayHere call's slot of the shared budget", () => {
 
   it('answers a token request the budget cannot repeat with the failure that asked for it, not 429', async () => {
     // One slot a minute: the token's first try, which PayHere answers 503.
-    const payhere = createPayHere({
-      ...loadConfig({
-        GATEWAY_BASE_URL: sandbox.url,
-        GATEWAY_APP_ID: SANDBOX_CREDENTIALS.appId,
-        GATEWAY_APP_SECRET: SANDBOX_CREDENTIALS.appSecret,
-      }),
-      rateLimit: { limit: 1, windowMs: 60_000 },
-    });
+    const payhere = tightPayHere(sandbox, 1);
     sandbox.faults.inject('token', { kind: 'status', status: 503 });
     const before = sandbox.counters().token ?? 0;
 
