@@ -1,4 +1,3 @@
-import { Pool } from 'undici';
 import { errorCode, networkFailureKind } from '../net/failure.ts';
 import {
   AwsAbortError,
@@ -7,6 +6,7 @@ import {
   AwsTimeoutError,
   errorFromAnswer,
 } from './errors.ts';
+import { post } from './http.ts';
 import { backoffMs, isRetryable } from './retry.ts';
 import { type AwsCredentials, signRequest } from './sign.ts';
 
@@ -14,12 +14,14 @@ import { type AwsCredentials, signRequest } from './sign.ts';
  * A client for one AWS service's JSON API (`POST /`, the operation in `X-Amz-Target`, the input as
  * the body, SigV4-signed), written here instead of using the AWS SDK: the SDK's clients are
  * 450-530 KB of minified code that every cold start parsed (README "Performance"); this is a few
- * KB over undici, which every function bundles anyway for PayHere, and node:crypto. It keeps the
- * SDK's standard retry rules (./retry.ts) and nothing else: no pagination, no marshalling, no
- * endpoint discovery, no clock-skew correction (Lambda's clock is synchronised).
+ * KB over Node's own `node:http`/`node:https` (./http.ts) and node:crypto. It keeps the SDK's
+ * standard retry rules (./retry.ts) and nothing else: no pagination, no marshalling, no endpoint
+ * discovery, no clock-skew correction (Lambda's clock is synchronised).
  *
- * undici rather than the `fetch` built into Node: that fetch loads Node's own copy of undici at
- * its first use, a cost on every cold container's first request, and has no connect timeout.
+ * Not undici, although PayHere's calls go through it: undici costs a cold start about 100 ms to
+ * load, and a container whose requests are answered from the tables (a shared read, a replay)
+ * never needs it. Not the `fetch` built into Node either: it loads Node's own copy of undici at its
+ * first use, and has no connect timeout.
  */
 
 export interface AwsJsonApi {
@@ -69,22 +71,6 @@ export function environmentCredentials(env: NodeJS.ProcessEnv = process.env): Aw
     throw error;
   }
   return { accessKeyId, secretAccessKey, sessionToken: env.AWS_SESSION_TOKEN || undefined };
-}
-
-/**
- * One keep-alive pool per origin and connect timeout for the container's life, whichever client
- * asks: a handshake (TLS to AWS) is paid once, not per client or per request.
- */
-const pools = new Map<string, Pool>();
-
-function poolFor(origin: string, connectTimeoutMs: number): Pool {
-  const key = `${origin} ${connectTimeoutMs}`;
-  let pool = pools.get(key);
-  if (!pool) {
-    pool = new Pool(origin, { connect: { timeout: connectTimeoutMs } });
-    pools.set(key, pool);
-  }
-  return pool;
 }
 
 function pause(ms: number, service: string, signal: AbortSignal | undefined): Promise<void> {
@@ -157,24 +143,22 @@ export class AwsJsonClient {
     // No try outlasts its two limits together, however slowly an answer trickles in.
     const deadline = AbortSignal.timeout(this.#connectTimeoutMs + this.#requestTimeoutMs);
     try {
-      const response = await poolFor(this.#url.origin, this.#connectTimeoutMs).request({
-        method: 'POST',
-        path: this.#url.pathname,
+      const { status, text } = await post({
+        url: this.#url,
         headers: { ...headers, host: this.#url.host },
         body,
-        headersTimeout: this.#requestTimeoutMs,
-        bodyTimeout: this.#requestTimeoutMs,
+        connectTimeoutMs: this.#connectTimeoutMs,
+        requestTimeoutMs: this.#requestTimeoutMs,
         signal: signal ? AbortSignal.any([signal, deadline]) : deadline,
       });
-      const text = await response.body.text();
-      if (response.statusCode !== 200) throw errorFromAnswer(label, response.statusCode, text);
+      if (status !== 200) throw errorFromAnswer(label, status, text);
       return text ? JSON.parse(text) : {};
     } catch (error) {
       throw this.#noAnswer(error, signal, deadline);
     }
   }
 
-  /** What a try that got no usable answer throws: the caller's abort first, then by undici's code. */
+  /** What a try that got no usable answer throws: the caller's abort first, then by the failure's code. */
   #noAnswer(error: unknown, signal: AbortSignal | undefined, deadline: AbortSignal): unknown {
     const { label } = this.#api;
     if (error instanceof AwsServiceError) return error;
@@ -183,7 +167,7 @@ export class AwsJsonClient {
       return new AwsTimeoutError(label, 'answer', this.#connectTimeoutMs + this.#requestTimeoutMs, error);
     }
     const code = errorCode(error);
-    if (code === 'UND_ERR_CONNECT_TIMEOUT') {
+    if (code === 'CONNECT_TIMEOUT') {
       return new AwsTimeoutError(label, 'connect', this.#connectTimeoutMs, error);
     }
     const kind = networkFailureKind(code);

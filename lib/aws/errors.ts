@@ -69,7 +69,7 @@ export class AwsTimeoutError extends Error {
   }
 }
 
-/** The connection could not be opened or was lost before the answer (`code`: undici's or the socket's). */
+/** The connection could not be opened or was lost before the answer (`code`: the socket's, or the limit's: lib/aws/http.ts). */
 export class AwsConnectionError extends Error {
   readonly code: string;
 

@@ -1,4 +1,4 @@
-import { Pool } from 'undici';
+import type { Pool } from 'undici';
 import { type CountMetric, countMetric, timeMetric } from '../log/metrics.ts';
 import { errorCode, networkFailureKind } from '../net/failure.ts';
 
@@ -82,13 +82,26 @@ function statusMetric(status: number): CountMetric {
   return status >= 400 ? 'UpstreamStatus4xx' : 'UpstreamStatus2xx';
 }
 
+/**
+ * undici, through its main entry, loaded by the first call that needs it rather than at import:
+ * it is about 100 ms of a cold start, and a container whose first requests are answered without
+ * PayHere (shared reads, replays, refusals) never pays it. A container that calls PayHere pays it
+ * once, on its first call. esbuild keeps it in the function's one bundle.
+ */
+let undici: Promise<typeof import('undici')> | undefined;
+const loadUndici = () => {
+  undici ??= import('undici');
+  return undici;
+};
+
 /** One keep-alive pool for the gateway's origin; every call carries its own deadline. */
 export class Transport {
   readonly #origin: string;
   readonly #basePath: string;
   readonly #options: { connect: { timeout: number }; maxResponseSize: number };
-  #pool: Pool;
-  /** When the pool last finished an exchange: its sockets were alive then. */
+  /** Made by the first call: see loadUndici. */
+  #pool: Pool | undefined;
+  /** When the pool last finished an exchange, or was made: its sockets were alive then. */
   #lastExchangeAt = 0;
 
   constructor(baseUrl: string, options: TransportOptions) {
@@ -96,32 +109,39 @@ export class Transport {
     this.#origin = url.origin;
     this.#basePath = url.pathname.replace(/\/+$/, '');
     this.#options = { connect: { timeout: options.connectTimeoutMs }, maxResponseSize: MAX_RESPONSE_BYTES };
-    this.#pool = this.#newPool();
   }
 
-  #newPool(): Pool {
-    return new Pool(this.#origin, {
+  /**
+   * The pool for the next call: a new one for the first call, and for a call that must not be
+   * repeated when the pool's sockets have sat idle long enough to be dead (after a Lambda freeze,
+   * say): one handshake is cheaper than a charge whose outcome is unknown. The new pool's
+   * connection then serves the calls that follow.
+   */
+  async #poolFor(request: UpstreamRequest): Promise<Pool> {
+    const { Pool } = await loadUndici();
+    const stale = request.unsafeToRepeat && Date.now() - this.#lastExchangeAt > STALE_AFTER_IDLE_MS;
+    if (this.#pool && !stale) return this.#pool;
+    void this.#pool?.close().catch(() => {});
+    this.#pool = new Pool(this.#origin, {
       ...this.#options,
       connections: 16,
       keepAliveTimeout: 4_000,
       keepAliveMaxTimeout: 30_000,
     });
+    // No socket of the new pool can have died idle yet.
+    this.#lastExchangeAt = Date.now();
+    return this.#pool;
   }
 
   async send(request: UpstreamRequest): Promise<UpstreamResponse> {
+    const pool = await this.#poolFor(request);
     const remaining = Math.floor(request.deadline - Date.now());
     // Abandoned before a byte was written: whatever waited too long before (a secret, the limiter,
-    // a table), this request certainly did not reach the gateway.
+    // a table, undici's load), this request certainly did not reach the gateway.
     if (remaining <= 0) throw new TransportError('timeout', 'DEADLINE_EXCEEDED', undefined, 'not_sent');
-    if (request.unsafeToRepeat && Date.now() - this.#lastExchangeAt > STALE_AFTER_IDLE_MS) {
-      // The idle sockets may be dead: one handshake is cheaper than a charge whose outcome is
-      // unknown. The new pool's connection then serves the requests that follow.
-      void this.#pool.close().catch(() => {});
-      this.#pool = this.#newPool();
-    }
     const started = performance.now();
     try {
-      const response = await this.#pool.request({
+      const response = await pool.request({
         method: request.method,
         path: this.#basePath + request.path,
         headers: request.headers,
@@ -141,7 +161,7 @@ export class Transport {
     }
   }
 
-  close(): Promise<void> {
-    return this.#pool.close();
+  async close(): Promise<void> {
+    await this.#pool?.close();
   }
 }

@@ -1,8 +1,9 @@
 /**
- * How a request over undici failed below HTTP, read from the error's stable `code` (undici's
- * `UND_ERR_*`, or the socket's `E*`), never from its class or message: both the PayHere transport
- * (lib/gateway/transport.ts) and the AWS JSON client (lib/aws/client.ts) decide by it whether a
- * request may have been sent and whether it is worth another try.
+ * How a request failed below HTTP, read from the error's stable `code` (undici's `UND_ERR_*`, the
+ * socket's `E*`, or lib/aws/http.ts's own names for its limits), never from its class or message:
+ * both the PayHere transport (lib/gateway/transport.ts, over undici) and the AWS JSON client
+ * (lib/aws/client.ts, over node:http) decide by it whether a request may have been sent and
+ * whether it is worth another try.
  */
 
 /** `connect`: no connection, nothing sent; `timeout`: no answer in time; `reset`: the connection was lost. */
@@ -15,10 +16,13 @@ const KINDS: Record<string, NetworkFailureKind> = {
   EHOSTUNREACH: 'connect',
   ENETUNREACH: 'connect',
   UND_ERR_CONNECT_TIMEOUT: 'connect',
+  CONNECT_TIMEOUT: 'connect',
   UND_ERR_HEADERS_TIMEOUT: 'timeout',
   UND_ERR_BODY_TIMEOUT: 'timeout',
   UND_ERR_ABORTED: 'timeout',
   ETIMEDOUT: 'timeout',
+  HEADERS_TIMEOUT: 'timeout',
+  BODY_TIMEOUT: 'timeout',
   ECONNRESET: 'reset',
   EPIPE: 'reset',
   UND_ERR_SOCKET: 'reset',

@@ -1,6 +1,5 @@
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import { type AddressInfo, createServer as createTcpServer } from 'node:net';
-import { errors } from 'undici';
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { AwsAbortError, AwsConnectionError, AwsServiceError, AwsTimeoutError } from '../../lib/aws/errors.ts';
 import { backoffMs, isRetryable } from '../../lib/aws/retry.ts';
@@ -295,12 +294,12 @@ describe('which failures are worth another try', () => {
     expect(isRetryable(refusal('ResourceNotFoundException', 400))).toBe(false);
     expect(isRetryable(new AwsAbortError('DynamoDB', undefined))).toBe(false);
     expect(isRetryable(new TypeError('Do not know how to serialize a BigInt'))).toBe(false);
-    // A raw undici error never reaches the retry rule: the client names it first (below).
-    expect(isRetryable(new errors.SocketError('other side closed'))).toBe(false);
+    // A raw socket error never reaches the retry rule: the client names it first (below).
+    expect(isRetryable(Object.assign(new Error('socket hang up'), { code: 'ECONNRESET' }))).toBe(false);
   });
 });
 
-describe("the light client's connection (undici)", () => {
+describe("the light client's connection (node:http)", () => {
   it('calls a loopback server that accepts but never answers a request timeout, and gives up after its tries', async () => {
     // Prepare
     const table = await fakeDynamoDb(['hang', 'hang']);
@@ -320,7 +319,7 @@ describe("the light client's connection (undici)", () => {
 
   it('calls a connection that is never established a connect timeout, long before the request timeout', async () => {
     // Prepare: a TCP server that accepts but never speaks TLS, so the https connection is never
-    // ready: undici's connect timeout covers the handshake (no non-routable address is reliable on
+    // ready: the connect timeout covers the handshake (no non-routable address is reliable on
     // every machine; this is, on loopback).
     const silent = createTcpServer(() => {});
     await new Promise<void>((resolve) => silent.listen(0, '127.0.0.1', resolve));
@@ -338,16 +337,61 @@ describe("the light client's connection (undici)", () => {
       .finally(() => silent.close());
     const elapsed = performance.now() - started;
 
-    // Assess: undici checks its timeouts on a coarse clock, up to about a second late.
+    // Assess
     expect(error).toBeInstanceOf(AwsTimeoutError);
     expect(error).toMatchObject({
       name: 'TimeoutError',
       phase: 'connect',
       message: 'No connection to DynamoDB within 200 ms',
     });
-    expect(errorCodeOf(error)).toBe('UND_ERR_CONNECT_TIMEOUT');
+    expect(errorCodeOf(error)).toBe('CONNECT_TIMEOUT');
     expect(elapsed).toBeGreaterThanOrEqual(190);
     expect(elapsed).toBeLessThan(3_000);
+  });
+
+  it('calls an answer that stops between its bytes a request timeout, counted from its last byte', async () => {
+    // Prepare: the headers and half a body at once, then nothing more.
+    const stalling = createServer((_request, response) => {
+      response.writeHead(200, { 'content-type': 'application/x-amz-json-1.0', 'content-length': '100' });
+      response.write('{"Item":');
+      setTimeout(() => response.write('{'), 150);
+    });
+    servers.push(stalling);
+    await new Promise<void>((resolve) => stalling.listen(0, '127.0.0.1', resolve));
+    const { port } = stalling.address() as AddressInfo;
+    const started = performance.now();
+
+    // Act: a connect limit long enough that only the stall can end the try.
+    const error = await client(`http://127.0.0.1:${port}`, {
+      connectTimeoutMs: 5_000,
+      requestTimeoutMs: 300,
+      maxAttempts: 1,
+    })
+      .send(put)
+      .catch((caught: unknown) => caught);
+    const elapsed = performance.now() - started;
+
+    // Assess: not 300 ms from the start: the second byte came at 150 ms and restarted the limit.
+    expect(error).toBeInstanceOf(AwsTimeoutError);
+    expect(error).toMatchObject({ name: 'TimeoutError', phase: 'answer' });
+    expect(errorCodeOf(error)).toBe('BODY_TIMEOUT');
+    expect(elapsed).toBeGreaterThanOrEqual(440);
+    expect(elapsed).toBeLessThan(2_000);
+  });
+
+  it('keeps one connection for the requests that follow each other', async () => {
+    // Prepare
+    const table = await fakeDynamoDb([]);
+    const sockets = new Set<unknown>();
+    servers.at(-1)!.on('connection', (socket) => sockets.add(socket));
+    const dynamodb = client(table.endpoint);
+
+    // Act
+    for (let i = 0; i < 3; i++) await dynamodb.send(put);
+
+    // Assess
+    expect(table.seen).toHaveLength(3);
+    expect(sockets.size).toBe(1);
   });
 
   it('calls a refused connection a connection failure, and tries it again', async () => {

@@ -1,16 +1,21 @@
+import { execFile } from 'node:child_process';
 import { mkdtemp, readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
+import { pathToFileURL } from 'node:url';
+import { promisify } from 'node:util';
 import { build } from 'esbuild';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ESBUILD_OPTIONS, floorSource, LIBRARIES, ROOT } from '../../bench/build.ts';
+import { LOCAL_AWS_ENVIRONMENT } from '../../scripts/local-dynamodb.ts';
+import { TEST_AUTH_ENV } from '../helpers/auth.ts';
 
 /**
  * What a function's cold start loads, seen in bundles built as serverless.yml builds them
  * (bench/build.ts's ESBUILD_OPTIONS, which the bench checks against the packaged artifacts): no
  * AWS SDK at all (lib/aws/ speaks to DynamoDB and Secrets Manager; tests/e2e/package.test.ts checks
- * every artifact), and only libraries the bench's dependency floor imports as the function does.
- * A read, a money route and the notification receiver.
+ * every artifact), no undici until PayHere is called, and only libraries the bench's dependency
+ * floor imports as the function does. A read, a money route and the notification receiver.
  */
 const FUNCTIONS = ['listSubscriptions', 'charge', 'notify'];
 let out: string;
@@ -54,6 +59,47 @@ describe("a function's cold start", () => {
       ).toEqual([]);
     }
   });
+
+  it.each(FUNCTIONS)(
+    "loads no undici, neither the npm package nor Node's own copy behind fetch, until it calls PayHere (%s)",
+    async (name) => {
+      // Prepare: a fresh process with the environment the function reads at start-up, which
+      // imports the bundle as Lambda's init does. Either undici, once evaluated, installs its
+      // global dispatcher under this symbol.
+      const probe = [
+        `await import(${JSON.stringify(pathToFileURL(path.join(out, `${name}.mjs`)).href)});`,
+        "process.stdout.write(String(globalThis[Symbol.for('undici.globalDispatcher.2')] !== undefined));",
+      ].join('\n');
+      const env = {
+        ...process.env,
+        ...LOCAL_AWS_ENVIRONMENT,
+        ...TEST_AUTH_ENV,
+        GATEWAY_BASE_URL: 'http://127.0.0.1:9',
+        GATEWAY_APP_ID: 'app',
+        GATEWAY_APP_SECRET: 'secret',
+        GATEWAY_MERCHANT_ID: 'merchant',
+        GATEWAY_MERCHANT_SECRET: 'merchant-secret',
+        IDEMPOTENCY_TABLE: 'idempotency',
+        LEDGER_TABLE: 'ledger',
+        STATE_TABLE: 'state',
+        DYNAMODB_ENDPOINT: 'http://127.0.0.1:9',
+      };
+
+      // Act
+      const { stdout } = await promisify(execFile)(process.execPath, ['--input-type=module', '-e', probe], {
+        env,
+      });
+
+      // Assess: the control, that the symbol does tell, is the import of undici itself.
+      expect(stdout).toBe('false');
+      const control = await promisify(execFile)(process.execPath, [
+        '-e',
+        "require('undici'); process.stdout.write(String(globalThis[Symbol.for('undici.globalDispatcher.2')] !== undefined))",
+      ]);
+      expect(control.stdout).toBe('true');
+    },
+    30_000,
+  );
 
   it.each(FUNCTIONS)(
     'holds the same project dependencies as its bench floor, which imports each of them (%s)',

@@ -1,0 +1,103 @@
+import type { IncomingMessage } from 'node:http';
+import type { Socket } from 'node:net';
+
+// Not `import ... from 'node:http'`: ESM's view of a built-in module reads every export, and three
+// of node:http's (WebSocket, CloseEvent, MessageEvent) load Node's own copy of undici to answer,
+// 30 ms of a cold start for nothing. getBuiltinModule gives the module itself.
+const http = process.getBuiltinModule('node:http');
+const https = process.getBuiltinModule('node:https');
+
+/**
+ * One POST to an AWS endpoint over Node's own `node:http`/`node:https`, with undici's limits
+ * written out: a connect timeout that covers the TLS handshake, a timeout for the answer's
+ * headers and the same again between its bytes, and the caller's signal. Node's modules come with
+ * the runtime, compiled: both cost a cold start about 15 ms to load (most of it TLS) against
+ * undici's 100, which only a container that calls PayHere then loads (lib/gateway/transport.ts).
+ *
+ * Failures keep the socket's own code (`ECONNREFUSED`, `ECONNRESET`, ...) or carry one of ours
+ * for the limits (`CONNECT_TIMEOUT`, `HEADERS_TIMEOUT`, `BODY_TIMEOUT`): lib/net/failure.ts reads
+ * them, as it reads undici's.
+ */
+
+export interface Exchange {
+  url: URL;
+  headers: Record<string, string>;
+  body: string;
+  connectTimeoutMs: number;
+  requestTimeoutMs: number;
+  signal: AbortSignal;
+}
+
+export interface Answer {
+  status: number;
+  text: string;
+}
+
+/**
+ * Keep-alive agents for the container's life, one per protocol, whichever client asks: a
+ * handshake (TLS to AWS) is paid once, not per client or per request.
+ */
+const agents = {
+  'http:': new http.Agent({ keepAlive: true, maxSockets: 64 }),
+  'https:': new https.Agent({ keepAlive: true, maxSockets: 64 }),
+};
+
+/** Sockets that finished connecting once: a keep-alive socket taken again needs no connect timer. */
+const connected = new WeakSet<Socket>();
+
+function failure(code: string, message: string): Error {
+  return Object.assign(new Error(message), { code });
+}
+
+export function post(exchange: Exchange): Promise<Answer> {
+  const { url, connectTimeoutMs, requestTimeoutMs } = exchange;
+  const secure = url.protocol === 'https:';
+  const send = secure ? https.request : http.request;
+  return new Promise<Answer>((resolve, reject) => {
+    let timer: NodeJS.Timeout | undefined;
+    /** One limit at a time; when it passes, `stream` ends with the failure that names it. */
+    const arm = (stream: { destroy(error: Error): void }, ms: number, code: string, message: string) => {
+      clearTimeout(timer);
+      timer = setTimeout(() => stream.destroy(failure(code, message)), ms);
+    };
+    const request = send(url, {
+      method: 'POST',
+      agent: agents[secure ? 'https:' : 'http:'],
+      headers: { ...exchange.headers, 'content-length': String(Buffer.byteLength(exchange.body)) },
+      signal: exchange.signal,
+    });
+    const waitForAnswer = () =>
+      arm(request, requestTimeoutMs, 'HEADERS_TIMEOUT', `no answer within ${requestTimeoutMs} ms`);
+    request.on('socket', (socket: Socket) => {
+      if (connected.has(socket)) return waitForAnswer();
+      arm(request, connectTimeoutMs, 'CONNECT_TIMEOUT', `no connection within ${connectTimeoutMs} ms`);
+      socket.once(secure ? 'secureConnect' : 'connect', () => {
+        connected.add(socket);
+        waitForAnswer();
+      });
+    });
+    request.on('response', (response: IncomingMessage) => {
+      const chunks: Buffer[] = [];
+      const idle = () =>
+        arm(response, requestTimeoutMs, 'BODY_TIMEOUT', `the answer stalled for ${requestTimeoutMs} ms`);
+      idle();
+      response.on('data', (chunk: Buffer) => {
+        chunks.push(chunk);
+        idle();
+      });
+      response.on('end', () => {
+        clearTimeout(timer);
+        resolve({ status: response.statusCode ?? 0, text: Buffer.concat(chunks).toString('utf8') });
+      });
+      response.on('error', (error) => {
+        clearTimeout(timer);
+        reject(error);
+      });
+    });
+    request.on('error', (error) => {
+      clearTimeout(timer);
+      reject(error);
+    });
+    request.end(exchange.body);
+  });
+}
