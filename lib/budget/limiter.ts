@@ -189,7 +189,10 @@ export class SharedLimiter implements GatewayLimiter {
   }
 
   async #shared(kind: CallKind, askedAt: number, giveUpAt: number): Promise<Permit> {
-    let snapshot = this.#snapshot ?? this.#saw(await this.#table.readBudget());
+    // A container that has not seen the budget yet guesses that every slot is free: its first
+    // slot's write either succeeds and shows it the budget, or fails and it reads the budget, one
+    // round trip either way, as a warm container's guess costs.
+    let snapshot = this.#snapshot ?? { busyUntil: new Map<number, number>(), pausedUntil: 0 };
     for (;;) {
       const now = this.#now();
       // A slot with no time left to send on is no use: the caller hears 429 now, not a timeout later.
@@ -199,9 +202,9 @@ export class SharedLimiter implements GatewayLimiter {
       const freeBefore = now - this.#windowMs - this.#marginMs;
       const slot = snapshot.pausedUntil <= now ? this.#freeSlot(snapshot, kind, freeBefore) : undefined;
       if (slot !== undefined) {
-        if (await this.#table.takeSlot(slot, giveUpAt, freeBefore, now)) {
-          snapshot.busyUntil.set(slot, giveUpAt);
-          this.#snapshot = this.#saw(snapshot);
+        const taken = await this.#table.takeSlot(slot, giveUpAt, freeBefore, now);
+        if (taken.taken) {
+          this.#snapshot = this.#saw(taken.budget);
           budgetWaited(now - askedAt);
           return this.#permit(slot, giveUpAt);
         }

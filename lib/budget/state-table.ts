@@ -37,8 +37,8 @@ export interface StateTableOptions {
   timeoutMs: number;
 }
 
-const BUDGET_KEY = { pk: { S: 'budget' } };
-const TOKEN_KEY = { pk: { S: 'token' } };
+export const BUDGET_KEY = { pk: { S: 'budget' } };
+export const TOKEN_KEY = { pk: { S: 'token' } };
 /** Items expire a day after their last write; a table left alone empties itself (TTL). */
 const TTL_SECONDS = 86_400;
 
@@ -62,35 +62,45 @@ export class SharedStateTable {
       new GetItemCommand({ TableName: this.#table, Key: BUDGET_KEY, ConsistentRead: true }),
       { abortSignal: AbortSignal.timeout(this.#timeoutMs) },
     );
-    const busyUntil = new Map<number, number>();
-    for (const [name, value] of Object.entries(Item ?? {})) {
-      const slot = /^s(\d+)$/.exec(name);
-      if (slot && value.N !== undefined) busyUntil.set(Number(slot[1]), Number(value.N));
-    }
-    return { busyUntil, pausedUntil: Number(Item?.pausedUntil?.N ?? 0) };
+    return budgetOf(Item);
   }
 
   /**
    * Take `slot` until `busyUntil` if its last request arrived by `freeBefore` and no pause runs at
-   * `now`. False when another container was first (or a pause began): read the budget again.
+   * `now`, and see the whole budget as the write left it: a container that knows nothing yet (a
+   * cold one) learns it from its first slot, with no read. Not taken when another container was
+   * first (or a pause began): read the budget again.
    */
-  takeSlot(slot: number, busyUntil: number, freeBefore: number, now: number): Promise<boolean> {
-    return this.#conditional(
-      new UpdateItemCommand({
-        TableName: this.#table,
-        Key: BUDGET_KEY,
-        UpdateExpression: 'SET #slot = :busyUntil, expiresAt = :expiresAt',
-        ConditionExpression:
-          '(attribute_not_exists(#slot) OR #slot <= :freeBefore) AND (attribute_not_exists(pausedUntil) OR pausedUntil <= :now)',
-        ExpressionAttributeNames: { '#slot': `s${slot}` },
-        ExpressionAttributeValues: {
-          ':busyUntil': number(busyUntil),
-          ':freeBefore': number(freeBefore),
-          ':now': number(now),
-          ':expiresAt': expiry(now),
-        },
-      }),
-    );
+  async takeSlot(
+    slot: number,
+    busyUntil: number,
+    freeBefore: number,
+    now: number,
+  ): Promise<{ taken: true; budget: BudgetSnapshot } | { taken: false }> {
+    try {
+      const { Attributes } = await this.#client.send(
+        new UpdateItemCommand({
+          TableName: this.#table,
+          Key: BUDGET_KEY,
+          UpdateExpression: 'SET #slot = :busyUntil, expiresAt = :expiresAt',
+          ConditionExpression:
+            '(attribute_not_exists(#slot) OR #slot <= :freeBefore) AND (attribute_not_exists(pausedUntil) OR pausedUntil <= :now)',
+          ExpressionAttributeNames: { '#slot': `s${slot}` },
+          ExpressionAttributeValues: {
+            ':busyUntil': number(busyUntil),
+            ':freeBefore': number(freeBefore),
+            ':now': number(now),
+            ':expiresAt': expiry(now),
+          },
+          ReturnValues: 'ALL_NEW',
+        }),
+        { abortSignal: AbortSignal.timeout(this.#timeoutMs) },
+      );
+      return { taken: true, budget: budgetOf(Attributes) };
+    } catch (error) {
+      if (isConditionFailure(error)) return { taken: false };
+      throw error;
+    }
   }
 
   /**
@@ -219,8 +229,21 @@ export class SharedStateTable {
       await this.#client.send(command as any, { abortSignal: AbortSignal.timeout(this.#timeoutMs) });
       return true;
     } catch (error) {
-      if ((error as { name?: unknown } | null)?.name === 'ConditionalCheckFailedException') return false;
+      if (isConditionFailure(error)) return false;
       throw error;
     }
   }
+}
+
+const isConditionFailure = (error: unknown) =>
+  (error as { name?: unknown } | null)?.name === 'ConditionalCheckFailedException';
+
+/** The budget an item holds (a missing item is an untouched budget). */
+function budgetOf(item: Record<string, AttributeValue> | undefined): BudgetSnapshot {
+  const busyUntil = new Map<number, number>();
+  for (const [name, value] of Object.entries(item ?? {})) {
+    const slot = /^s(\d+)$/.exec(name);
+    if (slot && value.N !== undefined) busyUntil.set(Number(slot[1]), Number(value.N));
+  }
+  return { busyUntil, pausedUntil: Number(item?.pausedUntil?.N ?? 0) };
 }

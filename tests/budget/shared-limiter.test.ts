@@ -114,6 +114,30 @@ describe('the shared budget', () => {
     expect(clock.now()).toBeGreaterThanOrEqual(T0 + 5_000 + WINDOW + MARGIN);
   });
 
+  it('lets a container that has not seen the budget take its first slot with one write and no read', async () => {
+    // Prepare: two cold containers whose guesses fall on the same slot.
+    const { table } = await freshStateTable();
+    const clock = steppingClock();
+    const reads = vi.spyOn(table, 'readBudget');
+    const takes = vi.spyOn(table, 'takeSlot');
+    const a = container(table, clock);
+    const b = container(table, clock);
+
+    // Act
+    await a.acquire('read', 20_000);
+    const first = { reads: reads.mock.calls.length, takes: takes.mock.calls.length };
+    await b.acquire('read', 20_000);
+
+    // Assess: a wrote once; b's guess was taken, so b read the budget once and took another slot.
+    expect(first).toEqual({ reads: 0, takes: 1 });
+    expect(reads).toHaveBeenCalledTimes(1);
+    expect(takes).toHaveBeenCalledTimes(3);
+    expect(takes.mock.calls[1]![0]).toBe(takes.mock.calls[0]![0]);
+    expect(takes.mock.calls[2]![0]).not.toBe(takes.mock.calls[0]![0]);
+    expect((await table.readBudget()).busyUntil.size).toBe(2);
+    expect(clock.now()).toBe(T0);
+  });
+
   it('frees a slot a window and the margin after the answer came', async () => {
     // Prepare
     const { table } = await freshStateTable();
