@@ -1,13 +1,53 @@
 /**
  * One cold start, in a fresh `node` process: import a bundle (what Lambda's init does), then,
- * given an event, run its first request. Prints one JSON line of timings in milliseconds.
- * Usage: node --enable-source-maps bench/cold-child.ts <bundle.mjs> [<event.json>]
+ * given events, answer them one after the other: the first is the cold container's first request,
+ * the second the same route's next request, warm. Prints one JSON line of timings in milliseconds
+ * and, per request, what it sent: PayHere calls and token requests (undici's `undici:request:create`
+ * channel) and AWS requests by operation, table and key (node:http's `http.client.request.created`
+ * on lib/aws/'s requests).
+ * Usage: node --enable-source-maps bench/cold-child.ts <bundle.mjs> [<event.json> [<event.json>]]
  */
+import { subscribe } from 'node:diagnostics_channel';
 import { readFileSync } from 'node:fs';
+import type { ClientRequest } from 'node:http';
+import { setTimeout } from 'node:timers/promises';
 import { pathToFileURL } from 'node:url';
 
-const [bundle, eventFile] = process.argv.slice(2);
-if (!bundle) throw new Error('usage: cold-child.ts <bundle.mjs> [<event.json>]');
+const [bundle, ...eventFiles] = process.argv.slice(2);
+if (!bundle) throw new Error('usage: cold-child.ts <bundle.mjs> [<event.json> [<event.json>]]');
+
+interface Sent {
+  payhere: number;
+  tokens: number;
+  /** AWS requests: `DynamoDB_20120810.GetItem <table> <pk>`, `secretsmanager.GetSecretValue` to count. */
+  aws: Record<string, number>;
+}
+const sent: Sent[] = [];
+const current = () => sent.at(-1);
+
+subscribe('undici:request:create', (message) => {
+  const { path } = (message as { request: { path: string } }).request;
+  const counts = current();
+  if (!counts) return;
+  if (path.includes('/oauth/token')) counts.tokens++;
+  else counts.payhere++;
+});
+subscribe('http.client.request.created', (message) => {
+  const { request } = message as { request: ClientRequest };
+  const target = request.getHeader('x-amz-target');
+  const counts = current();
+  if (!counts || typeof target !== 'string') return;
+  // lib/aws/http.ts sends the body in the request's one end(): the table and key are read there.
+  const end = request.end.bind(request) as (body: string) => ClientRequest;
+  Object.assign(request, {
+    end: (body: string) => {
+      const { TableName, Key } = JSON.parse(body) as { TableName?: string; Key?: { pk?: { S?: string } } };
+      const name = [target, TableName, Key?.pk?.S].filter((part) => part !== undefined).join(' ');
+      counts.aws[name] = (counts.aws[name] ?? 0) + 1;
+      return end(body);
+    },
+  });
+});
 
 const importStarted = performance.now();
 const module = (await import(pathToFileURL(bundle).href)) as {
@@ -15,16 +55,20 @@ const module = (await import(pathToFileURL(bundle).href)) as {
 };
 const importMs = performance.now() - importStarted;
 
-let firstRequestMs: number | undefined;
-let statusCode: number | undefined;
-if (eventFile) {
+const requests: { ms: number; statusCode: number; sent: Sent }[] = [];
+for (const eventFile of eventFiles) {
   const event = JSON.parse(readFileSync(eventFile, 'utf8'));
   const endsAt = Date.now() + 25_000;
   const context = { awsRequestId: 'bench', getRemainingTimeInMillis: () => endsAt - Date.now() };
+  const counts: Sent = { payhere: 0, tokens: 0, aws: {} };
+  sent.push(counts);
   const started = performance.now();
-  statusCode = (await module.handler(event, context)).statusCode;
-  firstRequestMs = performance.now() - started;
+  const { statusCode } = await module.handler(event, context);
+  const ms = performance.now() - started;
+  // What a request sends after its answer (a budget slot's release) is still its own.
+  await setTimeout(100);
+  requests.push({ ms, statusCode, sent: counts });
 }
 
 // Keep-alive sockets would hold the process open: exit once the line is out.
-process.stdout.write(`${JSON.stringify({ importMs, firstRequestMs, statusCode })}\n`, () => process.exit(0));
+process.stdout.write(`${JSON.stringify({ importMs, requests })}\n`, () => process.exit(0));
