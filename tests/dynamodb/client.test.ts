@@ -379,6 +379,61 @@ describe("the light client's connection (node:http)", () => {
     expect(elapsed).toBeLessThan(2_000);
   });
 
+  it('gives a try no longer than its two limits together, however slowly its answer trickles in', async () => {
+    // Prepare: a byte every 50 ms, each well within the limit between bytes, never the end.
+    const trickling = createServer((_request, response) => {
+      response.writeHead(200, { 'content-type': 'application/x-amz-json-1.0', 'content-length': '1000' });
+      const timer = setInterval(() => response.write(' '), 50);
+      response.on('close', () => clearInterval(timer));
+    });
+    servers.push(trickling);
+    await new Promise<void>((resolve) => trickling.listen(0, '127.0.0.1', resolve));
+    const { port } = trickling.address() as AddressInfo;
+    const started = performance.now();
+
+    // Act
+    const error = await client(`http://127.0.0.1:${port}`, {
+      connectTimeoutMs: 200,
+      requestTimeoutMs: 300,
+      maxAttempts: 1,
+    })
+      .send(put)
+      .catch((caught: unknown) => caught);
+    const elapsed = performance.now() - started;
+
+    // Assess
+    expect(error).toBeInstanceOf(AwsTimeoutError);
+    expect(error).toMatchObject({
+      name: 'TimeoutError',
+      phase: 'answer',
+      message: 'DynamoDB did not answer within 500 ms',
+    });
+    expect(elapsed).toBeGreaterThanOrEqual(490);
+    expect(elapsed).toBeLessThan(1_500);
+  });
+
+  it('calls a connection lost in the middle of the answer a connection failure, at once', async () => {
+    // Prepare: the headers and half a body, then the connection drops.
+    const dropping = createServer((request, response) => {
+      response.writeHead(200, { 'content-type': 'application/x-amz-json-1.0', 'content-length': '100' });
+      response.write('{"Item":', () => setTimeout(() => request.socket.destroy(), 20));
+    });
+    servers.push(dropping);
+    await new Promise<void>((resolve) => dropping.listen(0, '127.0.0.1', resolve));
+    const { port } = dropping.address() as AddressInfo;
+    const started = performance.now();
+
+    // Act
+    const error = await client(`http://127.0.0.1:${port}`, { requestTimeoutMs: 5_000, maxAttempts: 1 })
+      .send(put)
+      .catch((caught: unknown) => caught);
+
+    // Assess: named, and long before any limit.
+    expect(error).toBeInstanceOf(AwsConnectionError);
+    expect(error).toMatchObject({ name: 'ConnectionError', code: 'ECONNRESET' });
+    expect(performance.now() - started).toBeLessThan(1_000);
+  });
+
   it('keeps one connection for the requests that follow each other', async () => {
     // Prepare
     const table = await fakeDynamoDb([]);
