@@ -190,8 +190,9 @@ export class SharedLimiter implements GatewayLimiter {
 
   async #shared(kind: CallKind, askedAt: number, giveUpAt: number): Promise<Permit> {
     // A container that has not seen the budget yet guesses that every slot is free: its first
-    // slot's write either succeeds and shows it the budget, or fails and it reads the budget, one
-    // round trip either way, as a warm container's guess costs.
+    // slot's write either succeeds and shows it the budget (one round trip, where reading the
+    // budget first made two), or fails and it reads the budget, as a warm container whose guess
+    // fails does.
     let snapshot = this.#snapshot ?? { busyUntil: new Map<number, number>(), pausedUntil: 0 };
     for (;;) {
       const now = this.#now();
