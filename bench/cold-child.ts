@@ -25,10 +25,12 @@ interface Sent {
 const sent: Sent[] = [];
 const current = () => sent.at(-1);
 
+const payhere = process.env.GATEWAY_BASE_URL ? new URL(process.env.GATEWAY_BASE_URL).origin : undefined;
 subscribe('undici:request:create', (message) => {
-  const { path } = (message as { request: { path: string } }).request;
+  const { origin, path } = (message as { request: { origin: string; path: string } }).request;
   const counts = current();
-  if (!counts) return;
+  // Only PayHere's: a candidate client in the bench may send to DynamoDB over undici or fetch.
+  if (!counts || String(origin) !== payhere) return;
   if (path.includes('/oauth/token')) counts.tokens++;
   else counts.payhere++;
 });
@@ -38,13 +40,18 @@ subscribe('http.client.request.created', (message) => {
   const counts = current();
   if (!counts || typeof target !== 'string') return;
   // lib/aws/http.ts sends the body in the request's one end(): the table and key are read there.
-  const end = request.end.bind(request) as (body: string) => ClientRequest;
+  const end = request.end.bind(request) as (...args: unknown[]) => ClientRequest;
   Object.assign(request, {
-    end: (body: string) => {
-      const { TableName, Key } = JSON.parse(body) as { TableName?: string; Key?: { pk?: { S?: string } } };
-      const name = [target, TableName, Key?.pk?.S].filter((part) => part !== undefined).join(' ');
+    end: (body?: unknown, ...rest: unknown[]) => {
+      let input: { TableName?: string; Key?: { pk?: { S?: string } } } = {};
+      try {
+        input = JSON.parse(String(body));
+      } catch {
+        // Not lib/aws/'s one JSON body: counted by its operation alone.
+      }
+      const name = [target, input.TableName, input.Key?.pk?.S].filter((part) => part !== undefined).join(' ');
       counts.aws[name] = (counts.aws[name] ?? 0) + 1;
-      return end(body);
+      return end(body, ...rest);
     },
   });
 });
