@@ -20,6 +20,7 @@ export const ESBUILD_OPTIONS: BuildOptions = {
   bundle: true,
   minify: true,
   sourcemap: 'linked',
+  sourcesContent: false,
   target: 'node24',
   platform: 'node',
   format: 'esm',

@@ -349,6 +349,22 @@ describe('stack traces of a packaged function', () => {
     expect(environment.NODE_OPTIONS).toMatch(/--enable-source-maps/);
   });
 
+  it("come from a map of positions without the sources' text, which Node reads at every cold start", async () => {
+    const entries = readZip(await readFile(path.join(out, 'charge.zip')));
+    const map = JSON.parse(
+      entries
+        .find((entry) => entry.name.endsWith('.mjs.map'))!
+        .data()
+        .toString('utf8'),
+    ) as {
+      sources: string[];
+      sourcesContent?: unknown[];
+    };
+
+    expect(map.sources.length).toBeGreaterThan(0);
+    expect(map.sourcesContent ?? []).toEqual([]);
+  });
+
   it('point only at the minified bundle without it (what the source map buys)', async () => {
     const stderr = await crashAtStartUp([]);
 
