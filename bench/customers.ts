@@ -10,6 +10,7 @@ import path from 'node:path';
 import { createInterface } from 'node:readline';
 import { DynamoDBClient } from '../lib/dynamodb/index.ts';
 import { LedgerStore } from '../lib/ledger/store.ts';
+import { inBatches } from '../tests/helpers/batches.ts';
 import { apiEvent } from '../tests/helpers/events.ts';
 import { type PayingCustomer, payingCustomer } from '../tests/helpers/orders.ts';
 import { type GatewayRouteName, ROUTES } from '../tests/helpers/routes.ts';
@@ -107,6 +108,7 @@ export async function measureCustomerReads(
   const setUpStarted = Date.now();
   const customers = await inBatches(
     Array.from({ length: options.customers }, (_, i) => i),
+    SET_UP_CONCURRENCY,
     (i) => payingCustomer(environment.sandbox, ledger, i, 'bench-c'),
   );
   environment.sandbox.clearDeliveries();
@@ -158,18 +160,8 @@ function ledgerOf(env: Record<string, string>): LedgerStore {
 }
 
 async function copiesOf(ledger: LedgerStore, customers: readonly Customer[]): Promise<number> {
-  const orders = await inBatches([...customers], (c) => ledger.getOrder(c.orderId));
+  const orders = await inBatches([...customers], SET_UP_CONCURRENCY, (c) => ledger.getOrder(c.orderId));
   return orders.filter((order) => order?.paymentsCopy).length;
-}
-
-async function inBatches<T, R>(items: T[], work: (item: T) => Promise<R>): Promise<R[]> {
-  const results: R[] = new Array(items.length);
-  let next = 0;
-  const worker = async () => {
-    for (let i = next++; i < items.length; i = next++) results[i] = await work(items[i]!);
-  };
-  await Promise.all(Array.from({ length: SET_UP_CONCURRENCY }, worker));
-  return results;
 }
 
 interface Reader {

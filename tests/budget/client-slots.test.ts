@@ -65,30 +65,21 @@ describe("a PayHere call's slot of the shared budget", () => {
     for (const until of busyUntil.values()) expect(until).toBeLessThanOrEqual(answeredBy);
   });
 
-  it('answers a retry the budget cannot fit with the failure that asked for it, not 429', async () => {
+  it.each([
     // Two slots a minute: the token and the first try. PayHere answers it 503, so the read is
     // tried again, and no slot frees before its deadline.
-    const payhere = tightPayHere(sandbox, 2);
-    sandbox.faults.inject('listSubscriptions', { kind: 'status', status: 503 });
-    const before = sandbox.counters().listSubscriptions ?? 0;
-
-    const failure = await payhere.listSubscriptions(Date.now() + 3_000).catch((error: unknown) => error);
-
-    expect(failure).toBeInstanceOf(GatewayError);
-    expect(failure).not.toBeInstanceOf(RateLimitedError);
-    expect((sandbox.counters().listSubscriptions ?? 0) - before).toBe(1);
-  });
-
-  it('answers a token request the budget cannot repeat with the failure that asked for it, not 429', async () => {
+    { what: 'a retry the budget cannot fit', endpoint: 'listSubscriptions', slots: 2 },
     // One slot a minute: the token's first try, which PayHere answers 503.
-    const payhere = tightPayHere(sandbox, 1);
-    sandbox.faults.inject('token', { kind: 'status', status: 503 });
-    const before = sandbox.counters().token ?? 0;
+    { what: 'a token request the budget cannot repeat', endpoint: 'token', slots: 1 },
+  ] as const)('answers $what with the failure that asked for it, not 429', async ({ endpoint, slots }) => {
+    const payhere = tightPayHere(sandbox, slots);
+    sandbox.faults.inject(endpoint, { kind: 'status', status: 503 });
+    const before = sandbox.counters()[endpoint] ?? 0;
 
     const failure = await payhere.listSubscriptions(Date.now() + 3_000).catch((error: unknown) => error);
 
     expect(failure).toBeInstanceOf(GatewayError);
     expect(failure).not.toBeInstanceOf(RateLimitedError);
-    expect((sandbox.counters().token ?? 0) - before).toBe(1);
+    expect((sandbox.counters()[endpoint] ?? 0) - before).toBe(1);
   });
 });

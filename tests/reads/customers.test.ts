@@ -4,6 +4,7 @@ import { createPayHere } from '../../lib/gateway/index.ts';
 import { OrderPayments } from '../../lib/orders/payments.ts';
 import { SharedReads } from '../../lib/reads/shared-reads.ts';
 import { SharedReadStore } from '../../lib/reads/store.ts';
+import { inBatches } from '../helpers/batches.ts';
 import type { Answer } from '../helpers/events.ts';
 import { call, useTestGateway } from '../helpers/gateway.ts';
 import { type PayingCustomer, payingCustomer, testLedger } from '../helpers/orders.ts';
@@ -56,19 +57,9 @@ async function readEarlier(customers: Customer[]): Promise<void> {
     ledger,
     invalidation: store,
   });
-  await inBatches(customers, (c) =>
+  await inBatches(customers, CONCURRENCY, (c) =>
     payments.read({ sub: c.sub, role: 'customer' }, c.orderId, Date.now() + 10_000),
   );
-}
-
-async function inBatches<T, R>(items: T[], work: (item: T) => Promise<R>): Promise<R[]> {
-  const results: R[] = new Array(items.length);
-  let next = 0;
-  const worker = async () => {
-    for (let i = next++; i < items.length; i = next++) results[i] = await work(items[i]!);
-  };
-  await Promise.all(Array.from({ length: CONCURRENCY }, worker));
-  return results;
 }
 
 interface Visit {
@@ -112,6 +103,7 @@ describe('200 customers opening the app at once', () => {
     const setUpStarted = Date.now();
     const customers = await inBatches(
       Array.from({ length: CUSTOMERS }, (_, i) => i),
+      CONCURRENCY,
       newCustomer,
     );
     await readEarlier(customers.slice(NEVER_READ));
@@ -121,9 +113,9 @@ describe('200 customers opening the app at once', () => {
     const setUpMs = started - setUpStarted;
 
     // Act: everyone at once, then everyone again.
-    const first = await inBatches(customers, openApp);
+    const first = await inBatches(customers, CONCURRENCY, openApp);
     const firstMs = Date.now() - started;
-    const second = await inBatches(customers, openApp);
+    const second = await inBatches(customers, CONCURRENCY, openApp);
     const tookMs = Date.now() - started;
     const arrivals = sandbox.arrivals();
 
