@@ -298,11 +298,31 @@ export class LedgerStore {
     });
   }
 
-  /** Drop the order's kept payments (the service changed them at PayHere: a refund). */
-  async dropPayments(orderId: string): Promise<boolean> {
+  /**
+   * Drop the order's kept payments (the service changed them at PayHere: a refund). The order as
+   * the drop left it, so the caller knows what else the refund touched (an installment's
+   * subscription) without reading it; undefined when there is no such order.
+   */
+  async dropPayments(orderId: string): Promise<Order | undefined> {
     const update =
       'SET #paymentsDroppedAt = :now REMOVE #paymentsCopy, #paymentsCopyState, #paymentsFetchedAt';
-    return this.#updateOrder(orderId, update, 'attribute_exists(pk)', { ':now': number(this.now()) });
+    try {
+      const { Attributes } = await this.#client.send(
+        new UpdateItemCommand({
+          TableName: this.#table,
+          Key: { pk: { S: orderKey(orderId) } },
+          UpdateExpression: update,
+          ConditionExpression: 'attribute_exists(pk)',
+          ExpressionAttributeNames: namesIn(update),
+          ExpressionAttributeValues: { ':now': number(this.now()) },
+          ReturnValues: 'ALL_NEW',
+        }),
+      );
+      return Attributes ? fromOrderItem(Attributes) : undefined;
+    } catch (error) {
+      if (isConditionFailure(error)) return undefined;
+      throw error;
+    }
   }
 
   /** Keep a notification that matched nothing apart, for the operator (README "Operating it"). */

@@ -56,22 +56,30 @@ export class OrderPayments {
     const kept = keptPayments(order);
     if (kept) return kept;
     const served = await this.#reads.paymentsOfOrder(orderId, deadline);
-    if (!served.shared && copied(order) && !served.answer.pending) await this.#keep(order, served);
+    if (!served.shared && !served.answer.pending && copyable(order, served.answer))
+      await this.#keep(order, served);
     return served;
   }
 
-  /** A refund through the service changed the order's payments: the shared answer and the copy go. */
+  /**
+   * A refund through the service changed the order's payments: the shared answer and the copy go,
+   * and for an installment's order, its subscription's shared payments too.
+   */
   async refunded(orderId: string | undefined): Promise<void> {
     if (orderId === undefined) return;
     await Promise.all([
       this.#invalidation.forgetOrder(orderId),
-      this.#ledger.dropPayments(orderId).catch((error: unknown) => {
-        // The ledger answers reads too: an order whose copy stayed is logged for the operator.
-        log.error('could not drop the kept payments of a refunded order', {
-          orderId,
-          error: describeError(error),
-        });
-      }),
+      this.#ledger.dropPayments(orderId).then(
+        (order) =>
+          order?.subscriptionId ? this.#invalidation.forgetSubscription(order.subscriptionId) : undefined,
+        (error: unknown) => {
+          // The ledger answers reads too: an order whose copy stayed is logged for the operator.
+          log.error('could not drop the kept payments of a refunded order', {
+            orderId,
+            error: describeError(error),
+          });
+        },
+      ),
     ]);
   }
 
@@ -95,16 +103,29 @@ export class OrderPayments {
   }
 }
 
-function copied(order: Order): boolean {
-  return COPIED_KINDS.includes(order.kind) && FINAL_STATES.includes(order.state);
+/**
+ * A copy is kept only of what the service would see change: a one-off order in a final state whose
+ * payment is linked on the ledger (a refund through the service finds the order by that id, and
+ * drops the copy), and an answer that is exactly that payment. An order the notification left
+ * unlinked (PayHere did not confirm the payment id in time), or a search that found more than the
+ * order's own payment (PayHere does not hold order ids unique), is asked of PayHere every time.
+ */
+function copyable(order: Order, answer: Payments): boolean {
+  return (
+    COPIED_KINDS.includes(order.kind) &&
+    FINAL_STATES.includes(order.state) &&
+    order.paymentId !== null &&
+    answer.data.length === 1 &&
+    String(answer.data[0]!.payment_id) === order.paymentId
+  );
 }
 
-/** The copy kept on the order, if it is still good: kept in the order's current, final state. */
+/** The copy kept on the order, if it is still good: kept in the order's current state, and copyable. */
 function keptPayments(order: Order): Served<Payments> | undefined {
   const copy = order.paymentsCopy;
-  if (!copy || !copied(order) || copy.state !== order.state) return undefined;
+  if (!copy || copy.state !== order.state) return undefined;
   const parsed = PaymentsAnswer.safeParse(parseJson(copy.answer));
-  if (!parsed.success) return undefined;
+  if (!parsed.success || !copyable(order, parsed.data)) return undefined;
   return { answer: parsed.data, fetchedAt: copy.fetchedAt, shared: true };
 }
 

@@ -1,10 +1,12 @@
 import { randomUUID } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
+import { UpdateItemCommand } from '../../lib/dynamodb/index.ts';
 import { SEED } from '../../sandbox/server.ts';
 import { call, useTestGateway } from '../helpers/gateway.ts';
 import { notify, signed } from '../helpers/notifications.ts';
 import { customer, customerToken, testLedger } from '../helpers/orders.ts';
 import { forgetSharedReads } from '../helpers/state-table.ts';
+import { localClient } from '../idempotency/fixtures.ts';
 
 /**
  * A customer's own order in a final state is answered from the copy of PayHere's answer kept on the
@@ -91,6 +93,32 @@ describe('a customer’s own final order', () => {
     expect(after.headers.Age).toBeUndefined();
     expect(after.body.data[0].status).toBe('REFUND REQUESTED');
     expect(searches()).toBe(before + 1);
+  });
+
+  it('is asked of PayHere every time while its payment is not linked on the ledger, which a refund would not find', async () => {
+    // Prepare: a notification that PayHere did not confirm in time leaves the order succeeded
+    // with no payment id: a refund through the service could not find it to drop a copy.
+    const { orderId, read } = await paidOrder();
+    await localClient().send(
+      new UpdateItemCommand({
+        TableName: process.env.LEDGER_TABLE!,
+        Key: { pk: { S: `order#${orderId}` } },
+        UpdateExpression: 'REMOVE paymentId',
+      }),
+    );
+
+    // Act
+    const first = await read();
+    const before = searches();
+    const second = await read();
+
+    // Assess
+    expect(first.statusCode).toBe(200);
+    expect(second.statusCode).toBe(200);
+    expect(second.headers.Age).toBeUndefined();
+    expect(searches()).toBe(before + 1);
+    expect((await ledger.getOrder(orderId))?.state).toBe('succeeded');
+    expect((await ledger.getOrder(orderId))?.paymentsCopy).toBeNull();
   });
 
   it('keeps nothing for the merchant’s reads, nor for an order not final', async () => {

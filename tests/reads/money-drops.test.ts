@@ -5,14 +5,19 @@ import { SEED } from '../../sandbox/server.ts';
 import type { Answer } from '../helpers/events.ts';
 import { call, useTestGateway } from '../helpers/gateway.ts';
 import { notify, signed } from '../helpers/notifications.ts';
+import { customer, newOrder, testLedger } from '../helpers/orders.ts';
 import { dynamoDbAt } from '../helpers/state-table.ts';
 import { accessToken, apiClient } from '../sandbox/helpers.ts';
+import { checkoutRequest } from '../sandbox/signing.ts';
 
 /**
  * The read routes share PayHere's answers, and the service's own money call on an object drops
  * them: read (PayHere +1), read again (no call, `Age`), the money call, read (PayHere +1, fresh).
  */
 const sandbox = useTestGateway();
+const ledger = testLedger();
+/** PayHere's notifications of the checkouts made here go nowhere: the ledger is written directly. */
+const NOWHERE = 'https://notify.example.invalid/payhere';
 
 const orderId = () => `Drop-${randomUUID().slice(0, 12)}`;
 const chargeBody = (order: string, type: 'PAYMENT' | 'AUTHORIZE' = 'PAYMENT') => ({
@@ -69,6 +74,45 @@ describe('a money call drops the shared answer of its object', () => {
 
     expect(refund.statusCode, refund.raw).toBe(200);
     expect(after.body.data[0].status).toBe('REFUND REQUESTED');
+  });
+
+  it('a refund of an installment: its subscription’s payments too', async () => {
+    // Prepare: a subscription taken through PayHere's checkout, on the ledger as its notification
+    // leaves it: the recurring order, its subscription and its first installment's payment.
+    const checkout = await sandbox.completeCheckout(
+      checkoutRequest(NOWHERE, {
+        kind: 'recurring',
+        order_id: orderId(),
+        items: 'Gym',
+        amount: 2_500,
+        recurrence: '1 Month',
+        duration: '1 Year',
+      }),
+    );
+    const id = String(checkout.subscription_id);
+    const paymentId = String(checkout.payment_id);
+    const owner = customer('installment');
+    await ledger.createOrder(
+      newOrder({ orderId: checkout.order_id, owner, kind: 'recurring', items: 'Gym', amountCents: 250_000 }),
+    );
+    await ledger.link('payment', paymentId, { orderId: checkout.order_id, owner });
+    await ledger.link('subscription', id, { orderId: checkout.order_id, owner });
+    await ledger.moveOrder(checkout.order_id, {
+      from: 'created',
+      to: 'succeeded',
+      paymentId,
+      subscriptionId: id,
+    });
+    await pastClockSkew();
+    const payments = () => call('subscriptionPayments', { id });
+    await readTwice(payments, 'subscriptionPayments');
+
+    // Act
+    const refund = await call('refund', { body: { payment_id: paymentId, description: 'Shared reads' } });
+
+    // Assess
+    expect(refund.statusCode, refund.raw).toBe(200);
+    await expectFresh(payments, 'subscriptionPayments');
   });
 
   it('a charge: the order’s payments, also when PayHere already had one for it', async () => {
