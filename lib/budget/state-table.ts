@@ -3,6 +3,7 @@ import {
   type DynamoDBClient,
   GetItemCommand,
   PutItemCommand,
+  sendConditional,
   UpdateItemCommand,
 } from '../dynamodb/index.ts';
 
@@ -77,30 +78,26 @@ export class SharedStateTable {
     freeBefore: number,
     now: number,
   ): Promise<{ taken: true; budget: BudgetSnapshot } | { taken: false }> {
-    try {
-      const { Attributes } = await this.#client.send(
-        new UpdateItemCommand({
-          TableName: this.#table,
-          Key: BUDGET_KEY,
-          UpdateExpression: 'SET #slot = :busyUntil, expiresAt = :expiresAt',
-          ConditionExpression:
-            '(attribute_not_exists(#slot) OR #slot <= :freeBefore) AND (attribute_not_exists(pausedUntil) OR pausedUntil <= :now)',
-          ExpressionAttributeNames: { '#slot': `s${slot}` },
-          ExpressionAttributeValues: {
-            ':busyUntil': number(busyUntil),
-            ':freeBefore': number(freeBefore),
-            ':now': number(now),
-            ':expiresAt': expiry(now),
-          },
-          ReturnValues: 'ALL_NEW',
-        }),
-        { abortSignal: AbortSignal.timeout(this.#timeoutMs) },
-      );
-      return { taken: true, budget: budgetOf(Attributes) };
-    } catch (error) {
-      if (isConditionFailure(error)) return { taken: false };
-      throw error;
-    }
+    const written = await sendConditional(
+      this.#client,
+      new UpdateItemCommand({
+        TableName: this.#table,
+        Key: BUDGET_KEY,
+        UpdateExpression: 'SET #slot = :busyUntil, expiresAt = :expiresAt',
+        ConditionExpression:
+          '(attribute_not_exists(#slot) OR #slot <= :freeBefore) AND (attribute_not_exists(pausedUntil) OR pausedUntil <= :now)',
+        ExpressionAttributeNames: { '#slot': `s${slot}` },
+        ExpressionAttributeValues: {
+          ':busyUntil': number(busyUntil),
+          ':freeBefore': number(freeBefore),
+          ':now': number(now),
+          ':expiresAt': expiry(now),
+        },
+        ReturnValues: 'ALL_NEW',
+      }),
+      { abortSignal: AbortSignal.timeout(this.#timeoutMs) },
+    );
+    return written ? { taken: true, budget: budgetOf(written.Attributes) } : { taken: false };
   }
 
   /**
@@ -224,19 +221,10 @@ export class SharedStateTable {
 
   /** False when the condition failed; any other failure (timeout, throttling, no table) throws. */
   async #conditional(command: UpdateItemCommand | PutItemCommand): Promise<boolean> {
-    try {
-      // biome-ignore lint/suspicious/noExplicitAny: the SDK's send is overloaded per command type.
-      await this.#client.send(command as any, { abortSignal: AbortSignal.timeout(this.#timeoutMs) });
-      return true;
-    } catch (error) {
-      if (isConditionFailure(error)) return false;
-      throw error;
-    }
+    const options = { abortSignal: AbortSignal.timeout(this.#timeoutMs) };
+    return (await sendConditional(this.#client, command, options)) !== undefined;
   }
 }
-
-const isConditionFailure = (error: unknown) =>
-  (error as { name?: unknown } | null)?.name === 'ConditionalCheckFailedException';
 
 /** The budget an item holds (a missing item is an untouched budget). */
 function budgetOf(item: Record<string, AttributeValue> | undefined): BudgetSnapshot {

@@ -29,3 +29,21 @@ export class DynamoDBClient {
     return (await this.#client.send(command.operation, command.input, options)) as Output;
   }
 }
+
+/**
+ * Send a conditional write through `client`: its answer, or undefined when its condition failed
+ * (another writer was first); any other failure (a timeout, throttling, no table) throws.
+ */
+export async function sendConditional<Output>(
+  client: Pick<DynamoDBClient, 'send'>,
+  command: DynamoDbCommand<unknown, Output>,
+  options: SendOptions = {},
+): Promise<Output | undefined> {
+  try {
+    return await client.send(command, options);
+  } catch (error) {
+    // Matched by name, as the SDK documents, not by class identity.
+    if ((error as { name?: unknown } | null)?.name === 'ConditionalCheckFailedException') return undefined;
+    throw error;
+  }
+}

@@ -3,5 +3,5 @@
  * errors are lib/aws/errors.ts's, matched by name.
  */
 export { environmentCredentials, type SendOptions } from '../aws/client.ts';
-export { DynamoDBClient, type DynamoDbClientOptions } from './client.ts';
+export { DynamoDBClient, type DynamoDbClientOptions, sendConditional } from './client.ts';
 export * from './commands.ts';

@@ -5,6 +5,7 @@ import {
   type DynamoDBClient,
   GetItemCommand,
   PutItemCommand,
+  sendConditional,
   UpdateItemCommand,
 } from '../dynamodb/index.ts';
 
@@ -245,15 +246,7 @@ export class IdempotencyStore {
 
   /** Send a conditional write: false when its condition failed, any other error thrown. */
   async #conditional(command: PutItemCommand | UpdateItemCommand | DeleteItemCommand): Promise<boolean> {
-    try {
-      // The union is for the caller; the client's overloads want one command type at a time.
-      await this.#client.send(command as PutItemCommand);
-      return true;
-    } catch (error) {
-      // Matched by name, as the SDK documents, not by class identity (bundles may hold two copies).
-      if ((error as { name?: unknown } | null)?.name === 'ConditionalCheckFailedException') return false;
-      throw error;
-    }
+    return (await sendConditional(this.#client, command)) !== undefined;
   }
 }
 

@@ -5,6 +5,7 @@ import {
   GetItemCommand,
   PutItemCommand,
   ScanCommand,
+  sendConditional,
   UpdateItemCommand,
 } from '../dynamodb/index.ts';
 import {
@@ -135,23 +136,19 @@ export class LedgerStore {
     }
     // Names used by the expressions that need them; DynamoDB refuses unused ones.
     const expression = `${set} ${condition}`;
-    try {
-      const { Attributes } = await this.#client.send(
-        new UpdateItemCommand({
-          TableName: this.#table,
-          Key: { pk: { S: orderKey(claim.orderId) } },
-          UpdateExpression: `SET ${set}`,
-          ConditionExpression: condition,
-          ExpressionAttributeNames: namesIn(expression),
-          ExpressionAttributeValues: valuesIn(expression, values),
-          ReturnValues: 'ALL_NEW',
-        }),
-      );
-      return Attributes ? fromOrderItem(Attributes) : undefined;
-    } catch (error) {
-      if (isConditionFailure(error)) return undefined;
-      throw error;
-    }
+    const written = await sendConditional(
+      this.#client,
+      new UpdateItemCommand({
+        TableName: this.#table,
+        Key: { pk: { S: orderKey(claim.orderId) } },
+        UpdateExpression: `SET ${set}`,
+        ConditionExpression: condition,
+        ExpressionAttributeNames: namesIn(expression),
+        ExpressionAttributeValues: valuesIn(expression, values),
+        ReturnValues: 'ALL_NEW',
+      }),
+    );
+    return written?.Attributes ? fromOrderItem(written.Attributes) : undefined;
   }
 
   /**
@@ -306,23 +303,19 @@ export class LedgerStore {
   async dropPayments(orderId: string): Promise<Order | undefined> {
     const update =
       'SET #paymentsDroppedAt = :now REMOVE #paymentsCopy, #paymentsCopyState, #paymentsFetchedAt';
-    try {
-      const { Attributes } = await this.#client.send(
-        new UpdateItemCommand({
-          TableName: this.#table,
-          Key: { pk: { S: orderKey(orderId) } },
-          UpdateExpression: update,
-          ConditionExpression: 'attribute_exists(pk)',
-          ExpressionAttributeNames: namesIn(update),
-          ExpressionAttributeValues: { ':now': number(this.now()) },
-          ReturnValues: 'ALL_NEW',
-        }),
-      );
-      return Attributes ? fromOrderItem(Attributes) : undefined;
-    } catch (error) {
-      if (isConditionFailure(error)) return undefined;
-      throw error;
-    }
+    const written = await sendConditional(
+      this.#client,
+      new UpdateItemCommand({
+        TableName: this.#table,
+        Key: { pk: { S: orderKey(orderId) } },
+        UpdateExpression: update,
+        ConditionExpression: 'attribute_exists(pk)',
+        ExpressionAttributeNames: namesIn(update),
+        ExpressionAttributeValues: { ':now': number(this.now()) },
+        ReturnValues: 'ALL_NEW',
+      }),
+    );
+    return written?.Attributes ? fromOrderItem(written.Attributes) : undefined;
   }
 
   /** Keep a notification that matched nothing apart, for the operator (README "Operating it"). */
@@ -480,19 +473,8 @@ export class LedgerStore {
 
   /** Send a conditional write: false when its condition failed, any other error thrown. */
   async #conditional(command: PutItemCommand | UpdateItemCommand): Promise<boolean> {
-    try {
-      await this.#client.send(command as PutItemCommand);
-      return true;
-    } catch (error) {
-      if (isConditionFailure(error)) return false;
-      throw error;
-    }
+    return (await sendConditional(this.#client, command)) !== undefined;
   }
-}
-
-/** Matched by name, as the SDK documents, not by class identity (bundles may hold two copies). */
-function isConditionFailure(error: unknown): boolean {
-  return (error as { name?: unknown } | null)?.name === 'ConditionalCheckFailedException';
 }
 
 /** Every attribute name an expression may use, as `#name` placeholders (several are reserved words). */

@@ -4,6 +4,7 @@ import {
   type DynamoDBClient,
   GetItemCommand,
   PutItemCommand,
+  sendConditional,
 } from '../dynamodb/index.ts';
 import { describeError, log } from '../log/log.ts';
 import type { ReadInvalidation } from './invalidation.ts';
@@ -109,31 +110,27 @@ export class SharedReadStore implements ReadInvalidation {
   async put(read: SharedRead, answer: unknown, fetchedAt: number, maxMs = this.timeoutMs): Promise<boolean> {
     const json = JSON.stringify(answer);
     if (Buffer.byteLength(json, 'utf8') > MAX_ANSWER_BYTES) return false;
-    try {
-      await this.#client.send(
-        new PutItemCommand({
-          TableName: this.#table,
-          Item: {
-            pk: { S: read.key },
-            answer: { S: json },
-            fetchedAt: number(fetchedAt),
-            expiresAt: number(Math.ceil((fetchedAt + read.windowMs) / 1000) + EXPIRY_SLACK_SECONDS),
-          },
-          ConditionExpression:
-            '(attribute_not_exists(droppedAt) OR droppedAt <= :startedBefore) AND ' +
-            '(attribute_not_exists(fetchedAt) OR fetchedAt < :fetchedAt)',
-          ExpressionAttributeValues: {
-            ':startedBefore': number(fetchedAt - CLOCK_SKEW_MS),
-            ':fetchedAt': number(fetchedAt),
-          },
-        }),
-        { abortSignal: AbortSignal.timeout(Math.min(this.timeoutMs, maxMs)) },
-      );
-      return true;
-    } catch (error) {
-      if ((error as { name?: unknown } | null)?.name === 'ConditionalCheckFailedException') return false;
-      throw error;
-    }
+    const written = await sendConditional(
+      this.#client,
+      new PutItemCommand({
+        TableName: this.#table,
+        Item: {
+          pk: { S: read.key },
+          answer: { S: json },
+          fetchedAt: number(fetchedAt),
+          expiresAt: number(Math.ceil((fetchedAt + read.windowMs) / 1000) + EXPIRY_SLACK_SECONDS),
+        },
+        ConditionExpression:
+          '(attribute_not_exists(droppedAt) OR droppedAt <= :startedBefore) AND ' +
+          '(attribute_not_exists(fetchedAt) OR fetchedAt < :fetchedAt)',
+        ExpressionAttributeValues: {
+          ':startedBefore': number(fetchedAt - CLOCK_SKEW_MS),
+          ':fetchedAt': number(fetchedAt),
+        },
+      }),
+      { abortSignal: AbortSignal.timeout(Math.min(this.timeoutMs, maxMs)) },
+    );
+    return written !== undefined;
   }
 
   /** Replace the items of `reads` with tombstones: the next read goes to PayHere. */
