@@ -101,8 +101,8 @@ export class SharedLimiter implements GatewayLimiter {
   #fallbackUntil = 0;
   /** The latest a request the table let through may reach PayHere, as far as this container saw. */
   #seenUntil = 0;
-  /** When this container last found the table unreachable, while it still cannot reach it. */
-  #outageSince: number | undefined;
+  /** This container found the table unreachable and has not reached it since. */
+  #inOutage = false;
   /**
    * Callers of one container ask the table one at a time, reads apart from money and tokens: a
    * burst in one container is one client of the table, not a herd of them, and a read waiting for
@@ -225,7 +225,7 @@ export class SharedLimiter implements GatewayLimiter {
 
   /** The table answered: note how late the requests it let through may still arrive. */
   #saw(snapshot: BudgetSnapshot): BudgetSnapshot {
-    this.#outageSince = undefined;
+    this.#inOutage = false;
     let latest = this.#now();
     for (const until of snapshot.busyUntil.values()) latest = Math.max(latest, until);
     this.#seenUntil = Math.max(this.#seenUntil, latest);
@@ -288,8 +288,8 @@ export class SharedLimiter implements GatewayLimiter {
    */
   #fallBack(error: unknown): void {
     const now = this.#now();
-    if (this.#outageSince === undefined) {
-      this.#outageSince = now;
+    if (!this.#inOutage) {
+      this.#inOutage = true;
       this.#fallback.pause(Math.max(this.#seenUntil, now) + this.#windowMs + this.#marginMs);
     }
     if (now >= this.#fallbackUntil) {

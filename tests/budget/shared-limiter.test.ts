@@ -42,7 +42,7 @@ type Clock = ReturnType<typeof steppingClock>;
 function container(
   table: SharedStateTable,
   clock: Clock,
-  options: { limit?: number; reserved?: number } = {},
+  options: { limit?: number; reserved?: number; random?: () => number } = {},
 ) {
   return new SharedLimiter({
     table,
@@ -59,7 +59,7 @@ function container(
     }),
     now: clock.now,
     sleep: clock.sleep,
-    random: () => 0,
+    random: options.random ?? (() => 0),
   });
 }
 
@@ -136,6 +136,44 @@ describe('the shared budget', () => {
     expect(takes.mock.calls[2]![0]).not.toBe(takes.mock.calls[0]![0]);
     expect((await table.readBudget()).busyUntil.size).toBe(2);
     expect(clock.now()).toBe(T0);
+  });
+
+  it('shows a cold container the whole budget with its first slot, so it knows what others hold', async () => {
+    // Prepare: a holds one of two slots; b, cold, guesses the other, which is free.
+    const { table } = await freshStateTable();
+    const clock = steppingClock();
+    const a = container(table, clock, { limit: 2, reserved: 0 });
+    const b = container(table, clock, { limit: 2, reserved: 0, random: () => 0.99 });
+    await a.acquire('read', 20_000);
+    await b.acquire('read', 20_000);
+    const reads = vi.spyOn(table, 'readBudget');
+    const takes = vi.spyOn(table, 'takeSlot');
+
+    // Act: no slot frees within 100 ms.
+    const refused = await b.acquire('read', 100).catch((error: unknown) => error);
+
+    // Assess: b knew both slots were taken: it asked the table nothing.
+    expect(refused).toBeInstanceOf(RateLimitedError);
+    expect(takes).not.toHaveBeenCalled();
+    expect(reads).not.toHaveBeenCalled();
+  });
+
+  it('opens its own share only a window after the latest deadline it saw in flight, when the table fails', async () => {
+    // Prepare: a money call took a slot until its deadline, 20 s away; then the table fails.
+    const { table } = await freshStateTable();
+    const clock = steppingClock();
+    const limiter = container(table, clock);
+    await limiter.acquire('money', 20_000);
+    const down = Object.assign(new Error('connect ETIMEDOUT'), { name: 'TimeoutError' });
+    vi.spyOn(table, 'takeSlot').mockRejectedValue(down);
+    vi.spyOn(table, 'readBudget').mockRejectedValue(down);
+
+    // Act
+    await limiter.acquire('read', 60_000);
+
+    // Assess: that call may reach PayHere until its deadline; the share opens a window after it.
+    expect(clock.now()).toBeGreaterThanOrEqual(T0 + 20_000 + WINDOW + MARGIN);
+    expect(counted('BudgetFallback')).toBe(1);
   });
 
   it('frees a slot a window and the margin after the answer came', async () => {

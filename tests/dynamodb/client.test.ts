@@ -434,6 +434,34 @@ describe("the light client's connection (node:http)", () => {
     expect(performance.now() - started).toBeLessThan(1_000);
   });
 
+  it('gives a request on a kept connection its answer limit, not the connect limit', async () => {
+    // Prepare: the first request connects and is answered at once; the second, on the same
+    // connection, is answered after 300 ms: beyond the connect limit, within the answer limit.
+    let requests = 0;
+    const sockets = new Set<unknown>();
+    const table = await loopback((request, response) => {
+      sockets.add(request.socket);
+      const delay = requests++ === 0 ? 0 : 300;
+      setTimeout(() => {
+        response.writeHead(200, { 'content-type': 'application/x-amz-json-1.0' });
+        response.end('{}');
+      }, delay);
+    });
+    const dynamodb = client(table.endpoint, {
+      connectTimeoutMs: 100,
+      requestTimeoutMs: 2_000,
+      maxAttempts: 1,
+    });
+
+    // Act
+    await dynamodb.send(put);
+    const second = await dynamodb.send(put).catch((caught: unknown) => caught);
+
+    // Assess
+    expect(second).toEqual({});
+    expect(sockets.size).toBe(1);
+  });
+
   it('keeps one connection for the requests that follow each other', async () => {
     // Prepare
     const table = await fakeDynamoDb([]);
