@@ -40,6 +40,11 @@ export function required(env: Env, name: string): string {
 }
 
 /** `value` (the trimmed value of `name`) if it is an absolute http(s) URL, or a ConfigError naming `name`. */
+/** The region Lambda runs in (AWS_REGION); the service's home region in local runs. */
+export function awsRegion(env: Env): string {
+  return env.AWS_REGION?.trim() || 'ap-south-1';
+}
+
 export function httpUrl(name: string, value: string): string {
   let protocol: string | undefined;
   try {

@@ -1,5 +1,5 @@
 import { DynamoDBClient } from '../dynamodb/index.ts';
-import { type Env, httpUrl } from './config.ts';
+import { awsRegion, type Env, httpUrl } from './config.ts';
 
 export interface DynamoDbConfig {
   region: string;
@@ -10,7 +10,7 @@ export interface DynamoDbConfig {
 export function loadDynamoDbConfig(env: Env): DynamoDbConfig {
   const endpoint = env.DYNAMODB_ENDPOINT?.trim();
   if (endpoint) httpUrl('DYNAMODB_ENDPOINT', endpoint);
-  return { region: env.AWS_REGION?.trim() || 'ap-south-1', ...(endpoint ? { endpoint } : {}) };
+  return { region: awsRegion(env), ...(endpoint ? { endpoint } : {}) };
 }
 
 /**

@@ -3,10 +3,13 @@ import { type GetSecretValueInput, SecretsManagerClient } from '../aws/secrets-m
 import { GatewayUnavailableError } from '../envelope/errors.ts';
 import { describeError, log } from '../log/log.ts';
 import {
+  awsRegion,
   type Config,
   type CredentialsProvider,
+  type Env,
   environmentCredentials,
   type GatewayCredentials,
+  httpUrl,
 } from './config.ts';
 
 /** SPEC.md: credentials are looked up again at least this often (rotation takes effect within it). */
@@ -29,7 +32,7 @@ export interface SecretsClient {
 export interface SecretCredentialsOptions {
   /** Name or ARN of the secret (GATEWAY_SECRET_ID). */
   secretId: string;
-  client?: SecretsClient;
+  client: SecretsClient;
   /** Clock (ms); tests move it. */
   now?: () => number;
   maxAgeMs?: number;
@@ -39,12 +42,15 @@ export interface SecretCredentialsOptions {
  * A lost answer must not eat the Lambda's whole budget: Secrets Manager answers in milliseconds or
  * not at all, and one retry covers a dropped connection. Where it is: the region Lambda runs in,
  * or AWS_ENDPOINT_URL_SECRETS_MANAGER (the SDK's name for the override, which local runs, the
- * tests and the bench set to a loopback stand-in). Read at the first secret, like the SDK did.
+ * tests and the bench set to a loopback stand-in), checked at start-up. Making the client opens
+ * no connection: the first secret does.
  */
-function defaultClient(env: NodeJS.ProcessEnv = process.env): SecretsClient {
+function secretsClientFor(env: Env): SecretsClient {
+  const endpoint = env.AWS_ENDPOINT_URL_SECRETS_MANAGER?.trim();
+  if (endpoint) httpUrl('AWS_ENDPOINT_URL_SECRETS_MANAGER', endpoint);
   return new SecretsManagerClient({
-    region: env.AWS_REGION?.trim() || 'ap-south-1',
-    endpoint: env.AWS_ENDPOINT_URL_SECRETS_MANAGER?.trim() || undefined,
+    region: awsRegion(env),
+    endpoint: endpoint || undefined,
     maxAttempts: 2,
     connectTimeoutMs: 2_000,
     requestTimeoutMs: 3_000,
@@ -103,7 +109,7 @@ export function secretCredentials(options: SecretCredentialsOptions): Credential
   const { secretId } = options;
   const now = options.now ?? Date.now;
   const maxAgeMs = options.maxAgeMs ?? SECRET_MAX_AGE_MS;
-  let client = options.client;
+  const { client } = options;
   let cached: { value: GatewayCredentials; fetchedAt: number } | undefined;
   let pending: Promise<GatewayCredentials> | undefined;
 
@@ -111,7 +117,6 @@ export function secretCredentials(options: SecretCredentialsOptions): Credential
     const startedAt = now();
     let text: string | undefined;
     try {
-      client ??= defaultClient();
       ({ SecretString: text } = await client.getSecretValue({ SecretId: secretId }));
     } catch (error) {
       throw unusable(secretId, 'cannot be read', error);
@@ -137,7 +142,7 @@ export function secretCredentials(options: SecretCredentialsOptions): Credential
 }
 
 /** Where the configuration says the credentials are: the environment (local runs) or the secret. */
-export function credentialsFor(config: Config): CredentialsProvider {
+export function credentialsFor(config: Config, env: Env = process.env): CredentialsProvider {
   if (config.credentials.source === 'env') return environmentCredentials(config.credentials.value);
-  return secretCredentials({ secretId: config.credentials.secretId });
+  return secretCredentials({ secretId: config.credentials.secretId, client: secretsClientFor(env) });
 }

@@ -8,6 +8,7 @@ import {
   loadConfig,
   requireMerchantCredentials,
 } from '../../lib/config/config.ts';
+import { credentialsFor } from '../../lib/config/secrets.ts';
 
 const SECRET = 's3cr3t-Qm9vYmFyLWFwcC1zZWNyZXQ';
 
@@ -139,6 +140,18 @@ describe('loadConfig', () => {
 
     // Assess
     expect(config.credentials).toEqual({ source: 'secret', secretId: 'payments/payhere-gateway' });
+  });
+
+  it('refuses at start-up a Secrets Manager endpoint that is no URL, naming the variable', () => {
+    const environment = {
+      GATEWAY_BASE_URL: 'https://www.payhere.lk/merchant/v1',
+      GATEWAY_SECRET_ID: 'payments/payhere-gateway',
+      AWS_ENDPOINT_URL_SECRETS_MANAGER: 'localhost:4566',
+    };
+
+    expect(() => credentialsFor(loadConfig(environment), environment)).toThrow(
+      'Invalid configuration: AWS_ENDPOINT_URL_SECRETS_MANAGER must be an absolute http(s) URL.',
+    );
   });
 
   it('prefers the secret to credentials also present in the environment', () => {
