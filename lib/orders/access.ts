@@ -65,12 +65,6 @@ export class Ownership {
     return new Set(await readLedger(() => this.#ledger.subscriptionsOf(actor.sub)));
   }
 
-  /** Throws `notFound()` unless `actor` may act on order `orderId` (the merchant: without a read). */
-  async requireOrder(actor: Actor, orderId: string, notFound: () => NotFoundError): Promise<void> {
-    if (actor.role === 'merchant') return;
-    await this.order(actor, orderId, notFound);
-  }
-
   /** The order, if `actor` may see it; `notFound()` otherwise (for the merchant: if it is unknown). */
   async order(actor: Actor, orderId: string, notFound: () => NotFoundError): Promise<Order> {
     const order = await readLedger(() => this.#ledger.getOrder(orderId));

@@ -4,7 +4,7 @@ import { UpdateItemCommand } from '../../lib/dynamodb/index.ts';
 import { SEED } from '../../sandbox/server.ts';
 import { call, useTestGateway } from '../helpers/gateway.ts';
 import { notify, signed } from '../helpers/notifications.ts';
-import { customer, customerToken, testLedger } from '../helpers/orders.ts';
+import { customer, customerToken, giveSubscription, testLedger } from '../helpers/orders.ts';
 import { forgetSharedReads } from '../helpers/state-table.ts';
 import { localClient } from '../idempotency/fixtures.ts';
 
@@ -119,6 +119,43 @@ describe('a customer’s own final order', () => {
     expect(searches()).toBe(before + 1);
     expect((await ledger.getOrder(orderId))?.state).toBe('succeeded');
     expect((await ledger.getOrder(orderId))?.paymentsCopy).toBeNull();
+  });
+
+  it('is not found by another customer, however warm the shared answer and the copy are', async () => {
+    // Prepare: the owner's read kept a copy, the merchant's left the shared answer fresh.
+    const { orderId, read } = await paidOrder();
+    await read();
+    const merchant = await call('retrievePayments', { id: orderId });
+    const stranger = `Bearer ${await customerToken(customer('stranger'))}`;
+    const before = searches();
+
+    // Act
+    const answer = await call('retrievePayments', { id: orderId, headers: { Authorization: stranger } });
+
+    // Assess
+    expect(merchant.statusCode).toBe(200);
+    expect(answer.statusCode).toBe(404);
+    expect(answer.headers.Age).toBeUndefined();
+    expect(JSON.stringify(answer.body)).not.toContain('payment_id');
+    expect(searches()).toBe(before);
+  });
+
+  it('keeps a subscription’s shared payments from another customer', async () => {
+    // Prepare: the subscription is a customer's; the merchant's read left its payments shared.
+    const id = String(SEED.subscriptions.active);
+    await giveSubscription(ledger, customer('subscriber'), id);
+    const merchant = await call('subscriptionPayments', { id });
+    const stranger = `Bearer ${await customerToken(customer('stranger'))}`;
+    const before = sandbox.counters().subscriptionPayments ?? 0;
+
+    // Act
+    const answer = await call('subscriptionPayments', { id, headers: { Authorization: stranger } });
+
+    // Assess
+    expect(merchant.statusCode).toBe(200);
+    expect(answer.statusCode).toBe(404);
+    expect(answer.headers.Age).toBeUndefined();
+    expect(sandbox.counters().subscriptionPayments ?? 0).toBe(before);
   });
 
   it('keeps nothing for the merchant’s reads, nor for an order not final', async () => {
