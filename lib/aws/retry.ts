@@ -1,3 +1,4 @@
+import { fullJitterMs } from '../net/backoff.ts';
 import { AwsConnectionError, AwsServiceError, AwsTimeoutError } from './errors.ts';
 
 /**
@@ -30,5 +31,5 @@ export function isRetryable(error: unknown): boolean {
  * each time, the SDK's base delay, so containers throttled together do not come back together.
  */
 export function backoffMs(attempt: number, random: () => number = Math.random): number {
-  return Math.floor(random() * 100 * 2 ** (attempt - 1));
+  return fullJitterMs(attempt - 1, random);
 }

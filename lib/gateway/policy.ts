@@ -1,3 +1,4 @@
+import { fullJitterMs } from '../net/backoff.ts';
 import type { TransportError } from './transport.ts';
 
 /**
@@ -6,7 +7,6 @@ import type { TransportError } from './transport.ts';
  */
 
 export const MAX_READ_RETRIES = 2;
-const BASE_DELAY_MS = 100;
 const MAX_DELAY_MS = 2_000;
 const RETRYABLE_STATUSES = new Set([429, 502, 503, 504]);
 
@@ -31,9 +31,7 @@ export function retryDelayMs(
   retryAfterMs: number | undefined,
   random: () => number,
 ): number {
-  const ceiling = Math.min(MAX_DELAY_MS, BASE_DELAY_MS * 2 ** retriesSoFar);
-  const jittered = Math.floor(random() * ceiling);
-  return Math.max(jittered, retryAfterMs ?? 0);
+  return Math.max(fullJitterMs(retriesSoFar, random, MAX_DELAY_MS), retryAfterMs ?? 0);
 }
 
 /** An IMF-fixdate, the HTTP date form, e.g. `Wed, 21 Oct 2015 07:28:00 GMT`. */
