@@ -90,7 +90,11 @@ function statusMetric(status: number): CountMetric {
  */
 let undici: Promise<typeof import('undici')> | undefined;
 const loadUndici = () => {
-  undici ??= import('undici');
+  // A load that failed is not kept: the next call tries again.
+  undici ??= import('undici').catch((error: unknown) => {
+    undici = undefined;
+    throw error;
+  });
   return undici;
 };
 

@@ -185,6 +185,43 @@ describe('a money call drops the shared answer of its object', () => {
     expect(chargeback.statusCode).toBe(200);
   });
 
+  it('a verified notification that records a subscription: its payments', async () => {
+    // The sandbox's active subscription was made for order Order23451 (2,500.00 LKR).
+    const order = 'Order23451';
+    const id = String(SEED.subscriptions.active);
+    const checkout = await call('createCheckout', {
+      body: {
+        kind: 'recurring',
+        order_id: order,
+        items: 'Gym',
+        currency: 'LKR',
+        amount: 2500,
+        recurrence: '1 Month',
+        duration: '1 Year',
+      },
+      headers: { 'On-Behalf-Of': customer('subscriber') },
+    });
+    const payments = () => call('subscriptionPayments', { id });
+    await readTwice(payments, 'subscriptionPayments');
+
+    const recorded = await notify(
+      signed({
+        order_id: order,
+        payhere_amount: '2500.00',
+        status_code: '2',
+        subscription_id: id,
+        message_type: 'RECURRING_INSTALLMENT_SUCCESS',
+        item_rec_install_paid: '2',
+      }),
+    );
+    await pastClockSkew();
+    await expectFresh(payments, 'subscriptionPayments');
+
+    expect(checkout.statusCode, checkout.raw).toBe(201);
+    expect(recorded.statusCode).toBe(200);
+    expect((await ledger.getOrder(order))?.subscriptionId).toBe(id);
+  });
+
   it('a capture: the hold’s order, learnt from PayHere’s answer when the merchant did not name it', async () => {
     const order = orderId();
     const api = apiClient(sandbox, await accessToken(sandbox));
