@@ -81,9 +81,10 @@ export class PayHere {
       return this.reconcileCharge(request, window, deadline, options.adopt, error);
     }
     const { envelope } = answer;
-    if (envelope.status === -1) throw refused(new GatewayRejectedError(rejection(envelope.msg, 'charge')));
-    const result = envelope.status === 1 ? ChargeResult.safeParse(envelope.data) : undefined;
-    if (!result?.success) {
+    const result = ChargeResult.safeParse(envelope.data);
+    if (isRefusal(envelope, result.success))
+      throw refused(new GatewayRejectedError(rejection(envelope.msg, 'charge')));
+    if (envelope.status !== 1 || !result.success) {
       const unusable = new LostAnswerError(new Error(`unusable charge answer (status ${envelope.status})`));
       return this.reconcileCharge(request, window, deadline, options.adopt, unusable);
     }
@@ -160,11 +161,15 @@ export class PayHere {
     orderId?: string,
   ): Promise<Result<CaptureResult>> {
     const call = { method: 'POST', path: `${V1}/payment/capture`, body, deadline } as const;
-    return this.#money(call, outcomeUnknown.capture.bind(null, orderId), ({ status, msg, data }) => {
+    return this.#money(call, outcomeUnknown.capture.bind(null, orderId), (envelope) => {
+      const { status, msg, data } = envelope;
       if (status === -2 && ALREADY_SETTLED.test(msg ?? '')) throw refused(new ConflictError(msg!));
-      if (status === -1) throw refused(new GatewayRejectedError(rejection(msg, 'capture')));
-      const result = status === 1 ? ChargeResult.safeParse(data) : undefined;
-      return result?.success ? { msg: msg || 'Successfully captured payment', data: result.data } : undefined;
+      const result = ChargeResult.safeParse(data);
+      if (isRefusal(envelope, result.success))
+        throw refused(new GatewayRejectedError(rejection(msg, 'capture')));
+      return status === 1 && result.success
+        ? { msg: msg || 'Successfully captured payment', data: result.data }
+        : undefined;
     });
   }
 
@@ -212,9 +217,11 @@ export class PayHere {
     orderId?: string,
   ): Promise<Result<{ refund_id: number | null }>> {
     const call = { method: 'POST', path: `${V1}/payment/refund`, body, deadline } as const;
-    return this.#money(call, outcomeUnknown.refund.bind(null, orderId), ({ status, msg, data }) => {
+    return this.#money(call, outcomeUnknown.refund.bind(null, orderId), (envelope) => {
+      const { status, msg, data } = envelope;
       // -1: not possible (unknown payment, already refunded, amount too high); 0: could not be initiated.
-      if (status === -1 || status === 0) throw refused(new GatewayRejectedError(rejection(msg, 'refund')));
+      if (status === 0 || isRefusal(envelope, false))
+        throw refused(new GatewayRejectedError(rejection(msg, 'refund')));
       const refundId = status === 1 ? RefundResult.safeParse(data) : undefined;
       if (!refundId?.success) return undefined;
       const id = refundId.data;
@@ -334,8 +341,10 @@ export class PayHere {
   async retrySubscription(id: string, deadline: number): Promise<Result<null>> {
     const body = { subscription_id: Number(id) };
     const call = { method: 'POST', path: `${V1}/subscription/retry`, body, deadline } as const;
-    return this.#money(call, outcomeUnknown.retry.bind(null, id), ({ status, msg }) => {
+    return this.#money(call, outcomeUnknown.retry.bind(null, id), (envelope) => {
+      const { status, msg } = envelope;
       if (status === -1) throw refused(subscriptionRefusal(id, msg));
+      if (isRefusal(envelope, false)) throw refused(new GatewayRejectedError(rejection(msg, 'retry')));
       return status === 1 ? { msg: msg || 'Recurring payment charged successfully', data: null } : undefined;
     });
   }
@@ -374,6 +383,8 @@ export class PayHere {
       return this.#reconcileCancel(id, deadline, error);
     }
     if (envelope.status === -1) throw refused(subscriptionRefusal(id, envelope.msg));
+    if (isRefusal(envelope, false))
+      throw refused(new GatewayRejectedError(rejection(envelope.msg, 'cancellation')));
     if (envelope.status !== 1) return this.#reconcileCancel(id, deadline, undefined);
     return { msg: envelope.msg || 'Successfully cancelled the subscription', data: null };
   }
@@ -453,6 +464,17 @@ function expectData<T>(
   const parsed = schema.safeParse(envelope.data);
   if (!parsed.success) throw new GatewayError();
   return parsed.data;
+}
+
+/**
+ * PayHere's documented refusal envelopes (GATEWAY.md "Envelope and generic errors"): top-level
+ * `status` -1, or -2 without a usable result ("Customer authentication failed", and whatever else
+ * PayHere words its refusals with). The request was refused, not processed: an answer, never an
+ * unknown outcome. (The exact "Authentication error" never gets here: the client reads it as a
+ * refused access token.)
+ */
+function isRefusal(envelope: GatewayAnswer['envelope'], usableData: boolean): boolean {
+  return envelope.status === -1 || (envelope.status === -2 && !usableData);
 }
 
 function rejection(msg: string | null | undefined, operation: string): string {

@@ -4,7 +4,7 @@ import { call, useTestGateway } from '../helpers/gateway.ts';
 import type { GatewayRouteName } from '../helpers/routes.ts';
 import { forgetSharedReads } from '../helpers/state-table.ts';
 import { accessToken, apiClient } from '../sandbox/helpers.ts';
-import { chargeBody, paymentsOf, UPSTREAM, validRequest } from './fixtures.ts';
+import { chargeBody, MONEY_ROUTES, paymentsOf, UPSTREAM, validRequest } from './fixtures.ts';
 
 const sandbox = useTestGateway({ beforeEachTest: 'keepTokens' });
 
@@ -236,6 +236,54 @@ describe('a money request that never left', () => {
 
     expect(refused.statusCode).toBe(503);
     expect(charges).toBe(1);
+  });
+});
+
+/** PayHere's refusal worded otherwise than "Authentication error": top-level -2, no data. */
+const CUSTOMER_AUTHENTICATION_FAILED = {
+  kind: 'status',
+  status: 200,
+  contentType: 'application/json',
+  body: '{"status":-2,"msg":"Customer authentication failed","data":null}',
+} as const;
+
+describe("PayHere's refusal envelopes are answers, never unknowns", () => {
+  it.each(MONEY_ROUTES)(
+    '%s answered {"status":-2,...,"data":null} is refused (422), sent once, and its key keeps that answer',
+    async (route) => {
+      const request = await prepare(route);
+      const key = `refused-${route}-${Date.now()}-${Math.random()}`;
+      sandbox.faults.inject(UPSTREAM[route] as never, CUSTOMER_AUTHENTICATION_FAILED);
+
+      const refused = await call(route, { ...request, idempotencyKey: key });
+      const counted = sandbox.counters();
+      const repeated = await call(route, { ...request, idempotencyKey: key });
+
+      expect(refused.statusCode).toBe(422);
+      expect(refused.body).toMatchObject({ status: -1, data: { code: 'gateway_rejected' } });
+      expect(refused.body.msg).toMatch(/Customer authentication failed/);
+      // Nothing was processed, so nothing is searched for.
+      expect(counted[UPSTREAM[route]]).toBe(1);
+      expect(counted.search ?? 0).toBe(0);
+      // A cancel takes no Idempotency-Key (yet): its repeat is a new request.
+      if (route !== 'cancelSubscription') {
+        expect(repeated.statusCode).toBe(422);
+        expect(repeated.headers['Idempotent-Replayed']).toBe('true');
+        expect(sandbox.counters()[UPSTREAM[route]]).toBe(1);
+      }
+    },
+  );
+
+  it('leaves the order chargeable: a new attempt with a new key charges it once', async () => {
+    const body = chargeBody();
+    sandbox.faults.inject('charge', CUSTOMER_AUTHENTICATION_FAILED);
+
+    const refused = await call('charge', { body });
+    const again = await call('charge', { body });
+
+    expect(refused.statusCode).toBe(422);
+    expect(again.statusCode).toBe(200);
+    expect(await paymentsOf(sandbox, body.order_id)).toBe(1);
   });
 });
 
