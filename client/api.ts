@@ -681,6 +681,13 @@ export interface Operations {
           code: 'payload_too_large';
         };
       };
+      '422': {
+        status: -1;
+        msg: string;
+        data: {
+          code: 'gateway_rejected';
+        };
+      };
       '429': {
         status: -1;
         msg: string;
@@ -865,7 +872,7 @@ export interface Operations {
         status: -1;
         msg: string;
         data: {
-          code: 'idempotency_key_reused';
+          code: 'idempotency_key_reused' | 'gateway_rejected';
         };
       };
       '429': {

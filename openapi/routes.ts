@@ -128,6 +128,12 @@ const notFound = (message: string, when?: string): Failure => ({
   ...(when ? { when } : {}),
 });
 
+/** PayHere refused the request with a refusal envelope (top-level `status` -1 or -2, no result): nothing was processed. */
+const paymentRefused = (operation: string): Failure => ({
+  error: new GatewayRejectedError(`The gateway refused the ${operation}: Customer authentication failed`),
+  when: `PayHere refused the ${operation} before processing it (its top-level status -2 without a result): nothing was processed.`,
+});
+
 const SUBSCRIPTION_ID = 'A PayHere subscription id: digits only (leading zeros are ignored).';
 const unknownSubscription = notFound('Subscription 420075039999 was not found.');
 const badSubscriptionId = invalid(SubscriptionPath, { id: 'S-42' }, 'path');
@@ -354,6 +360,7 @@ export const ROUTE_TABLE = {
     failures: [
       unknownSubscription,
       { error: new ConflictError('Subscription is not eligible for retrying') },
+      paymentRefused('retry'),
     ],
   },
   cancelSubscription: {
@@ -378,6 +385,7 @@ export const ROUTE_TABLE = {
     failures: [
       unknownSubscription,
       { error: new ConflictError('Subscription is already cancelled.') },
+      paymentRefused('cancellation'),
       {
         error: new OutcomeUnknownError(
           'The gateway did not confirm the cancellation; it may have been processed. Send the DELETE again: ' +

@@ -74,7 +74,11 @@ const AUTHENTICATION_ERROR = 'authentication error';
 /** Why an attempt gave nothing usable; decides between a retry and the error for the caller. */
 type Unusable = { failure: Failure; error: ApiError; retryAfterMs?: number };
 
-type Attempt = { answer: GatewayAnswer } | { tokenRejected: true } | { unusable: Unusable };
+/**
+ * `oauth`: refused by the OAuth resource server's bearer check (HTTP 401 `invalid_token`), which
+ * runs before any request is processed.
+ */
+type Attempt = { answer: GatewayAnswer } | { tokenRejected: true; oauth: boolean } | { unusable: Unusable };
 
 /**
  * Sends Merchant API calls. Every failure leaves here with its `reach` (lib/envelope/errors.ts):
@@ -104,18 +108,30 @@ export class GatewayClient {
     let token = await this.#token(call.deadline);
     let refreshed = false;
     let replacements = 0;
+    let resent = false;
     let failed: Unusable | undefined;
     for (let retries = 0; ; retries++) {
       const outcome = await this.#attempt(call, token, failed && givenUp(call, failed));
       if ('answer' in outcome) return outcome.answer;
       if ('tokenRejected' in outcome) {
-        // Refused before processing. A read is repeated once with a fresh token; a money request
-        // never: it is reported as not sent, and its caller may repeat it with the same key. A
+        // Refused before processing. A money request refused by OAuth's bearer check (a revoked
+        // or expired token) goes out once more, on a token fetched here and now, so its caller
+        // gets the request's own answer; refused otherwise, or again, it is reported as not sent,
+        // and its caller may repeat it with the same key. A read is repeated with a fresh token; a
         // replacement another container fetched earlier may be stale too (all tokens expired at
         // once): it is replaced in turn, and only a token fetched here after a refusal, refused
         // again, says the credentials are wrong.
+        if (call.money) {
+          if (!outcome.oauth || resent) {
+            await this.#tokens.invalidate(token);
+            throw notSent(tokenRefused());
+          }
+          token = await this.#renewedToken(token, call.deadline);
+          resent = true;
+          retries--;
+          continue;
+        }
         await this.#tokens.invalidate(token);
-        if (call.money) throw notSent(tokenRefused());
         if (refreshed && (this.#tokens.fetchedHere(token) || replacements >= 2)) {
           throw notSent(credentialsRejected());
         }
@@ -135,6 +151,15 @@ export class GatewayClient {
   async #token(deadline: number): Promise<string> {
     try {
       return await this.#tokens.get(deadline);
+    } catch (error) {
+      throw error instanceof ApiError ? notSent(error) : error;
+    }
+  }
+
+  /** A token fetched here after `rejected` was refused; failing that, the call was never sent. */
+  async #renewedToken(rejected: string, deadline: number): Promise<string> {
+    try {
+      return await this.#tokens.renew(rejected, deadline);
     } catch (error) {
       throw error instanceof ApiError ? notSent(error) : error;
     }
@@ -252,9 +277,9 @@ function credentialsRejected(): GatewayError {
 }
 
 /**
- * A money request whose access token PayHere refused: refused before processing, but an HTTP answer
- * all the same, and a money request is never sent again after one. The token is dropped, so the
- * caller's repeat (with the same key, now released) goes out with a fresh one.
+ * A money request whose access token PayHere refused (its "Authentication error" envelope, or
+ * OAuth's bearer check again after the one renewal): refused before processing. The token is
+ * dropped, so the caller's repeat (with the same key, now released) goes out with a fresh one.
  */
 function tokenRefused(): GatewayUnavailableError {
   return new GatewayUnavailableError(
@@ -334,7 +359,8 @@ const NOT_FOUND: UpstreamEnvelope = { status: -1, msg: 'Not found', data: null }
 function interpretAnswer(response: UpstreamResponse, allowNotFound: boolean): Attempt {
   const json = parseJson(response.body);
   const oauth = OAuthError.safeParse(json);
-  if (oauth.success && oauth.data.error === 'invalid_token') return { tokenRejected: true };
+  if (oauth.success && oauth.data.error === 'invalid_token')
+    return { tokenRejected: true, oauth: response.status === 401 };
   if (response.status === 429 || response.status >= 500) return { unusable: statusFailure(response, true) };
   const envelope = UpstreamEnvelope.safeParse(json);
   if (!envelope.success) {
@@ -346,7 +372,7 @@ function interpretAnswer(response: UpstreamResponse, allowNotFound: boolean): At
   }
   const { status, msg } = envelope.data;
   if (status === -2 && (msg ?? '').trim().toLowerCase() === AUTHENTICATION_ERROR)
-    return { tokenRejected: true };
+    return { tokenRejected: true, oauth: false };
   if (response.status === 401 || response.status === 403) {
     log.error('the gateway refused the service access: check the API key’s domains and IP allow-list', {
       httpStatus: response.status,

@@ -16,6 +16,12 @@ export interface TokenSource {
   invalidate(value: string): Promise<void>;
   /** This container asked PayHere for `value` itself (rather than taking another's). */
   fetchedHere(value: string): boolean;
+  /**
+   * The gateway refused `rejected`: forget it and fetch a token here and now, never one fetched
+   * earlier or by another container (which may have been revoked with it): a money call gets one
+   * more try only, and it must go out on a token that works.
+   */
+  renew(rejected: string, deadline: number): Promise<string>;
 }
 
 /**
@@ -62,6 +68,12 @@ export class TokenCache implements TokenSource {
 
   fetchedHere(): boolean {
     return true;
+  }
+
+  async renew(rejected: string, deadline: number): Promise<string> {
+    await this.invalidate(rejected);
+    // A fetch already in flight started here too, and after the token was handed out.
+    return this.get(deadline);
   }
 
   async #refresh(deadline: number): Promise<string> {
@@ -139,6 +151,25 @@ export class SharedTokenCache implements TokenSource {
     } catch (error) {
       log.debug('could not drop the rejected token from the shared table', { error: describeError(error) });
     }
+  }
+
+  async renew(rejected: string, deadline: number): Promise<string> {
+    await this.invalidate(rejected);
+    if (this.#fellBack) return this.#fallback.renew(rejected, deadline);
+    let leased = false;
+    try {
+      leased = await this.#table.leaseToken(this.#owner, deadline, this.#now());
+    } catch (error) {
+      log.debug('could not lease the shared token', { error: describeError(error) });
+    }
+    // With the lease, the new token is shared; without it (another container is fetching, or
+    // already stored one that may be as stale), this container's own serves this call.
+    if (leased) return this.#fetchUnderLease(deadline, rejected);
+    const issuedAt = this.#now();
+    const token = await this.#fetchToken(deadline);
+    this.#fetched = token.value;
+    this.#current = { value: token.value, useUntil: tokenTimes(issuedAt, token, rejected).refreshAt };
+    return token.value;
   }
 
   async #obtain(deadline: number): Promise<string> {

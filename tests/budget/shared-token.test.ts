@@ -109,6 +109,41 @@ describe('one access token for the deployment', () => {
     expect(endpoint.issued()).toBe(2);
   });
 
+  it('is renewed for a refused money call by the container itself, and shared when it can take the lease', async () => {
+    const time = clock();
+    const endpoint = tokenEndpoint();
+    const [a, b] = await containersOn(2, endpoint, time);
+    const revoked = await a!.get(DEADLINE);
+    await b!.get(DEADLINE);
+
+    const renewed = await a!.renew(revoked, DEADLINE);
+    // b keeps tok-1 until PayHere refuses it too; then it takes the one a stored under the lease.
+    await b!.invalidate(revoked);
+    const seenByB = await b!.get(DEADLINE);
+
+    expect(renewed).toBe('tok-2');
+    expect(a!.fetchedHere(renewed)).toBe(true);
+    expect(seenByB).toBe('tok-2');
+    expect(endpoint.issued()).toBe(2);
+  });
+
+  it('is renewed by the container itself even while another holds the lease or stored a newer token', async () => {
+    const time = clock();
+    const endpoint = tokenEndpoint();
+    const [a, b] = await containersOn(2, endpoint, time);
+    const revoked = await a!.get(DEADLINE);
+    await b!.get(DEADLINE);
+    // b renews first: its token is in the table, fetched before a's call was refused, and may be as stale.
+    const byB = await b!.renew(revoked, DEADLINE);
+
+    const byA = await a!.renew(revoked, DEADLINE);
+
+    expect(byB).toBe('tok-2');
+    expect(byA).toBe('tok-3');
+    expect([a!.fetchedHere(byA), b!.fetchedHere(byA)]).toEqual([true, false]);
+    expect(endpoint.issued()).toBe(3);
+  });
+
   it('drops a rejected token only if it is still the current one', async () => {
     const time = clock();
     const endpoint = tokenEndpoint();

@@ -184,8 +184,11 @@ describe('a charge repeated with one key through every kind of fault', () => {
             return paymentOutcomeResponse(data, msg, [2]);
           }).catch(errorResponse);
           const arrived = (sandbox.counters().charge ?? 0) - before;
-          expect(arrived).toBeLessThanOrEqual(1);
-          if (arrived === 1) arrivals.push(mayHaveReached);
+          // A charge OAuth refused before processing goes out once more, on a token fetched then.
+          const resent = step.gateway === 'tokenRefused' ? 1 : 0;
+          expect(arrived).toBeLessThanOrEqual(1 + resent);
+          if (arrived === 2) arrivals.push(mayHaveReached, true);
+          else if (arrived === 1) arrivals.push(mayHaveReached);
         }
         table.use('none');
 

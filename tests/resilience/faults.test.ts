@@ -137,10 +137,25 @@ describe('a charge refused before processing', () => {
     expect(sandbox.counters()).toMatchObject({ charge: 1, search: 0 });
   });
 
-  it('is not sent again when the gateway calls the token invalid: its key is released for a repeat with a new token', async () => {
+  it('is sent once more, on a token fetched then, when OAuth calls the token invalid: the caller gets the charge’s own answer', async () => {
     const body = chargeBody();
-    const key = `invalid-token-${body.order_id}`;
+    const tokensBefore = sandbox.counters().token ?? 0;
     sandbox.faults.inject('charge', { kind: 'invalidToken' });
+
+    const answer = await call('charge', { body });
+
+    expect(answer.statusCode).toBe(200);
+    expect(answer.body.data).toMatchObject({ order_id: body.order_id, status_code: 2 });
+    // The refused attempt and the one PayHere processed; one new token, fetched by this container.
+    expect(sandbox.counters()).toMatchObject({ charge: 2, search: 0 });
+    expect((sandbox.counters().token ?? 0) - tokensBefore).toBe(1);
+    expect(await paymentsOf(sandbox, body.order_id)).toBe(1);
+  });
+
+  it('is sent once more only: refused again, it is reported as not sent and its key released', async () => {
+    const body = chargeBody();
+    const key = `invalid-token-twice-${body.order_id}`;
+    sandbox.faults.inject('charge', { kind: 'invalidToken' }, 2);
 
     const refused = await call('charge', { body, idempotencyKey: key });
     const charges = sandbox.counters().charge;
@@ -148,9 +163,8 @@ describe('a charge refused before processing', () => {
 
     expect(refused.statusCode).toBe(503);
     expect(refused.body.msg).toMatch(/nothing was processed.*same Idempotency-Key/);
-    expect(charges).toBe(1);
+    expect(charges).toBe(2);
     expect(repeated.statusCode).toBe(200);
-    expect(sandbox.counters()).toMatchObject({ charge: 2, token: 1 });
     expect(await paymentsOf(sandbox, body.order_id)).toBe(1);
   });
 });
@@ -183,11 +197,8 @@ describe('a money request that never left', () => {
     async (_, endpoint, fault, times, httpStatus) => {
       const body = chargeBody();
       const key = `never-left-${endpoint}-${httpStatus}-${body.order_id}`;
-      if (endpoint === 'token') {
-        // The charge must fetch a token: the one it holds is refused once (503, its key released).
-        sandbox.expireTokens();
-        expect((await call('charge', { body, idempotencyKey: key })).statusCode).toBe(503);
-      }
+      // The charge must fetch a token: the one it holds is refused (revoked), so it fetches another.
+      if (endpoint === 'token') sandbox.expireTokens();
       sandbox.faults.inject(endpoint, fault, times);
 
       const failed = await call('charge', { body, idempotencyKey: key, remainingMs: 12_500 });
