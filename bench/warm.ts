@@ -137,7 +137,7 @@ export function ledgerWrites(table: string, orderId: string, key: string) {
         '#owner = if_not_exists(#owner, :owner), #kind = if_not_exists(#kind, :kind), #items = :items, ' +
         '#currency = :currency, #amount = :amount, #custom1 = :custom1, #custom2 = :custom2',
       ConditionExpression:
-        'attribute_not_exists(pk) OR (#state IN (:created, :failed, :cancelled) AND attribute_not_exists(#inflight))',
+        'attribute_not_exists(pk) OR (#state IN (:chargeable0, :chargeable1, :chargeable2) AND attribute_not_exists(#inflight))',
       ExpressionAttributeNames: names(
         'owner',
         'kind',
@@ -166,8 +166,9 @@ export function ledgerWrites(table: string, orderId: string, key: string) {
         ':currency': { S: price.currency },
         ':amount': { N: String(price.amountCents) },
         ':created': { S: 'created' },
-        ':failed': { S: 'failed' },
-        ':cancelled': { S: 'cancelled' },
+        ':chargeable0': { S: 'created' },
+        ':chargeable1': { S: 'failed' },
+        ':chargeable2': { S: 'cancelled' },
         ':custom1': { NULL: true },
         ':custom2': { NULL: true },
         ':kind': { S: 'charge' },
@@ -177,15 +178,31 @@ export function ledgerWrites(table: string, orderId: string, key: string) {
     outcome: (now: number, paymentId: string): UpdateItemCommandInput => ({
       TableName: table,
       Key,
-      UpdateExpression: 'SET #state = :state, #updatedAt = :now, #paymentId = :paymentId REMOVE #inflight',
-      ConditionExpression: '#chargeKey = :key AND NOT (#state IN (:succeeded, :chargedback))',
-      ExpressionAttributeNames: names('state', 'inflight', 'chargeKey', 'updatedAt', 'paymentId'),
+      UpdateExpression:
+        'SET #state = :state, #updatedAt = :now, #paymentId = :paymentId REMOVE #inflight, ' +
+        '#reportedAt, #reportedPaymentId, #reportedSubscriptionId, #settleQueue, #settleAt',
+      ConditionExpression: '#chargeKey = :key AND #state IN (:from0, :from1, :from2, :from3, :from4)',
+      ExpressionAttributeNames: names(
+        'state',
+        'inflight',
+        'chargeKey',
+        'updatedAt',
+        'paymentId',
+        'reportedPaymentId',
+        'reportedSubscriptionId',
+        'reportedAt',
+        'settleQueue',
+        'settleAt',
+      ),
       ExpressionAttributeValues: {
         ':key': { S: key },
         ':state': { S: 'succeeded' },
         ':now': { N: String(now) },
-        ':succeeded': { S: 'succeeded' },
-        ':chargedback': { S: 'chargedback' },
+        ':from0': { S: 'created' },
+        ':from1': { S: 'failed' },
+        ':from2': { S: 'cancelled' },
+        ':from3': { S: 'pending' },
+        ':from4': { S: 'unknown' },
         ':paymentId': { S: paymentId },
       },
     }),

@@ -1243,6 +1243,7 @@ export interface CheckoutView {
     card_no: string | null;
     card_expiry: string | null;
   } | null;
+  verified: boolean | null;
   updated_at: string;
 }
 /**

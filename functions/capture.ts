@@ -6,7 +6,7 @@ import { idempotencyStoreFromEnvironment } from '#lib/idempotency/environment.ts
 import { fieldOf } from '#lib/log/audit.ts';
 import { visibleTo } from '#lib/orders/access.ts';
 import { MAX_UPSTREAM_MS } from '#lib/orders/charge.ts';
-import { ownershipFromEnvironment } from '#lib/orders/environment.ts';
+import { holdsFromEnvironment, ownershipFromEnvironment } from '#lib/orders/environment.ts';
 import { sharedReadStoreFromEnvironment } from '#lib/reads/environment.ts';
 import { thenForget } from '#lib/reads/invalidation.ts';
 import { CaptureRequest, captureUpstreamBody } from '#lib/schemas/capture.ts';
@@ -15,6 +15,7 @@ const payhere = payHereFromEnvironment();
 const ownership = ownershipFromEnvironment();
 const store = idempotencyStoreFromEnvironment();
 const sharedReads = sharedReadStoreFromEnvironment();
+const holds = holdsFromEnvironment();
 
 type Capture = ValidRequest<CaptureRequest, undefined>;
 
@@ -68,12 +69,17 @@ export const handler = route(
     const { msg, data } = await thenForget(
       () => payhere.capture(captureUpstreamBody(request.body), request.deadline, orderId),
       // The hold's order: known to a customer's request, else in the answer, else in the ledger.
-      async (captured) =>
-        sharedReads.forgetOrder(
+      async (captured) => {
+        const order =
           orderId ??
-            fieldOf(captured?.data, 'order_id') ??
-            (await holdOrder(request, true).catch(() => undefined)),
-        ),
+          fieldOf(captured?.data, 'order_id') ??
+          (await holdOrder(request, true).catch(() => undefined));
+        // PayHere accepted the hold's token: proven, if it was only a notification's word.
+        await Promise.all([
+          sharedReads.forgetOrder(order),
+          captured && holds.proven(order, request.body.authorization_token),
+        ]);
+      },
     );
     return paymentOutcomeResponse(visibleTo(request.caller, data), msg, [2]);
   },

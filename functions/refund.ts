@@ -4,7 +4,11 @@ import { payHereFromEnvironment } from '#lib/gateway/index.ts';
 import { route, type ValidRequest } from '#lib/http/route.ts';
 import { idempotencyStoreFromEnvironment } from '#lib/idempotency/environment.ts';
 import { fieldOf } from '#lib/log/audit.ts';
-import { orderPaymentsFromEnvironment, ownershipFromEnvironment } from '#lib/orders/environment.ts';
+import {
+  holdsFromEnvironment,
+  orderPaymentsFromEnvironment,
+  ownershipFromEnvironment,
+} from '#lib/orders/environment.ts';
 import { thenForget } from '#lib/reads/invalidation.ts';
 import { RefundRequest, refundUpstreamBody } from '#lib/schemas/refund.ts';
 
@@ -12,6 +16,7 @@ const payhere = payHereFromEnvironment();
 const ownership = ownershipFromEnvironment();
 const store = idempotencyStoreFromEnvironment();
 const payments = orderPaymentsFromEnvironment(payhere);
+const holds = holdsFromEnvironment();
 
 type Refund = ValidRequest<RefundRequest, undefined>;
 
@@ -74,7 +79,12 @@ export const handler = route(
     const { msg, data } = await thenForget(
       () => payhere.refund(refundUpstreamBody(request.body), request.deadline, orderId),
       // The merchant's refund looks its order up only now, after PayHere answered.
-      async () => payments.refunded(orderId ?? (await refundedOrder(request, true).catch(() => undefined))),
+      async (refunded) => {
+        const order = orderId ?? (await refundedOrder(request, true).catch(() => undefined));
+        const token = request.body.authorization_token;
+        // A release PayHere accepted proves the hold's token, if it was only a notification's word.
+        await Promise.all([payments.refunded(order), refunded && token && holds.proven(order, token)]);
+      },
     );
     return ok(msg, data);
   },

@@ -50,6 +50,7 @@ export const CheckoutViewSchema = z.strictObject({
   authorization_token: z.nullable(z.string()),
   subscription_id: gatewayId,
   card: z.nullable(Card),
+  verified: z.nullable(z.boolean()),
   updated_at: z.string(),
 });
 

@@ -459,9 +459,17 @@ export const ROUTE_TABLE = {
     tag: 'Checkouts',
     summary: 'A checkout and its state',
     description:
-      'The order as the ledger knows it, to its owner or the merchant. `customer_token` is set only for a ' +
-      'succeeded pre-approval, `authorization_token` only for a succeeded hold, `subscription_id` only for a ' +
-      'subscription; `card` is masked as PayHere sends it.',
+      "The order as the ledger knows it, to its owner or the merchant, checked with PayHere's records while it " +
+      'is not final. `status`: `created` (nothing yet), `pending` (PayHere reported it, not yet confirmed: a ' +
+      "pending payment, or a success PayHere's records do not show yet), `succeeded` (PayHere's records show the " +
+      "payment or the subscription on the order's terms; for a pre-approval or a hold, PayHere notified it), " +
+      '`failed` or `cancelled` (not paid: a new attempt may pay it), `chargedback`, `unknown` (a charge reached ' +
+      "PayHere without an answer: settled from PayHere's records within minutes; do not charge again).\n\n" +
+      '`customer_token` is set only for a succeeded pre-approval, `authorization_token` only for a succeeded hold, ' +
+      '`subscription_id` only for a subscription; `card` is masked as PayHere sends it. `verified` (holds only): ' +
+      "whether the hold's token is proven (placed through the charge route, or used by a capture or release " +
+      'through the service) or known only from a notification, which anyone holding one genuine notification ' +
+      'could have altered: check an unverified hold before shipping goods (a capture proves it).',
     scope: 'payments:read',
     pathParameters: CheckoutPath,
     pathDescription: 'The order id: 1 to 64 printable characters.',
@@ -471,6 +479,7 @@ export const ROUTE_TABLE = {
       ok('The order.', CheckoutViewSchema, [
         { summary: 'Created, not paid yet', value: EXAMPLES.getCheckout.created },
         { summary: 'A saved card', value: EXAMPLES.getCheckout.savedCard },
+        { summary: 'A hold known only from its notification', value: EXAMPLES.getCheckout.unverifiedHold },
       ]),
     ],
     invalid: invalid(CheckoutPath, { order_id: '' }, 'path'),

@@ -79,7 +79,22 @@ export interface ScanCommandOutput {
   ScannedCount?: number;
 }
 
-export type Operation = 'GetItem' | 'PutItem' | 'UpdateItem' | 'DeleteItem' | 'Scan';
+export interface QueryCommandInput {
+  TableName: string;
+  IndexName?: string;
+  KeyConditionExpression: string;
+  FilterExpression?: string;
+  ProjectionExpression?: string;
+  ExpressionAttributeNames?: Record<string, string>;
+  ExpressionAttributeValues?: Record<string, AttributeValue>;
+  ExclusiveStartKey?: Item;
+  Limit?: number;
+  ScanIndexForward?: boolean;
+  ConsistentRead?: boolean;
+}
+export type QueryCommandOutput = ScanCommandOutput;
+
+export type Operation = 'GetItem' | 'PutItem' | 'UpdateItem' | 'DeleteItem' | 'Scan' | 'Query';
 
 /** One request: the operation (`X-Amz-Target`) and its input (the body). */
 export abstract class DynamoDbCommand<Input, Output> {
@@ -107,4 +122,7 @@ export class DeleteItemCommand extends DynamoDbCommand<DeleteItemCommandInput, D
 }
 export class ScanCommand extends DynamoDbCommand<ScanCommandInput, ScanCommandOutput> {
   readonly operation = 'Scan';
+}
+export class QueryCommand extends DynamoDbCommand<QueryCommandInput, QueryCommandOutput> {
+  readonly operation = 'Query';
 }

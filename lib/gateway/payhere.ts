@@ -255,20 +255,13 @@ export class PayHere {
     };
   }
 
-  /** `reconciliation`: the search settles a money request, and draws on the budget's reserved share. */
   async paymentsOfOrder(
     orderId: string,
     deadline: number,
-    options: { reconciliation?: boolean } = {},
+    options: ReadOptions = {},
   ): Promise<Result<PaymentRecord[]>> {
     const path = `${V1}/payment/search?order_id=${encodeURIComponent(orderId)}`;
-    const { envelope } = await this.#client.call({
-      method: 'GET',
-      path,
-      money: false,
-      deadline,
-      ...(options.reconciliation ? { reconciliation: true } : {}),
-    });
+    const { envelope } = await this.#client.call(read(path, deadline, options));
     if (envelope.status === -1) throw new NotFoundError(`No payments were found for order ${orderId}.`);
     if (envelope.status === 0) {
       // GATEWAY.md: status 0 of a retrieval means the payment is pending; what data it carries is undocumented.
@@ -282,22 +275,24 @@ export class PayHere {
     return { msg: `Payments with order_id:${orderId}`, data: expectData(PaymentList, envelope) };
   }
 
-  async listSubscriptions(deadline: number): Promise<Result<SubscriptionRecord[]>> {
-    const { envelope } = await this.#client.call({
-      method: 'GET',
-      path: `${V1}/subscription`,
-      money: false,
-      deadline,
-    });
+  async listSubscriptions(
+    deadline: number,
+    options: ReadOptions = {},
+  ): Promise<Result<SubscriptionRecord[]>> {
+    const { envelope } = await this.#client.call(read(`${V1}/subscription`, deadline, options));
     const subscriptions = expectData(SubscriptionList, envelope);
     return { msg: `Found ${subscriptions.length} subscriptions`, data: subscriptions };
   }
 
   /** The one-subscription endpoint is newer than the list; where it does not answer, list and filter. */
-  async getSubscription(id: string, deadline: number): Promise<Result<SubscriptionRecord>> {
-    const one = await this.oneSubscription(id, deadline);
+  async getSubscription(
+    id: string,
+    deadline: number,
+    options: ReadOptions = {},
+  ): Promise<Result<SubscriptionRecord>> {
+    const one = await this.oneSubscription(id, deadline, options);
     if (typeof one !== 'string') return one;
-    const found = findSubscription((await this.listSubscriptions(deadline)).data, id);
+    const found = findSubscription((await this.listSubscriptions(deadline, options)).data, id);
     if (!found) throw new NotFoundError(`Subscription ${id} was not found.`);
     return { msg: 'Found subscription', data: found };
   }
@@ -310,13 +305,11 @@ export class PayHere {
   async oneSubscription(
     id: string,
     deadline: number,
+    options: ReadOptions = {},
   ): Promise<Result<SubscriptionRecord> | 'not_found' | 'unsupported'> {
     const path = `${V1}/subscription/${id}`;
     const { httpStatus, envelope, bare } = await this.#client.call({
-      method: 'GET',
-      path,
-      money: false,
-      deadline,
+      ...read(path, deadline, options),
       allowNotFound: true,
     });
     if (envelope.status === 1) {
@@ -329,9 +322,13 @@ export class PayHere {
     return 'not_found';
   }
 
-  async subscriptionPayments(id: string, deadline: number): Promise<Result<PaymentRecord[]>> {
+  async subscriptionPayments(
+    id: string,
+    deadline: number,
+    options: ReadOptions = {},
+  ): Promise<Result<PaymentRecord[]>> {
     const path = `${V1}/subscription/${id}/payments`;
-    const { envelope } = await this.#client.call({ method: 'GET', path, money: false, deadline });
+    const { envelope } = await this.#client.call(read(path, deadline, options));
     if (envelope.status === -1)
       throw new NotFoundError(`Subscription ${id} was not found or has no payments.`);
     const payments = expectData(PaymentList, envelope);
@@ -440,6 +437,24 @@ export class PayHere {
       throw reached(unknown(), 'lost');
     }
   }
+}
+
+/**
+ * `reconciliation`: the read settles money (a lost money request, a report the settle job checks),
+ * and draws on the budget's reserved share, which other reads cannot take.
+ */
+export interface ReadOptions {
+  reconciliation?: boolean;
+}
+
+function read(path: string, deadline: number, options: ReadOptions): GatewayCall {
+  return {
+    method: 'GET',
+    path,
+    money: false,
+    deadline,
+    ...(options.reconciliation ? { reconciliation: true } : {}),
+  };
 }
 
 /** Subscription `id` (digits, leading zeros allowed) in a list of PayHere's subscriptions. */

@@ -14,9 +14,6 @@ export const ORDER_STATES = [
 ] as const;
 export type OrderState = (typeof ORDER_STATES)[number];
 
-/** The states in which an order has no payment that counts: a new charge may be attempted. */
-export const CHARGEABLE_STATES: readonly OrderState[] = ['created', 'failed', 'cancelled'];
-
 export interface Card {
   method: string | null;
   card_no: string | null;
@@ -57,6 +54,18 @@ export interface Order extends Price {
    * subscription id, installments paid): checked again on the next read, never shown before.
    */
   reported: Reported;
+  /**
+   * Epoch ms: when a success was reported that PayHere's records did not show yet (the order is
+   * `pending` until they do, or the settle job finds they never will); null when none is.
+   */
+  reportedAt: number | null;
+  /** Epoch ms: when the report is settled as not done if PayHere's records still do not show it. */
+  settleAt: number | null;
+  /**
+   * A hold's authorization token is proven (true: PayHere's own answer gave it, or a capture or
+   * release through the service used it) or known only from a notification (false); null for no hold.
+   */
+  holdVerified: boolean | null;
   /** PayHere's answer to the order's payments, kept for its owner while the order's state is final. */
   paymentsCopy: PaymentsCopy | null;
 }
@@ -86,21 +95,39 @@ export interface Reported {
   installmentsPaid: number | null;
 }
 
-/** A verified notification moving an order from the state it was read in (lib/notifications/). */
+/**
+ * An order moved as lib/orders/evidence.ts decided, from the state and facts it was read with: the
+ * write is conditional on them, so that two pieces of evidence racing cannot both act, nor an older
+ * one undo a newer one.
+ */
 export interface OrderMove {
   from: OrderState;
   to: OrderState;
+  /** The facts the decision read besides the state: whether a charge and a report were there. */
+  seen: { charged: boolean; reported: boolean };
   paymentId?: string;
   customerToken?: string;
   authorizationToken?: string;
   subscriptionId?: string;
   card?: Card;
-  reported?: Partial<Reported>;
+  holdVerified?: boolean;
+  /** A success PayHere's records do not show yet: kept as reported, and settled by `settleAt`. */
+  report?: { paymentId: string | null; subscriptionId: string | null; at: number; settleAt: number };
+  /** The report is settled (confirmed, or refuted by the settle job): cleared. */
+  clearReport?: boolean;
 }
 
 /** A notification that matched no order, or not its amount, status or state: kept for the operator. */
 export interface UnmatchedNotification {
-  reason: 'unknown_order' | 'amount_mismatch' | 'unknown_status' | 'token_conflict';
+  reason:
+    | 'unknown_order'
+    | 'amount_mismatch'
+    | 'unknown_status'
+    | 'token_conflict'
+    /** Its fields are another flow's than the order's kind (a customer token on a payment order...). */
+    | 'flow_mismatch'
+    /** A subscription on other terms than the order's (recurrence, duration, amount, currency). */
+    | 'terms_mismatch';
   orderId: string;
   statusCode: string;
   amount: string;
@@ -125,6 +152,9 @@ export type NewOrder = Omit<
   | 'paymentId'
   | 'installmentsPaid'
   | 'reported'
+  | 'reportedAt'
+  | 'settleAt'
+  | 'holdVerified'
   | 'paymentsCopy'
 >;
 
@@ -139,6 +169,8 @@ export interface ChargeClaim {
   custom1: string | null;
   custom2: string | null;
   slot: Omit<ChargeSlot, 'inflight'>;
+  /** The states the order may be charged in (lib/orders/evidence.ts CHARGEABLE). */
+  chargeable: readonly OrderState[];
   /**
    * `merchant`: any order, created if absent, its price set by the charge. `customer-priced`: an
    * existing order of `owner` of this `kind` at exactly `price`. `customer`: an order of `owner`, created
@@ -147,9 +179,15 @@ export interface ChargeClaim {
   rule: 'merchant' | 'customer-priced' | 'customer';
 }
 
-/** What the answer to a charge told: the order's new state and the ids PayHere gave. */
+/**
+ * What a charge's evidence moves the order to (lib/orders/evidence.ts chargeMove), written without
+ * reading the order first: conditional on the charge holding the slot and the order being in one
+ * of `from` (and, unless `overReport`, on no success being reported meanwhile).
+ */
 export interface ChargeOutcome {
   state: OrderState;
+  from: readonly OrderState[];
+  overReport: boolean;
   paymentId?: string | null;
   authorizationToken?: string | null;
 }

@@ -4,6 +4,7 @@ import {
   type DynamoDBClient,
   GetItemCommand,
   PutItemCommand,
+  QueryCommand,
   ScanCommand,
   sendConditional,
   UpdateItemCommand,
@@ -34,10 +35,16 @@ import {
  *   payment#<id>, authorization#<token>, subscription#<id>, customer_token#<token>
  *                               a reference: { orderId, owner[, chargeKey] }
  *   owner#<sub>                 the subscription ids a customer owns (listSubscriptions)
+ *   notification#<identity>     a notification received (its signed fields, signature and payment
+ *                               id), and what it did: a replay is answered from it (TTL)
+ *   unmatched#<time>#<uuid>     a notification kept apart for the operator (TTL)
  *
  * Every write is conditional, so concurrent requests cannot take one order's payment slot twice,
  * point one id at two orders, or move a state backwards.
  */
+
+/** A notification kept apart, as the operator reads it; `expiresAt` in epoch seconds (null: kept before it expired). */
+export type KeptNotification = UnmatchedNotification & { receivedAt: number; expiresAt: number | null };
 
 export interface LedgerStoreOptions {
   client: DynamoDBClient;
@@ -46,8 +53,25 @@ export interface LedgerStoreOptions {
 }
 
 const orderKey = (orderId: string) => `order#${orderId}`;
+
+/**
+ * The ledger's settle index (serverless.yml): sparse, only items with a `settleQueue` are in it,
+ * ordered by `settleAt` (epoch ms). Orders with a reported, unconfirmed success are in the queue
+ * `reported` until it is settled.
+ */
+export const SETTLE_INDEX = 'settle';
+const SETTLE_REPORTED = 'reported';
+/** What a report leaves on an order; a settled report removes it all. */
+const REPORT_ATTRIBUTES = [
+  '#reportedAt',
+  '#reportedPaymentId',
+  '#reportedSubscriptionId',
+  '#settleQueue',
+  '#settleAt',
+] as const;
 const referenceKey = (kind: ReferenceKind, id: string) => `${kind}#${id}`;
 const ownerKey = (owner: string) => `owner#${owner}`;
+const notificationKey = (identity: string) => `notification#${identity}`;
 
 export class LedgerStore {
   readonly now: () => number;
@@ -78,6 +102,9 @@ export class LedgerStore {
       charge: null,
       installmentsPaid: null,
       reported: { paymentId: null, subscriptionId: null, installmentsPaid: null },
+      reportedAt: null,
+      settleAt: null,
+      holdVerified: null,
       paymentsCopy: null,
     };
     const written = await this.#conditional(
@@ -108,10 +135,12 @@ export class LedgerStore {
       ':currency': { S: claim.price.currency },
       ':amount': nullableNumber(claim.price.amountCents),
       ':created': { S: 'created' },
-      ':failed': { S: 'failed' },
-      ':cancelled': { S: 'cancelled' },
     };
-    const chargeable = '#state IN (:created, :failed, :cancelled) AND attribute_not_exists(#inflight)';
+    const states = claim.chargeable.map((state, i) => {
+      values[`:chargeable${i}`] = { S: state };
+      return `:chargeable${i}`;
+    });
+    const chargeable = `#state IN (${states.join(', ')}) AND attribute_not_exists(#inflight)`;
     let condition: string;
     let set =
       '#inflight = :key, #chargeKey = :key, #chargeSentAt = :sentAt, #chargeUntil = :until, #updatedAt = :now, ' +
@@ -152,36 +181,43 @@ export class LedgerStore {
   }
 
   /**
-   * Record what the charge holding the slot learned, and free the slot. A state already final by
-   * other news (a notification) is not overwritten. False when the charge no longer holds the order.
+   * Record what the charge holding the slot learned (as lib/orders/evidence.ts decided), and free
+   * the slot: only while the order is in one of `outcome.from`. A success it records settles a
+   * report a notification left (PayHere answered this very charge; a hold's token came from PayHere
+   * itself). False when the charge no longer holds the order or its state is not one of `from`.
    */
   async finishCharge(orderId: string, key: string, outcome: ChargeOutcome): Promise<boolean> {
     const values: Record<string, AttributeValue> = {
       ':key': { S: key },
       ':state': { S: outcome.state },
       ':now': number(this.now()),
-      ':succeeded': { S: 'succeeded' },
-      ':chargedback': { S: 'chargedback' },
     };
+    const from = outcome.from.map((state, i) => {
+      values[`:from${i}`] = { S: state };
+      return `:from${i}`;
+    });
     let set = '#state = :state, #updatedAt = :now';
+    const remove = ['#inflight'];
     if (outcome.paymentId) {
       set += ', #paymentId = :paymentId';
       values[':paymentId'] = { S: outcome.paymentId };
     }
     if (outcome.authorizationToken) {
-      set += ', #authorizationToken = :authorizationToken';
+      set += ', #authorizationToken = :authorizationToken, #holdVerified = :true';
       values[':authorizationToken'] = { S: outcome.authorizationToken };
+      values[':true'] = { BOOL: true };
     }
-    const condition = '#chargeKey = :key AND NOT (#state IN (:succeeded, :chargedback))';
-    const update = `SET ${set} REMOVE #inflight`;
+    if (outcome.state === 'succeeded') remove.push(...REPORT_ATTRIBUTES);
+    let condition = `#chargeKey = :key AND #state IN (${from.join(', ')})`;
+    if (!outcome.overReport) condition += ' AND attribute_not_exists(#reportedAt)';
+    const update = `SET ${set} REMOVE ${remove.join(', ')}`;
     return this.#updateOrder(orderId, update, condition, values);
   }
 
   /**
-   * Move an order as a verified notification says, only from the state it was read in (so two
-   * notifications racing cannot both act, nor an older one undo a newer one), recording what the
-   * notification may record. A customer token, once recorded, is never written over. False when
-   * the order changed meanwhile (the caller reads it again).
+   * Move an order as lib/orders/evidence.ts decided, only from the state and facts it was read
+   * with, recording what the evidence may record. A customer token, once recorded, is never written
+   * over. False when the order changed meanwhile (the caller reads it again).
    */
   async moveOrder(orderId: string, move: OrderMove): Promise<boolean> {
     const values: Record<string, AttributeValue> = {
@@ -190,6 +226,7 @@ export class LedgerStore {
       ':now': number(this.now()),
     };
     const set = ['#state = :to', '#updatedAt = :now'];
+    const remove: string[] = [];
     const put = (attribute: string, value: AttributeValue) => {
       set.push(`#${attribute} = :${attribute}`);
       values[`:${attribute}`] = value;
@@ -199,47 +236,78 @@ export class LedgerStore {
     if (move.authorizationToken) put('authorizationToken', { S: move.authorizationToken });
     if (move.subscriptionId) put('subscriptionId', { S: move.subscriptionId });
     if (move.card) put('card', { S: JSON.stringify(move.card) });
-    if (move.reported?.paymentId) put('reportedPaymentId', { S: move.reported.paymentId });
-    if (move.reported?.subscriptionId) put('reportedSubscriptionId', { S: move.reported.subscriptionId });
-    let condition = '#state = :from';
-    if (move.customerToken) condition += ' AND attribute_not_exists(#customerToken)';
-    const update = `SET ${set.join(', ')}`;
-    return this.#updateOrder(orderId, update, condition, values);
+    if (move.holdVerified !== undefined) put('holdVerified', { BOOL: move.holdVerified });
+    if (move.report) {
+      put('reportedAt', number(move.report.at));
+      if (move.report.paymentId) put('reportedPaymentId', { S: move.report.paymentId });
+      if (move.report.subscriptionId) put('reportedSubscriptionId', { S: move.report.subscriptionId });
+      put('settleQueue', { S: SETTLE_REPORTED });
+      put('settleAt', number(move.report.settleAt));
+    } else if (move.clearReport) {
+      remove.push(...REPORT_ATTRIBUTES);
+    }
+    const conditions = [
+      '#state = :from',
+      move.seen.charged ? 'attribute_exists(#chargeKey)' : 'attribute_not_exists(#chargeKey)',
+      // A report settled here is the one that was read: a newer one is left for its own settlement.
+      move.seen.reported ? 'attribute_exists(#reportedAt)' : 'attribute_not_exists(#reportedAt)',
+    ];
+    if (move.customerToken) conditions.push('attribute_not_exists(#customerToken)');
+    const update = `SET ${set.join(', ')}${remove.length > 0 ? ` REMOVE ${remove.join(', ')}` : ''}`;
+    return this.#updateOrder(orderId, update, conditions.join(' AND '), values);
   }
 
   /**
-   * Record what PayHere confirmed of a notification's report: the payment or subscription id (only
-   * where none is recorded yet), installments paid (only upwards). Clears the confirmed report.
+   * Record the installments PayHere's payments of the order's subscription show as paid (only
+   * upwards), clearing a report of them.
    */
-  async confirm(
-    orderId: string,
-    confirmed: { paymentId?: string; subscriptionId?: string; installmentsPaid?: number },
-  ): Promise<boolean> {
-    const set = ['#updatedAt = :now'];
-    const remove: string[] = [];
-    const conditions = ['attribute_exists(pk)'];
-    const values: Record<string, AttributeValue> = { ':now': number(this.now()) };
-    if (confirmed.paymentId) {
-      set.push('#paymentId = :paymentId');
-      remove.push('#reportedPaymentId');
-      conditions.push('(attribute_not_exists(#paymentId) OR #paymentId = :paymentId)');
-      values[':paymentId'] = { S: confirmed.paymentId };
-    }
-    if (confirmed.subscriptionId) {
-      set.push('#subscriptionId = :subscriptionId');
-      remove.push('#reportedSubscriptionId');
-      conditions.push('(attribute_not_exists(#subscriptionId) OR #subscriptionId = :subscriptionId)');
-      values[':subscriptionId'] = { S: confirmed.subscriptionId };
-    }
-    if (confirmed.installmentsPaid !== undefined) {
-      set.push('#installmentsPaid = :installments');
-      remove.push('#reportedInstallmentsPaid');
-      conditions.push('(attribute_not_exists(#installmentsPaid) OR #installmentsPaid < :installments)');
-      values[':installments'] = number(confirmed.installmentsPaid);
-    }
-    const update = `SET ${set.join(', ')}${remove.length > 0 ? ` REMOVE ${remove.join(', ')}` : ''}`;
-    const condition = conditions.join(' AND ');
-    return this.#updateOrder(orderId, update, condition, values);
+  async confirmInstallments(orderId: string, installmentsPaid: number): Promise<boolean> {
+    const update =
+      'SET #updatedAt = :now, #installmentsPaid = :installments REMOVE #reportedInstallmentsPaid';
+    const condition =
+      'attribute_exists(pk) AND (attribute_not_exists(#installmentsPaid) OR #installmentsPaid < :installments)';
+    return this.#updateOrder(orderId, update, condition, {
+      ':now': number(this.now()),
+      ':installments': number(installmentsPaid),
+    });
+  }
+
+  /**
+   * A capture or release through the service used the hold's token and PayHere accepted it: the
+   * token is proven (it was only a notification's word before).
+   */
+  async proveHold(orderId: string, authorizationToken: string): Promise<boolean> {
+    return this.#updateOrder(
+      orderId,
+      'SET #holdVerified = :true, #updatedAt = :now',
+      '#authorizationToken = :token',
+      { ':true': { BOOL: true }, ':now': number(this.now()), ':token': { S: authorizationToken } },
+    );
+  }
+
+  /**
+   * The orders whose reported success is due for settlement at `now` (the settle index: keys
+   * only, read again strongly before acting), oldest first, at most `limit`.
+   */
+  async reportedDue(now: number, limit: number): Promise<string[]> {
+    const { Items } = await this.#client.send(
+      new QueryCommand({
+        TableName: this.#table,
+        IndexName: SETTLE_INDEX,
+        KeyConditionExpression: '#settleQueue = :queue AND #settleAt <= :now',
+        ExpressionAttributeNames: { '#settleQueue': 'settleQueue', '#settleAt': 'settleAt' },
+        ExpressionAttributeValues: { ':queue': { S: SETTLE_REPORTED }, ':now': number(now) },
+        Limit: limit,
+      }),
+    );
+    return (Items ?? []).map((item) => text(item, 'pk').slice('order#'.length));
+  }
+
+  /** A report that could not be settled now is looked at again at `settleAt`. */
+  async postponeReport(orderId: string, settleAt: number): Promise<boolean> {
+    return this.#updateOrder(orderId, 'SET #settleAt = :settleAt', 'attribute_exists(#reportedAt)', {
+      ':settleAt': number(settleAt),
+    });
   }
 
   /** Keep installments a notification reported but PayHere could not confirm yet (only upwards). */
@@ -318,8 +386,11 @@ export class LedgerStore {
     return written?.Attributes ? fromOrderItem(written.Attributes) : undefined;
   }
 
-  /** Keep a notification that matched nothing apart, for the operator (README "Operating it"). */
-  async recordUnmatched(notification: UnmatchedNotification): Promise<boolean> {
+  /**
+   * Keep a notification that matched nothing apart, for the operator (README "Operating it"), until
+   * `expiresAt` (epoch seconds: the table's TTL).
+   */
+  async recordUnmatched(notification: UnmatchedNotification, expiresAt: number): Promise<boolean> {
     const now = this.now();
     return this.#conditional(
       new PutItemCommand({
@@ -333,8 +404,31 @@ export class LedgerStore {
           currency: { S: notification.currency },
           fields: { S: JSON.stringify(notification.fields) },
           receivedAt: number(now),
+          expiresAt: number(expiresAt),
         },
         ConditionExpression: 'attribute_not_exists(pk)',
+      }),
+    );
+  }
+
+  /** What the notification with this identity did when it was received, if it was (and is not expired). */
+  async notificationOutcome(identity: string): Promise<string | undefined> {
+    const item = await this.#get(notificationKey(identity));
+    if (!item || Number(item.expiresAt?.N ?? 0) * 1000 <= this.now()) return undefined;
+    return optionalText(item, 'outcome') ?? undefined;
+  }
+
+  /** Remember that the notification with this identity was received, and what it did, until `expiresAt` (epoch seconds). */
+  async noteNotification(identity: string, outcome: string, expiresAt: number): Promise<void> {
+    await this.#client.send(
+      new PutItemCommand({
+        TableName: this.#table,
+        Item: {
+          pk: { S: notificationKey(identity) },
+          outcome: { S: outcome },
+          receivedAt: number(this.now()),
+          expiresAt: number(expiresAt),
+        },
       }),
     );
   }
@@ -343,8 +437,8 @@ export class LedgerStore {
    * The notifications kept apart, for the operator (a scan: no function's role may send one; the
    * operator runs it with their own credentials, README "Operating it"), optionally of one order.
    */
-  async unmatched(orderId?: string): Promise<Array<UnmatchedNotification & { receivedAt: number }>> {
-    const found: Array<UnmatchedNotification & { receivedAt: number }> = [];
+  async unmatched(orderId?: string): Promise<KeptNotification[]> {
+    const found: KeptNotification[] = [];
     let start: Record<string, AttributeValue> | undefined;
     do {
       const page = await this.#client.send(
@@ -360,7 +454,11 @@ export class LedgerStore {
         }),
       );
       for (const item of page.Items ?? []) {
+        // DynamoDB deletes expired items up to days late.
+        const expiresAt = optionalNumber(item, 'expiresAt');
+        if (expiresAt !== null && expiresAt * 1000 <= this.now()) continue;
         found.push({
+          expiresAt,
           reason: text(item, 'reason') as UnmatchedNotification['reason'],
           orderId: text(item, 'orderId'),
           statusCode: text(item, 'statusCode'),
@@ -503,6 +601,10 @@ const ATTRIBUTES = [
   'reportedPaymentId',
   'reportedSubscriptionId',
   'reportedInstallmentsPaid',
+  'reportedAt',
+  'holdVerified',
+  'settleQueue',
+  'settleAt',
   'checkedAt',
   'paymentsCopy',
   'paymentsCopyState',
@@ -621,6 +723,9 @@ function fromOrderItem(item: Record<string, AttributeValue>): Order {
       subscriptionId: optionalText(item, 'reportedSubscriptionId'),
       installmentsPaid: optionalNumber(item, 'reportedInstallmentsPaid'),
     },
+    reportedAt: optionalNumber(item, 'reportedAt'),
+    settleAt: optionalNumber(item, 'settleAt'),
+    holdVerified: item.holdVerified?.BOOL ?? null,
     paymentsCopy: paymentsCopyOf(item),
   };
 }

@@ -33,7 +33,8 @@ export type Outcome = 'done' | 'pending' | 'declined' | 'unknown' | 'rejected' |
 
 export interface AuditLine extends AuditSubject {
   route: string;
-  outcome: Outcome | 'recorded';
+  /** A notification: `recorded` when it changed an order, `unchanged` when it was not evidence for a change. */
+  outcome: Outcome | 'recorded' | 'unchanged';
   replayed: boolean;
   httpStatus?: number;
   /** The failure's `data.code`. */

@@ -40,7 +40,12 @@ export type CountMetric =
   | 'NotificationRecorded'
   | 'NotificationUnmatched'
   | 'NotificationMismatched'
-  | 'NotificationTokenConflict';
+  | 'NotificationTermsMismatch'
+  | 'NotificationNotActed'
+  | 'NotificationReplayed'
+  | 'NotificationTokenConflict'
+  | 'SettledDone'
+  | 'SettledNotDone';
 
 export type TimeMetric = 'UpstreamLatency' | 'BudgetWaitTime';
 

@@ -33,6 +33,11 @@ export function maskCard(value: string): string {
   return `************${lastDigits(value, 4)}`;
 }
 
+/** `text` with anything shaped like a card number masked to its last four digits. */
+export function maskCards(text: string): string {
+  return text.replace(CARD, maskCard);
+}
+
 export function maskEmail(value: string): string {
   return value.replace(EMAIL, '$1***@$2');
 }

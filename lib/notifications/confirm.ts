@@ -1,57 +1,105 @@
 import { NotFoundError } from '../envelope/errors.ts';
-import type { PayHere } from '../gateway/payhere.ts';
+import type { PayHere, ReadOptions } from '../gateway/payhere.ts';
+import type { PaymentRecord, SubscriptionRecord } from '../gateway/schemas.ts';
 import type { Order } from '../ledger/model.ts';
-import type { LedgerStore } from '../ledger/store.ts';
 import { describeError, log } from '../log/log.ts';
+import { sameTerms, termsOf, termsOfSentence } from '../orders/terms.ts';
 
-/** SPEC.md "PayHere's budget": an order's payments are fresh for 10 s. */
-export const REFRESH_INTERVAL_MS = 10_000;
+/** What PayHere's records show of an order's payment. */
+export type PaymentFinding = { payment: PaymentRecord } | 'none' | 'several';
+
+/** What PayHere's records show of a subscription reported for an order. */
+export type SubscriptionFinding = { subscription: SubscriptionRecord } | 'other_terms' | 'none';
+
+const cents = (amount: number) => Math.round(amount * 100);
 
 /**
- * A notification's unsigned fields checked against PayHere's own records (the Merchant API is
- * authenticated; a notification's payment or subscription id is not): a payment id counts only if
- * the order's payments show it, a subscription id only if that subscription is this order's, an
- * installment only once the subscription's payments show it. What cannot be checked now (the
- * gateway slow or refusing) is kept as reported and checked on the next read of the order.
+ * A notification's report checked against PayHere's own records (the Merchant API is
+ * authenticated; a notification's unsigned fields are not): an order's payment, a subscription on
+ * the order's terms, the installments its payments show. Each answers undefined when PayHere
+ * cannot be asked now: the report is then kept and checked again later.
  *
  * These ask PayHere itself, never the answers shared between readers (lib/reads/): what they
- * confirm becomes the ledger's record of money (a payment id, an order's success, installments
- * paid), so an answer up to 30 s old could confirm what PayHere no longer says, or miss what it
- * just recorded.
+ * confirm becomes the ledger's record of money, so an answer up to 30 s old could confirm what
+ * PayHere no longer says, or miss what it just recorded.
  */
 export class Confirmations {
   readonly #payhere: PayHere;
-  readonly #ledger: LedgerStore;
+  readonly #share: ReadOptions;
 
-  constructor(options: { payhere: PayHere; ledger: LedgerStore }) {
+  constructor(options: {
+    payhere: PayHere;
+    /**
+     * Draw on the budget's reserved share (the settle job, which settles money); otherwise on the
+     * reads' share, so that what a notification makes the service ask never starves a money call.
+     */
+    reserved?: boolean;
+  }) {
     this.#payhere = options.payhere;
-    this.#ledger = options.ledger;
+    this.#share = options.reserved ? { reconciliation: true } : {};
   }
 
-  /** Whether `paymentId` is a payment of the order at the order's amount: true, false, or undefined (could not tell). */
-  async paymentOfOrder(order: Order, paymentId: string, deadline: number): Promise<boolean | undefined> {
-    return this.#ask('a payment id', order, false, async () => {
-      const { data } = await this.#payhere.paymentsOfOrder(order.orderId, deadline);
-      return data.some(
-        (payment) =>
-          String(payment.payment_id) === paymentId &&
-          payment.currency === order.currency &&
-          (order.amountCents === null || Math.round(payment.amount * 100) === order.amountCents),
-      );
+  /**
+   * The order's payment (its order id, amount and currency, RECEIVED): the one `reportedId` names
+   * if it is such, else the only such payment; `several` when more than one could be it and none
+   * is the reported one (for the merchant to look at, not to pick from).
+   */
+  async paymentOfOrder(
+    order: Order,
+    reportedId: string | null | undefined,
+    deadline: number,
+  ): Promise<PaymentFinding | undefined> {
+    const payments = await this.#ask('the order’s payment', order, [], async () => {
+      const { data, pending } = await this.#payhere.paymentsOfOrder(order.orderId, deadline, this.#share);
+      return pending ? [] : data;
     });
+    if (payments === undefined) return undefined;
+    const matching = payments.filter(
+      (payment) =>
+        payment.order_id === order.orderId &&
+        payment.status === 'RECEIVED' &&
+        payment.currency === order.currency &&
+        (order.amountCents === null || cents(payment.amount) === order.amountCents),
+    );
+    const reported = matching.find((payment) => String(payment.payment_id) === reportedId);
+    if (reported) return { payment: reported };
+    if (matching.length === 0) return 'none';
+    return matching.length === 1 ? { payment: matching[0]! } : 'several';
   }
 
-  /** Whether `subscriptionId` is the subscription PayHere made for this order. */
+  /**
+   * Whether `subscriptionId` is the subscription PayHere made for this order on the order's terms:
+   * its order id, amount, currency, and the recurrence and duration its record states.
+   */
   async subscriptionOfOrder(
     order: Order,
     subscriptionId: string,
     deadline: number,
-  ): Promise<boolean | undefined> {
-    if (!/^[0-9]{1,20}$/.test(subscriptionId)) return false;
-    return this.#ask('a subscription id', order, false, async () => {
-      const { data } = await this.#payhere.getSubscription(subscriptionId, deadline);
-      return data.order_id === order.orderId;
+  ): Promise<SubscriptionFinding | undefined> {
+    if (!/^[0-9]{1,20}$/.test(subscriptionId)) return 'none';
+    const found = await this.#ask('a subscription', order, null, async () => {
+      const { data } = await this.#payhere.getSubscription(subscriptionId, deadline, this.#share);
+      return data;
     });
+    if (found === undefined) return undefined;
+    if (found === null || found.order_id !== order.orderId) return 'none';
+    const ordered = termsOf(order.recurrence ?? '', order.duration ?? '');
+    const recorded = typeof found.recurring === 'string' ? termsOfSentence(found.recurring) : undefined;
+    const onTerms =
+      found.currency === order.currency &&
+      (order.amountCents === null || cents(found.amount) === order.amountCents) &&
+      ordered !== undefined &&
+      recorded !== undefined &&
+      sameTerms(ordered, recorded);
+    if (!onTerms) {
+      log.error('a subscription on other terms than its order’s', {
+        orderId: order.orderId,
+        subscriptionId,
+        recorded: typeof found.recurring === 'string' ? found.recurring : null,
+      });
+      return 'other_terms';
+    }
+    return { subscription: found };
   }
 
   /** How many installments PayHere's payments of the subscription show as received. */
@@ -61,73 +109,10 @@ export class Confirmations {
     deadline: number,
   ): Promise<number | undefined> {
     return this.#ask('installments', order, 0, async () => {
-      const { data } = await this.#payhere.subscriptionPayments(subscriptionId, deadline);
+      const { data } = await this.#payhere.subscriptionPayments(subscriptionId, deadline, this.#share);
       return data.filter((payment) => payment.status === 'RECEIVED' || payment.status.startsWith('REFUND'))
         .length;
     });
-  }
-
-  /**
-   * The order as PayHere's records show it now (getCheckout's read): what notifications reported
-   * and PayHere had not confirmed is checked again, and a payment order not final yet is looked up
-   * in the order's payments (at most every REFRESH_INTERVAL_MS for all readers together).
-   */
-  async refresh(order: Order, deadline: number): Promise<Order> {
-    const settled = await this.settleReported(order, deadline);
-    const notFinal =
-      settled.state === 'created' || settled.state === 'pending' || settled.state === 'unknown';
-    const paid = settled.kind === 'payment' || settled.kind === 'charge';
-    if (!paid || !notFinal || settled.charge?.inflight) return settled;
-    if (!(await this.#ledger.claimCheck(settled.orderId, REFRESH_INTERVAL_MS))) return settled;
-    const payments = await this.#ask('the order’s payments', settled, [], async () => {
-      const { data, pending } = await this.#payhere.paymentsOfOrder(settled.orderId, deadline);
-      return pending ? [] : data;
-    });
-    const matching = (payments ?? []).filter(
-      (payment) =>
-        payment.status === 'RECEIVED' &&
-        payment.currency === settled.currency &&
-        Math.round(payment.amount * 100) === settled.amountCents,
-    );
-    // One payment is the order's; several are for the merchant to look at, not to pick from.
-    const [payment] = matching;
-    if (matching.length !== 1 || !payment) return settled;
-    const paymentId = String(payment.payment_id);
-    const reference = { orderId: settled.orderId, owner: settled.owner };
-    if (!(await this.#ledger.link('payment', paymentId, reference))) return settled;
-    await this.#ledger.moveOrder(settled.orderId, { from: settled.state, to: 'succeeded', paymentId });
-    return (await this.#ledger.getOrder(settled.orderId)) ?? settled;
-  }
-
-  /**
-   * The order with what was reported and not yet confirmed checked again: confirmed values are
-   * recorded; what PayHere refutes is dropped; what it cannot answer now stays.
-   */
-  async settleReported(order: Order, deadline: number): Promise<Order> {
-    const { reported } = order;
-    const confirmed: { paymentId?: string; subscriptionId?: string; installmentsPaid?: number } = {};
-    if (reported.paymentId && (await this.paymentOfOrder(order, reported.paymentId, deadline)) === true) {
-      confirmed.paymentId = reported.paymentId;
-    }
-    if (
-      reported.subscriptionId &&
-      (await this.subscriptionOfOrder(order, reported.subscriptionId, deadline)) === true
-    ) {
-      confirmed.subscriptionId = reported.subscriptionId;
-      await this.#ledger.link('subscription', reported.subscriptionId, {
-        orderId: order.orderId,
-        owner: order.owner,
-      });
-      await this.#ledger.addSubscription(order.owner, reported.subscriptionId);
-    }
-    const subscriptionId = order.subscriptionId ?? confirmed.subscriptionId;
-    if (reported.installmentsPaid !== null && subscriptionId) {
-      const paid = await this.installmentsPaid(order, subscriptionId, deadline);
-      if (paid !== undefined) confirmed.installmentsPaid = paid;
-    }
-    if (Object.keys(confirmed).length === 0) return order;
-    await this.#ledger.confirm(order.orderId, confirmed);
-    return (await this.#ledger.getOrder(order.orderId)) ?? order;
   }
 
   /** PayHere's answer to `question`; `notFound` when it says there is no such record; undefined when it cannot say. */
@@ -136,7 +121,7 @@ export class Confirmations {
       return await question();
     } catch (error) {
       if (error instanceof NotFoundError) return notFound;
-      log.warn(`could not confirm ${what} with the gateway; kept for the next read`, {
+      log.warn(`could not check ${what} with the gateway; kept for later`, {
         orderId: order.orderId,
         error: describeError(error),
       });

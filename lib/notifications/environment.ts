@@ -3,6 +3,7 @@ import { loadConfig, requireMerchantCredentials } from '../config/config.ts';
 import { credentialsFor } from '../config/secrets.ts';
 import { createPayHere } from '../gateway/index.ts';
 import { ledgerFromEnvironment } from '../ledger/environment.ts';
+import { loadOrdersConfig } from '../orders/config.ts';
 import { sharedReadStoreFromEnvironment } from '../reads/environment.ts';
 import { Confirmations } from './confirm.ts';
 import { NotificationReceiver } from './receiver.ts';
@@ -18,10 +19,13 @@ export function notificationReceiverFromEnvironment(): NotificationReceiver {
     credentials,
     sharedState: sharedStateFromEnvironment(process.env),
   });
+  const orders = loadOrdersConfig(process.env);
   return new NotificationReceiver({
     ledger,
     credentials,
-    confirmations: new Confirmations({ payhere, ledger }),
+    confirmations: new Confirmations({ payhere }),
     invalidation: sharedReadStoreFromEnvironment(),
+    settleDelayMs: orders.settleDelayMs,
+    keepDays: orders.notificationKeepDays,
   });
 }

@@ -1,107 +1,113 @@
+import { createHash } from 'node:crypto';
 import type { CredentialsProvider } from '../config/config.ts';
 import { InvalidSignatureError } from '../envelope/errors.ts';
-import type { Card, Order, OrderMove, OrderState, UnmatchedNotification } from '../ledger/model.ts';
+import type { Card, Order, OrderKind, UnmatchedNotification } from '../ledger/model.ts';
 import type { LedgerStore } from '../ledger/store.ts';
 import { audit } from '../log/audit.ts';
-import { log } from '../log/log.ts';
+import { describeError, log } from '../log/log.ts';
 import { countMetric } from '../log/metrics.ts';
 import { maskCard } from '../log/redact.ts';
+import { type Applied, applyEvidence, type Evidence, type Recorded } from '../orders/evidence.ts';
+import { sameTerms, termsOf } from '../orders/terms.ts';
 import { forgetWithin, type ReadInvalidation } from '../reads/invalidation.ts';
 import type { Notification } from '../schemas/notification.ts';
 import type { Confirmations } from './confirm.ts';
+import { keptFields } from './kept.ts';
 import { verifySignature } from './signature.ts';
 
 /** What a verified notification did, for the log, the metrics and the tests. */
-export type Outcome =
-  | 'recorded'
-  | 'unchanged'
-  | 'unknown_order'
-  | 'amount_mismatch'
-  | 'unknown_status'
-  | 'token_conflict';
+export type Outcome = 'recorded' | 'unchanged' | 'replayed' | UnmatchedNotification['reason'];
 
-/**
- * How far along an order is: a notification moves it only forward (SPEC.md: created → pending →
- * succeeded | failed | cancelled; succeeded → chargedback). `unknown` is the service's own doubt
- * about a lost charge, which any verified news settles. A later success after a failure is a
- * successful new attempt (money moved); nothing goes back from a success.
- */
-const PROGRESS: Record<OrderState, number> = {
-  created: 0,
-  unknown: 0,
-  pending: 1,
-  failed: 2,
-  cancelled: 2,
-  succeeded: 3,
-  chargedback: 4,
-};
+/** How long a notification's identity and what is kept apart stay (SPEC.md: 90 days by default). */
+export const DEFAULT_KEEP_DAYS = 90;
 
-function movesForward(from: OrderState, to: OrderState): boolean {
-  if (to === 'chargedback') return from === 'succeeded';
-  return PROGRESS[to] > PROGRESS[from];
-}
-
-/** The order state a signed status code means for this kind of order, if it means one. */
-function stateOf(statusCode: string, order: Order): OrderState | undefined {
+/** What a signed status code reports, for this kind of order (3 is PayHere's code for a successful hold). */
+function reportOf(statusCode: string, kind: OrderKind): 'success' | Evidence | undefined {
   switch (statusCode) {
     case '2':
-      return 'succeeded';
+      return 'success';
     case '3':
-      // PayHere's code for a successful hold.
-      return order.kind === 'authorize' ? 'succeeded' : undefined;
+      return kind === 'authorize' ? 'success' : undefined;
     case '0':
-      return 'pending';
+      return 'notified_pending';
     case '-1':
-      return 'cancelled';
+      return 'notified_cancelled';
     case '-2':
-      return 'failed';
+      return 'notified_failed';
     case '-3':
-      return 'chargedback';
+      return 'notified_chargeback';
     default:
       return undefined;
   }
 }
 
-/**
- * The audit line of a notification that changed `order`: PayHere acts, authenticated by the
- * signature.
- */
-const auditChange = (order: Order, change: Record<string, unknown>) =>
-  audit({
-    route: 'notify',
-    caller: 'payhere',
-    role: 'gateway',
-    replayed: false,
-    outcome: 'recorded',
-    orderId: order.orderId,
-    owner: order.owner,
-    kind: order.kind,
-    ...change,
-  });
+type Flow = 'preapproval' | 'hold' | 'subscription';
+
+/** The flows a notification's (unsigned) fields belong to besides a plain payment. */
+function flowsOf(notification: Notification): Set<Flow> {
+  const flows = new Set<Flow>();
+  if (notification.customer_token) flows.add('preapproval');
+  if (notification.authorization_token || notification.captured_amount) flows.add('hold');
+  if (
+    notification.subscription_id ||
+    notification.message_type ||
+    notification.recurring === '1' ||
+    notification.item_recurrence ||
+    notification.item_duration
+  )
+    flows.add('subscription');
+  return flows;
+}
+
+/** The one flow an order's kind may hear of besides a payment's fields; none for a payment. */
+const FLOW_OF_KIND: Record<OrderKind, Flow | undefined> = {
+  payment: undefined,
+  charge: undefined,
+  preapproval: 'preapproval',
+  authorize: 'hold',
+  recurring: 'subscription',
+};
+
+/** The field a success of this kind must carry: what the order is for. */
+function fitsKind(notification: Notification, kind: OrderKind, success: boolean): boolean {
+  const expected = FLOW_OF_KIND[kind];
+  for (const flow of flowsOf(notification)) if (flow !== expected) return false;
+  if (!success) return true;
+  if (kind === 'preapproval') return Boolean(notification.customer_token);
+  if (kind === 'authorize') return Boolean(notification.authorization_token);
+  if (kind === 'recurring') return Boolean(notification.subscription_id);
+  return true;
+}
 
 const cents = (amount: string) => Math.round(Number(amount) * 100);
 
-/** The fields kept of a notification that matched nothing: no token, no signature. */
-function keptFields(notification: Notification): Record<string, string> {
-  const { customer_token: _token, authorization_token: _hold, md5sig: _signature, ...rest } = notification;
-  return Object.fromEntries(
-    Object.entries(rest).filter((entry): entry is [string, string] => typeof entry[1] === 'string'),
-  );
+/**
+ * A notification's identity: all its fields, as PayHere would send it again. Not its signed fields
+ * alone: every installment of a subscription is signed alike, and a variant with another unsigned
+ * field is no replay (it is acted on, and alerted where it conflicts).
+ */
+function identityOf(notification: Notification): string {
+  const fields = Object.entries(notification).sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
+  return createHash('sha256').update(JSON.stringify(fields)).digest('base64url');
 }
 
 /**
  * PayHere's notifications (SPEC.md "notify"). Only merchant_id, order_id, payhere_amount,
- * payhere_currency and status_code are signed, so a notification changes nothing unless the
- * signature verifies, the order is one the ledger created, the signed amount and currency are the
- * order's, and the order's state allows the change. Each unsigned field it then records is bound
- * or checked: a customer token to one owner and one pre-approval, never replaced; an authorization
- * token to one order; a payment or subscription id only as PayHere's records confirm it.
+ * payhere_currency and status_code are signed, and a captured notification can be replayed at any
+ * time, so a notification changes nothing unless the signature verifies, the order is one the
+ * ledger created, the signed amount and currency are the order's, its fields are the flow of the
+ * order's kind, and lib/orders/evidence.ts allows the move: a notification never reopens a charge,
+ * and a payment's or subscription's success counts only once PayHere's records show it (until then
+ * the order is pending, reported). A notification identical to one already received is answered
+ * from the ledger: no PayHere read, nothing new written.
  */
 export class NotificationReceiver {
   readonly #ledger: LedgerStore;
   readonly #credentials: CredentialsProvider;
   readonly #confirmations: Confirmations;
   readonly #invalidation: ReadInvalidation | undefined;
+  readonly #settleDelayMs: number;
+  readonly #keepSeconds: number;
 
   constructor(options: {
     ledger: LedgerStore;
@@ -109,11 +115,16 @@ export class NotificationReceiver {
     confirmations: Confirmations;
     /** What a recorded change makes stale in the shared reads is dropped. */
     invalidation?: ReadInvalidation;
+    /** How long after a report the settle job settles it if PayHere's records never show it. */
+    settleDelayMs: number;
+    keepDays?: number;
   }) {
     this.#ledger = options.ledger;
     this.#credentials = options.credentials;
     this.#confirmations = options.confirmations;
     this.#invalidation = options.invalidation;
+    this.#settleDelayMs = options.settleDelayMs;
+    this.#keepSeconds = (options.keepDays ?? DEFAULT_KEEP_DAYS) * 86_400;
   }
 
   /** Verify, then act on a notification; `deadline` bounds the calls that confirm what it reports. */
@@ -129,6 +140,27 @@ export class NotificationReceiver {
       throw new InvalidSignatureError();
     }
     countMetric('NotificationVerified');
+    const identity = identityOf(notification);
+    const before = await this.#ledger.notificationOutcome(identity);
+    if (before !== undefined) {
+      countMetric('NotificationReplayed');
+      log.info('notification received before: answered from the ledger', {
+        orderId: notification.order_id,
+        outcome: before,
+      });
+      return 'replayed';
+    }
+    const outcome = await this.#receive(notification, deadline);
+    // Noted after it was acted on: one that failed half-way is acted on again when PayHere resends it.
+    try {
+      await this.#ledger.noteNotification(identity, outcome, this.#expiresAt());
+    } catch (error) {
+      log.warn('could not note a notification as received', { error: describeError(error) });
+    }
+    return outcome;
+  }
+
+  async #receive(notification: Notification, deadline: number): Promise<Outcome> {
     // Two rounds: a notification racing another for the same order reads it once more.
     for (let round = 0; round < 2; round++) {
       const order = await this.#ledger.getOrder(notification.order_id);
@@ -150,8 +182,8 @@ export class NotificationReceiver {
     if (notification.payhere_currency !== order.currency || !amountMatches) {
       return this.#unmatched('amount_mismatch', notification);
     }
-    const to = stateOf(notification.status_code, order);
-    if (!to) {
+    const report = reportOf(notification.status_code, order.kind);
+    if (!report) {
       log.error('notification with a status code the service does not act on', {
         orderId: order.orderId,
         statusCode: notification.status_code,
@@ -159,73 +191,133 @@ export class NotificationReceiver {
       });
       return this.#unmatched('unknown_status', notification);
     }
-    if (to === order.state) return this.#again(notification, order, deadline);
-    if (!movesForward(order.state, to)) {
-      log.info('notification older than the order’s state: nothing changed', {
-        orderId: order.orderId,
-        state: order.state,
-        reported: to,
-      });
-      return 'unchanged';
+    if (!fitsKind(notification, order.kind, report === 'success')) {
+      return this.#unmatched('flow_mismatch', notification);
     }
-    const move = await this.#move(notification, order, to, deadline);
-    if (move === 'token_conflict') return this.#unmatched('token_conflict', notification);
-    if (!(await this.#ledger.moveOrder(order.orderId, move))) return 'raced';
-    await this.#forget(order.orderId, move.subscriptionId ?? order.subscriptionId);
-    countMetric('NotificationRecorded');
-    auditChange(order, {
-      from: order.state,
-      to,
-      statusCode: notification.status_code,
-      amount: notification.payhere_amount,
-      currency: notification.payhere_currency,
-      paymentId: move.paymentId,
-      subscriptionId: move.subscriptionId,
-    });
-    if (order.kind === 'recurring' && move.subscriptionId)
-      await this.#installments(notification, { ...order, subscriptionId: move.subscriptionId }, deadline);
-    return 'recorded';
+    let evidence: Evidence;
+    let recorded: Recorded = {};
+    // Already paid (or charged back): a success says nothing new, and costs PayHere no read.
+    if (report === 'success' && (order.state === 'succeeded' || order.state === 'chargedback'))
+      return this.#again(notification, order, deadline);
+    if (report === 'success') {
+      const success = await this.#success(notification, order, deadline);
+      if (typeof success === 'string') return this.#unmatched(success, notification);
+      ({ evidence, recorded } = success);
+    } else {
+      evidence = report;
+    }
+    const card = cardOf(notification);
+    if (card) recorded.card = card;
+    const applied = await applyEvidence(this.#ledger, order, evidence, recorded);
+    return this.#after(notification, order, evidence, recorded, applied, deadline);
   }
 
-  /** What the move records besides the state: each unsigned field bound or confirmed first. */
-  async #move(
+  /**
+   * What a success notification is evidence of. The flows whose only record is the notification
+   * record their token, bound to the order's owner; a payment or a subscription is looked up in
+   * PayHere's records (and kept as a report when they do not show it yet).
+   */
+  async #success(
     notification: Notification,
     order: Order,
-    to: OrderState,
     deadline: number,
-  ): Promise<OrderMove | 'token_conflict'> {
-    const move: OrderMove = { from: order.state, to };
-    const card = cardOf(notification);
-    if (card) move.card = card;
-    if (to !== 'succeeded') return move;
+  ): Promise<{ evidence: Evidence; recorded: Recorded } | 'token_conflict' | 'terms_mismatch'> {
     const reference = { orderId: order.orderId, owner: order.owner };
     const { customer_token: customerToken, authorization_token: holdToken } = notification;
     if (order.kind === 'preapproval' && customerToken) {
       // A token another customer saved cannot become this one's card.
       if (!(await this.#ledger.link('customer_token', customerToken, reference))) return 'token_conflict';
-      move.customerToken = customerToken;
+      return { evidence: 'notified_token', recorded: { customerToken } };
     }
     if (order.kind === 'authorize' && holdToken) {
       if (!(await this.#ledger.link('authorization', holdToken, reference))) return 'token_conflict';
-      move.authorizationToken = holdToken;
+      // Unsigned and unverifiable (PayHere has no way to look a hold up): shown unverified until a
+      // capture or release through the service proves it.
+      const verified = order.authorizationToken === holdToken && order.holdVerified === true;
+      return {
+        evidence: 'notified_token',
+        recorded: { authorizationToken: holdToken, holdVerified: verified },
+      };
     }
-    const { payment_id: paymentId, subscription_id: subscriptionId } = notification;
-    if ((order.kind === 'payment' || order.kind === 'charge') && paymentId) {
-      const confirmed = await this.#confirmations.paymentOfOrder(order, paymentId, deadline);
-      if (confirmed === true && (await this.#ledger.link('payment', paymentId, reference)))
-        move.paymentId = paymentId;
-      else if (confirmed === undefined) move.reported = { paymentId };
-    }
-    if (order.kind === 'recurring' && subscriptionId) {
-      const confirmed = await this.#confirmations.subscriptionOfOrder(order, subscriptionId, deadline);
-      if (confirmed === true && (await this.#ledger.link('subscription', subscriptionId, reference))) {
+    const reportedAt = Date.now();
+    const settleAt = reportedAt + this.#settleDelayMs;
+    if (order.kind === 'recurring') {
+      const subscriptionId = notification.subscription_id!;
+      const notified = termsOf(notification.item_recurrence ?? '', notification.item_duration ?? '');
+      const ordered = termsOf(order.recurrence ?? '', order.duration ?? '');
+      if (notified && (!ordered || !sameTerms(notified, ordered))) return 'terms_mismatch';
+      const found = await this.#confirmations.subscriptionOfOrder(order, subscriptionId, deadline);
+      if (found === 'other_terms') return 'terms_mismatch';
+      if (typeof found === 'object' && (await this.#ledger.link('subscription', subscriptionId, reference))) {
         await this.#ledger.addSubscription(order.owner, subscriptionId);
-        move.subscriptionId = subscriptionId;
-      } else if (confirmed === undefined) {
-        move.reported = { subscriptionId };
+        return { evidence: 'records_show_subscription', recorded: { subscriptionId } };
       }
+      const report = { paymentId: null, subscriptionId, at: reportedAt, settleAt };
+      return { evidence: 'notified_success', recorded: { report } };
     }
-    return move;
+    const found = await this.#confirmations.paymentOfOrder(order, notification.payment_id, deadline);
+    if (typeof found === 'object') {
+      const paymentId = String(found.payment.payment_id);
+      // Bound to the charge that holds the order, if any, so that its key's settlement finds it.
+      const linked =
+        (await this.#ledger.link('payment', paymentId, reference, order.charge?.key)) ||
+        (await this.#ledger.lookup('payment', paymentId))?.orderId === order.orderId;
+      if (linked) return { evidence: 'records_show_payment', recorded: { paymentId } };
+    }
+    if (found === 'several')
+      log.warn('several payments could be the one reported', { orderId: order.orderId });
+    const report = {
+      paymentId: notification.payment_id || null,
+      subscriptionId: null,
+      at: reportedAt,
+      settleAt,
+    };
+    return { evidence: 'notified_success', recorded: { report } };
+  }
+
+  /** What follows a decision: the log, the metrics, the audit trail, dropped shared reads, installments. */
+  async #after(
+    notification: Notification,
+    order: Order,
+    evidence: Evidence,
+    recorded: Recorded,
+    applied: Applied,
+    deadline: number,
+  ): Promise<Outcome | 'raced'> {
+    if ('unchanged' in applied) {
+      if (applied.unchanged === 'raced') return 'raced';
+      if (applied.unchanged === 'same') return this.#again(notification, order, deadline);
+      countMetric('NotificationNotActed');
+      log.info('notification recorded, not acted on: it is not evidence for this move', {
+        orderId: order.orderId,
+        state: order.state,
+        evidence,
+        why: applied.unchanged,
+      });
+      auditNotification(order, {
+        outcome: 'unchanged',
+        evidence,
+        why: applied.unchanged,
+        statusCode: notification.status_code,
+      });
+      return 'unchanged';
+    }
+    await this.#forget(order.orderId, recorded.subscriptionId ?? order.subscriptionId);
+    countMetric('NotificationRecorded');
+    auditNotification(order, {
+      outcome: 'recorded',
+      from: order.state,
+      to: applied.moved,
+      evidence,
+      statusCode: notification.status_code,
+      amount: notification.payhere_amount,
+      currency: notification.payhere_currency,
+      paymentId: recorded.paymentId,
+      subscriptionId: recorded.subscriptionId,
+    });
+    if (order.kind === 'recurring' && recorded.subscriptionId)
+      await this.#installments(notification, { ...order, subscriptionId: recorded.subscriptionId }, deadline);
+    return 'recorded';
   }
 
   /** A notification for the state the order is already in: a redelivery, or the next installment. */
@@ -253,8 +345,8 @@ export class NotificationReceiver {
     if (notification.subscription_id !== undefined && notification.subscription_id !== subscriptionId) return;
     const paid = await this.#confirmations.installmentsPaid(order, subscriptionId, deadline);
     if (paid !== undefined) {
-      if (await this.#ledger.confirm(order.orderId, { installmentsPaid: paid })) {
-        auditChange(order, { subscriptionId, installmentsPaid: paid });
+      if (await this.#ledger.confirmInstallments(order.orderId, paid)) {
+        auditNotification(order, { outcome: 'recorded', subscriptionId, installmentsPaid: paid });
         await this.#forget(order.orderId, subscriptionId);
       }
       return;
@@ -279,22 +371,53 @@ export class NotificationReceiver {
 
   /** Kept apart for the operator and counted; PayHere is answered 200 so that it does not retry. */
   async #unmatched(reason: UnmatchedNotification['reason'], notification: Notification): Promise<Outcome> {
-    await this.#ledger.recordUnmatched({
-      reason,
-      orderId: notification.order_id,
-      statusCode: notification.status_code,
-      amount: notification.payhere_amount,
-      currency: notification.payhere_currency,
-      fields: keptFields(notification),
-    });
-    countMetric(reason === 'unknown_order' ? 'NotificationUnmatched' : 'NotificationMismatched');
-    const alert = reason === 'token_conflict' || reason === 'unknown_status';
+    await this.#ledger.recordUnmatched(
+      {
+        reason,
+        orderId: notification.order_id,
+        statusCode: notification.status_code,
+        amount: notification.payhere_amount,
+        currency: notification.payhere_currency,
+        fields: keptFields(notification),
+      },
+      this.#expiresAt(),
+    );
+    countMetric(
+      reason === 'unknown_order'
+        ? 'NotificationUnmatched'
+        : reason === 'terms_mismatch'
+          ? 'NotificationTermsMismatch'
+          : 'NotificationMismatched',
+    );
+    const alert = reason === 'token_conflict' || reason === 'unknown_status' || reason === 'terms_mismatch';
     log[alert ? 'error' : 'warn']('notification kept apart for the operator', {
       orderId: notification.order_id,
       reason,
     });
     return reason;
   }
+
+  /** Epoch seconds, DynamoDB's TTL: when a notification's identity and what is kept apart go. */
+  #expiresAt(): number {
+    return Math.ceil(Date.now() / 1000) + this.#keepSeconds;
+  }
+}
+
+/** The audit line of a notification about `order`: PayHere acts, authenticated by the signature. */
+function auditNotification(
+  order: Order,
+  change: { outcome: 'recorded' | 'unchanged'; [field: string]: unknown },
+) {
+  audit({
+    route: 'notify',
+    caller: 'payhere',
+    role: 'gateway',
+    replayed: false,
+    orderId: order.orderId,
+    owner: order.owner,
+    kind: order.kind,
+    ...change,
+  });
 }
 
 /** The card as PayHere sends it (already masked), for the order's owner to recognise. */

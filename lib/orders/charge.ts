@@ -15,6 +15,7 @@ import { forgetWithin, type ReadInvalidation } from '../reads/invalidation.ts';
 import type { ChargeRequest } from '../schemas/charge.ts';
 import { type Actor, countRefusal, Ownership, readLedger } from './access.ts';
 import { NOTIFY_PATH, type OrdersConfig } from './config.ts';
+import { CHARGEABLE, chargeEvidence, chargeMove, type Evidence } from './evidence.ts';
 
 export interface ChargeInput {
   actor: Actor;
@@ -88,7 +89,9 @@ export class Charging {
       const invalidation = this.#invalidation;
       if (invalidation) await forgetWithin(() => invalidation.forgetOrder(order.orderId));
     }
-    await this.#record(order, input.chargeKey, outcomeOf(body, answer.data));
+    const code = statusCodeOf(answer.data);
+    const hold = body.type === 'AUTHORIZE';
+    await this.#record(order, input.chargeKey, outcome(chargeEvidence(code, hold), answer.data, hold));
     return answer;
   }
 
@@ -121,7 +124,8 @@ export class Charging {
     const answer = await this.#payhere.reconcileCharge(input.body, window, input.deadline, (payment) =>
       this.#ledger.link('payment', String(payment.payment_id), reference, input.chargeKey),
     );
-    if (order) await this.#record(order, input.chargeKey, outcomeOf(input.body, answer.data));
+    // PayHere's records show the charge's payment.
+    if (order) await this.#record(order, input.chargeKey, outcome('records_show_payment', answer.data));
     return answer;
   }
 
@@ -152,6 +156,7 @@ export class Charging {
       custom1: body.custom_1 ?? null,
       custom2: body.custom_2 ?? null,
       slot: { key: input.chargeKey, ...window },
+      chargeable: CHARGEABLE,
       rule:
         actor.role === 'merchant'
           ? 'merchant'
@@ -175,7 +180,7 @@ export class Charging {
     }
     // PayHere answered a refusal (an unknown card, an amount it refuses): nothing was charged.
     const answered = error instanceof ApiError && error.reach === 'answered';
-    await this.#record(order, chargeKey, { state: answered ? 'failed' : 'unknown' });
+    await this.#record(order, chargeKey, outcome(answered ? 'charge_refused' : 'charge_lost'));
   }
 
   /** The outcome and the ids it gave, written together: they are independent items. */
@@ -214,18 +219,20 @@ function cents(amount: number): number {
   return Math.round(amount * 100);
 }
 
-/** What a charge answer tells about its order (status_code: 2, or 3 for a hold, is success). */
-function outcomeOf(request: ChargeRequest, result: ChargeResult): ChargeOutcome {
-  const hold = request.type === 'AUTHORIZE';
-  const code = statusCodeOf(result);
-  const paymentId = idOf(result.payment_id);
-  if (code === 2 || (hold && code === 3)) {
-    const token = typeof result.authorization_token === 'string' ? result.authorization_token : null;
-    return { state: 'succeeded', paymentId, authorizationToken: hold ? token : null };
-  }
-  if (code === -1) return { state: 'cancelled', paymentId };
-  if (code === -2) return { state: 'failed', paymentId };
-  return { state: 'pending', paymentId };
+/**
+ * What `evidence` moves the order to, with the ids PayHere's `result` gave: a hold's token only for
+ * a hold's success (PayHere's samples carry one on payments too; it means nothing there).
+ */
+function outcome(evidence: Evidence, result?: ChargeResult, hold = false): ChargeOutcome {
+  const move = chargeMove(evidence);
+  const token = hold && typeof result?.authorization_token === 'string' ? result.authorization_token : null;
+  return {
+    state: move.to,
+    from: move.from,
+    overReport: move.overReport,
+    paymentId: result ? idOf(result.payment_id) : null,
+    authorizationToken: move.to === 'succeeded' ? token : null,
+  };
 }
 
 /** Why an order refused a charge, told so that a customer learns nothing about others' orders. */

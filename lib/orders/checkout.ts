@@ -39,6 +39,8 @@ export interface CheckoutView {
   authorization_token: string | null;
   subscription_id: number | string | null;
   card: Order['card'];
+  /** A hold's: its token proven (true) or known only from a notification (false); null otherwise. */
+  verified: boolean | null;
   updated_at: string;
 }
 
@@ -221,6 +223,8 @@ export function checkoutView(order: Order): CheckoutView {
     authorization_token: succeeded ? order.authorizationToken : null,
     subscription_id: order.kind === 'recurring' ? gatewayId(order.subscriptionId) : null,
     card: order.card,
+    verified:
+      order.kind === 'authorize' && order.authorizationToken !== null ? order.holdVerified === true : null,
     updated_at: new Date(order.updatedAt).toISOString(),
   };
 }

@@ -12,6 +12,13 @@ export interface OrdersConfig {
   pricing: 'merchant' | 'client';
   publicBaseUrl: string | undefined;
   notifyUrlOrigins: readonly string[];
+  /**
+   * How long after a money request's window closed (or a success was reported) PayHere's records
+   * showing nothing settle it as not done (SETTLE_DELAY_SECONDS, default 10 minutes).
+   */
+  settleDelayMs: number;
+  /** How long notifications' identities and what is kept apart stay (NOTIFICATION_KEEP_DAYS, default 90). */
+  notificationKeepDays: number;
 }
 
 export function loadOrdersConfig(env: Env): OrdersConfig {
@@ -24,7 +31,20 @@ export function loadOrdersConfig(env: Env): OrdersConfig {
     pricing,
     publicBaseUrl: base ? httpsUrl('PUBLIC_BASE_URL', base).href.replace(/\/+$/, '') : undefined,
     notifyUrlOrigins: httpsOrigins('NOTIFY_URL_ORIGINS', env.NOTIFY_URL_ORIGINS),
+    settleDelayMs: wholeNumber(env, 'SETTLE_DELAY_SECONDS', 600, 0) * 1000,
+    notificationKeepDays: wholeNumber(env, 'NOTIFICATION_KEEP_DAYS', 90, 1),
   };
+}
+
+/** A whole number from `name`, `fallback` when unset; anything else fails, naming the variable. */
+function wholeNumber(env: Env, name: string, fallback: number, least: number): number {
+  const text = env[name]?.trim();
+  if (!text) return fallback;
+  const value = Number(text);
+  if (!/^[0-9]{1,9}$/.test(text) || value < least) {
+    throw new ConfigError(`Invalid configuration: ${name} must be a whole number, at least ${least}.`);
+  }
+  return value;
 }
 
 export const NOTIFY_PATH = '/gateway/notify';

@@ -10,7 +10,14 @@ import { Ownership } from './access.ts';
 import { Charging } from './charge.ts';
 import { Checkouts } from './checkout.ts';
 import { loadOrdersConfig } from './config.ts';
+import { Holds } from './holds.ts';
 import { OrderPayments } from './payments.ts';
+import { OrderReports } from './reports.ts';
+
+/** What proves a hold's token (a capture or release PayHere accepted). */
+export function holdsFromEnvironment(): Holds {
+  return new Holds(ledgerFromEnvironment());
+}
 
 /** The container's ownership checks, built from the environment at start-up (a bad variable fails here). */
 export function ownershipFromEnvironment(): Ownership {
@@ -41,16 +48,20 @@ export function checkoutsFromEnvironment(): Checkouts {
   requireMerchantCredentials(config);
   const credentials = credentialsFor(config);
   const ledger = ledgerFromEnvironment();
-  const confirmations = new Confirmations({
-    payhere: createPayHere(config, { credentials, sharedState: sharedStateFromEnvironment(process.env) }),
+  const orders = loadOrdersConfig(process.env);
+  const reports = new OrderReports({
     ledger,
+    confirmations: new Confirmations({
+      payhere: createPayHere(config, { credentials, sharedState: sharedStateFromEnvironment(process.env) }),
+    }),
+    keepDays: orders.notificationKeepDays,
   });
   return new Checkouts({
     ledger,
     credentials,
-    config: loadOrdersConfig(process.env),
+    config: orders,
     sandbox: new URL(config.gatewayBaseUrl).hostname !== LIVE_HOST,
-    refresh: (order, deadline) => confirmations.refresh(order, deadline),
+    refresh: (order, deadline) => reports.refresh(order, deadline),
   });
 }
 

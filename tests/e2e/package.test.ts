@@ -85,7 +85,8 @@ const ACCESS: Record<
   },
   capture: {
     idempotency: ['DeleteItem', 'GetItem', 'PutItem', 'UpdateItem'],
-    ledger: ['GetItem'],
+    // Proves a captured hold's token.
+    ledger: ['GetItem', 'UpdateItem'],
     state: STATE,
     secret: true,
   },
@@ -142,7 +143,7 @@ describe('the tables in the packaged template', () => {
     expect(table.DeletionPolicy).toBe('Retain');
   });
 
-  it('keep the ledger on demand, keyed by pk, never expired, with point-in-time recovery, retained and protected', () => {
+  it('keep the ledger on demand, keyed by pk, with point-in-time recovery, retained and protected; only what carries expiresAt expires', () => {
     const table = tables().LedgerTable!;
 
     expect(table.Properties).toMatchObject({
@@ -152,7 +153,8 @@ describe('the tables in the packaged template', () => {
       KeySchema: [{ AttributeName: 'pk', KeyType: 'HASH' }],
       PointInTimeRecoverySpecification: { PointInTimeRecoveryEnabled: true },
     });
-    expect(table.Properties.TimeToLiveSpecification).toBeUndefined();
+    // Orders and references never carry `expiresAt`: only notifications' identities and what is kept apart.
+    expect(table.Properties.TimeToLiveSpecification).toEqual({ AttributeName: 'expiresAt', Enabled: true });
     expect(table.DeletionPolicy).toBe('Retain');
     expect(table.UpdateReplacePolicy).toBe('Retain');
   });

@@ -119,7 +119,12 @@ export async function payingCustomer(
   );
   const paymentId = String(paid.payment_id);
   await ledger.link('payment', paymentId, { orderId, owner: sub });
-  await ledger.moveOrder(orderId, { from: 'created', to: 'succeeded', paymentId });
+  await ledger.moveOrder(orderId, {
+    from: 'created',
+    to: 'succeeded',
+    seen: { charged: false, reported: false },
+    paymentId,
+  });
   const subscriptionId = String(subscribed.subscription_id);
   await giveSubscription(ledger, sub, subscriptionId);
   return { sub, authorization: `Bearer ${await customerToken(sub)}`, orderId, subscriptionId };

@@ -1,7 +1,8 @@
 import { randomUUID } from 'node:crypto';
 import { describe, expect, inject, it } from 'vitest';
-import type { ChargeClaim, NewOrder } from '../../lib/ledger/model.ts';
+import type { ChargeClaim, ChargeOutcome, NewOrder } from '../../lib/ledger/model.ts';
 import { LedgerStore } from '../../lib/ledger/store.ts';
+import { CHARGEABLE, chargeMove, type Evidence } from '../../lib/orders/evidence.ts';
 import { newOrder } from '../helpers/orders.ts';
 import { localClient } from '../idempotency/fixtures.ts';
 
@@ -23,9 +24,24 @@ function claim(id: string, overrides: Partial<ChargeClaim> = {}): ChargeClaim {
     custom1: null,
     custom2: null,
     slot: { key: `charge#${randomUUID()}`, sentAt: Date.now(), until: Date.now() + 10_000 },
+    chargeable: CHARGEABLE,
     rule: 'merchant',
     ...overrides,
   };
+}
+
+/** What a charge's evidence records, as lib/orders/charge.ts builds it. */
+const BY_STATE = {
+  succeeded: 'charge_succeeded',
+  pending: 'charge_pending',
+  failed: 'charge_declined',
+  cancelled: 'charge_cancelled',
+  unknown: 'charge_lost',
+} as const satisfies Record<string, Evidence>;
+
+function outcome(state: keyof typeof BY_STATE, ids: { paymentId?: string } = {}): ChargeOutcome {
+  const move = chargeMove(BY_STATE[state]);
+  return { state: move.to, from: move.from, overReport: move.overReport, ...ids };
 }
 
 describe('orders', () => {
@@ -86,7 +102,7 @@ describe('the payment slot of an order', () => {
       const id = orderId();
       const first = claim(id);
       await ledger.claimCharge(first);
-      await ledger.finishCharge(id, first.slot.key, { state });
+      await ledger.finishCharge(id, first.slot.key, outcome(state));
 
       expect(await ledger.claimCharge(claim(id))).toBeUndefined();
       expect(await ledger.getOrder(id)).toMatchObject({
@@ -100,7 +116,7 @@ describe('the payment slot of an order', () => {
     const id = orderId();
     const first = claim(id);
     await ledger.claimCharge(first);
-    await ledger.finishCharge(id, first.slot.key, { state });
+    await ledger.finishCharge(id, first.slot.key, outcome(state));
 
     expect(await ledger.claimCharge(claim(id))).toMatchObject({ state });
   });
@@ -120,11 +136,11 @@ describe('the payment slot of an order', () => {
     const first = claim(id);
     await ledger.claimCharge(first);
 
-    expect(await ledger.finishCharge(id, 'charge#someone-else', { state: 'failed' })).toBe(false);
+    expect(await ledger.finishCharge(id, 'charge#someone-else', outcome('failed'))).toBe(false);
     expect(
-      await ledger.finishCharge(id, first.slot.key, { state: 'succeeded', paymentId: '320040000001' }),
+      await ledger.finishCharge(id, first.slot.key, outcome('succeeded', { paymentId: '320040000001' })),
     ).toBe(true);
-    expect(await ledger.finishCharge(id, first.slot.key, { state: 'unknown' })).toBe(false);
+    expect(await ledger.finishCharge(id, first.slot.key, outcome('unknown'))).toBe(false);
     expect(await ledger.getOrder(id)).toMatchObject({ state: 'succeeded', paymentId: '320040000001' });
   });
 
@@ -209,7 +225,12 @@ describe('an order’s kept payments', () => {
   async function succeededOrder(): Promise<string> {
     const order = checkout();
     await ledger.createOrder(order);
-    await ledger.moveOrder(order.orderId, { from: 'created', to: 'succeeded', paymentId: '320040000001' });
+    await ledger.moveOrder(order.orderId, {
+      from: 'created',
+      to: 'succeeded',
+      seen: { charged: false, reported: false },
+      paymentId: '320040000001',
+    });
     return order.orderId;
   }
 

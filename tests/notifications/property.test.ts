@@ -6,10 +6,12 @@ import { notify, signed } from '../helpers/notifications.ts';
 import { testLedger } from '../helpers/orders.ts';
 
 /**
- * Random sequences of notifications (duplicates, reorderings, tampered unsigned fields, wrong
- * amounts and currencies, bad signatures, unknown orders and status codes) for random orders: the
- * ledger ends where a model of SPEC.md's rules says the signed, verified, in-order notifications
- * lead, and holds no token or card from a notification that should not have acted.
+ * Random sequences of notifications (duplicates, reorderings, tampered unsigned fields, another
+ * flow's fields, wrong amounts and currencies, bad signatures, unknown orders and status codes) for
+ * random checkout orders that PayHere never paid: the ledger ends where a model of SPEC.md's rules
+ * says the signed, verified notifications lead, and holds no token or card from a notification that
+ * should not have acted. A payment's success is only a report here (PayHere's records show none):
+ * such an order is never paid, only pending.
  */
 useTestGateway({ beforeEachTest: 'nothing' });
 const ledger = testLedger();
@@ -23,19 +25,12 @@ interface Event {
   amount: 'right' | 'wrong';
   currency: 'right' | 'wrong';
   signature: 'good' | 'bad' | 'other-merchant';
-  token: number | null;
+  /** A token in the field of a pre-approval (`customer_token`) or of a hold (`authorization_token`). */
+  token: { index: number; field: 'customer' | 'hold' } | null;
   card: number | null;
   unknownOrder: boolean;
 }
 
-const PROGRESS: Record<State, number> = {
-  created: 0,
-  pending: 1,
-  failed: 2,
-  cancelled: 2,
-  succeeded: 3,
-  chargedback: 4,
-};
 const TOKENS = ['A', 'B'].map((letter) => letter.repeat(32));
 const CARDS = ['************1111', '************2222'];
 
@@ -45,7 +40,13 @@ const event: fc.Arbitrary<Event> = fc.record({
   amount: fc.constantFrom('right', 'right', 'right', 'wrong'),
   currency: fc.constantFrom('right', 'right', 'right', 'wrong'),
   signature: fc.constantFrom('good', 'good', 'good', 'good', 'bad', 'other-merchant'),
-  token: fc.option(fc.nat({ max: TOKENS.length - 1 }), { nil: null }),
+  token: fc.option(
+    fc.record({
+      index: fc.nat({ max: TOKENS.length - 1 }),
+      field: fc.constantFrom<'customer' | 'hold'>('customer', 'hold'),
+    }),
+    { nil: null },
+  ),
   card: fc.option(fc.nat({ max: CARDS.length - 1 }), { nil: null }),
   unknownOrder: fc.constantFrom(false, false, false, false, false, false, false, false, false, true),
 });
@@ -66,37 +67,63 @@ interface Model {
   state: State;
   token: string | null;
   card: string | null;
+  reported: boolean;
 }
 
-/** What SPEC.md says the order becomes: only verified, matching, known, forward moves act. */
+/** The token field each kind's success carries, and the only one it may carry. */
+const FIELD_OF: Record<Kind, 'customer' | 'hold' | null> = {
+  payment: null,
+  preapproval: 'customer',
+  authorize: 'hold',
+};
+
+/** What SPEC.md says the order becomes: only verified, matching, fitting moves the evidence allows act. */
 function expected(kinds: Kind[], events: Event[]): Model[] {
-  const orders: Model[] = kinds.map(() => ({ state: 'created', token: null, card: null }));
+  const orders: Model[] = kinds.map(() => ({ state: 'created', token: null, card: null, reported: false }));
   const tokenOwner = new Map<string, number>();
+  const received = new Set<string>();
   for (const e of events) {
-    if (e.signature !== 'good' || e.unknownOrder) continue;
+    if (e.signature !== 'good') continue;
+    // An identical notification is answered from the ledger: nothing happens again.
+    const identity = JSON.stringify(e);
+    if (received.has(identity)) continue;
+    received.add(identity);
+    if (e.unknownOrder) continue;
     const kind = kinds[e.order]!;
     const order = orders[e.order]!;
     const amountMatches = kind === 'preapproval' || e.amount === 'right';
     if (!amountMatches || e.currency !== 'right') continue;
-    const to: State | undefined = {
-      '2': 'succeeded' as const,
-      '3': kind === 'authorize' ? ('succeeded' as const) : undefined,
-      '0': 'pending' as const,
-      '-1': 'cancelled' as const,
-      '-2': 'failed' as const,
-      '-3': 'chargedback' as const,
-      '9': undefined,
-    }[e.status];
-    if (!to || to === order.state) continue;
-    const forward = to === 'chargedback' ? order.state === 'succeeded' : PROGRESS[to] > PROGRESS[order.state];
-    if (!forward) continue;
-    const token = e.token === null ? null : TOKENS[e.token]!;
-    const bindsToken = to === 'succeeded' && kind !== 'payment' && token !== null;
-    if (bindsToken) {
-      const owner = tokenOwner.get(`${kind}:${token}`);
-      if (owner !== undefined && owner !== e.order) continue; // refused: another order's token
-      tokenOwner.set(`${kind}:${token}`, e.order);
-      order.token = token;
+    const success = e.status === '2' || (e.status === '3' && kind === 'authorize');
+    if (e.status === '9' || (e.status === '3' && kind !== 'authorize')) continue;
+    // Another flow's fields, or a success without its own: kept apart.
+    if (e.token !== null && e.token.field !== FIELD_OF[kind]) continue;
+    if (success && FIELD_OF[kind] !== null && e.token === null) continue;
+    const from = order.state;
+    let to: State | undefined;
+    if (success) {
+      if (from === 'succeeded' || from === 'chargedback') continue;
+      if (kind === 'payment') {
+        // PayHere's records show no payment: a report, once.
+        if (order.reported) continue;
+        order.reported = true;
+        to = 'pending';
+      } else {
+        const token = TOKENS[e.token!.index]!;
+        const owner = tokenOwner.get(`${kind}:${token}`);
+        if (owner !== undefined && owner !== e.order) continue; // refused: another order's token
+        tokenOwner.set(`${kind}:${token}`, e.order);
+        order.token = token;
+        to = 'succeeded';
+      }
+    } else if (e.status === '0') {
+      if (from !== 'created') continue;
+      to = 'pending';
+    } else if (e.status === '-1' || e.status === '-2') {
+      if (order.reported || (from !== 'created' && from !== 'pending')) continue;
+      to = e.status === '-1' ? 'cancelled' : 'failed';
+    } else {
+      if (from !== 'succeeded') continue;
+      to = 'chargedback';
     }
     order.state = to;
     if (e.card !== null) order.card = CARDS[e.card]!;
@@ -134,7 +161,9 @@ describe('notifications in any order, duplicated, tampered', () => {
             ...(e.signature === 'other-merchant' ? { merchant_id: '7777777' } : {}),
             ...(e.token === null
               ? {}
-              : { customer_token: tokenOf(e.token), authorization_token: holdOf(e.token) }),
+              : e.token.field === 'customer'
+                ? { customer_token: tokenOf(e.token.index) }
+                : { authorization_token: holdOf(e.token.index) }),
             ...(e.card === null ? {} : { card_no: CARDS[e.card]! }),
           };
           const form = signed(fields);
@@ -147,6 +176,7 @@ describe('notifications in any order, duplicated, tampered', () => {
           const order = await ledger.getOrder(orderId);
           const want = model[index]!;
           expect(order?.state).toBe(want.state);
+          expect(order?.reportedAt !== null).toBe(want.reported);
           expect(order?.card?.card_no ?? null).toBe(want.card);
           if (kinds[index] === 'preapproval') {
             expect(order?.customerToken ?? null).toBe(
@@ -178,7 +208,7 @@ describe('notifications in any order, duplicated, tampered', () => {
                   amount: 'right',
                   currency: 'right',
                   signature: 'good',
-                  token: 0,
+                  token: { index: 0, field: 'customer' },
                   card: null,
                   unknownOrder: false,
                 },
@@ -188,7 +218,7 @@ describe('notifications in any order, duplicated, tampered', () => {
                   amount: 'right',
                   currency: 'right',
                   signature: 'good',
-                  token: 0,
+                  token: { index: 0, field: 'customer' },
                   card: 1,
                   unknownOrder: false,
                 },

@@ -40,6 +40,20 @@ const orderOf = async (orderId: string) => (await call('getCheckout', { id: orde
 const success = (orderId: string, extra: Partial<NotificationFields> = {}) =>
   signed({ order_id: orderId, payhere_amount: '1000.00', status_code: '2', ...extra });
 
+/** The customer paid `orderId` in PayHere's SDK: a payment of the order in PayHere's records; its id. */
+async function payAtPayHere(orderId: string, amount = 1000): Promise<number> {
+  const api = apiClient(sandbox, await accessToken(sandbox));
+  const paid = await api.post('payment/charge', {
+    type: 'PAYMENT',
+    order_id: orderId,
+    items: 'Door bell',
+    currency: 'LKR',
+    amount,
+    customer_token: SEED.customerTokens.success,
+  });
+  return paid.json.data.payment_id;
+}
+
 describe('the signature', () => {
   it('is required: a bad one answers 401 invalid_signature and records nothing', async () => {
     const orderId = await checkout('payment');
@@ -173,6 +187,7 @@ describe('nothing unsigned is trusted on its own', () => {
 
   it('moves state only forward: an older notification after a newer one changes nothing', async () => {
     const orderId = await checkout('payment');
+    await payAtPayHere(orderId);
 
     await notify(signed({ order_id: orderId, payhere_amount: '1000.00', status_code: '2' }));
     await notify(signed({ order_id: orderId, payhere_amount: '1000.00', status_code: '0' }));
@@ -184,6 +199,7 @@ describe('nothing unsigned is trusted on its own', () => {
   it('takes a chargeback only after a success', async () => {
     const paid = await checkout('payment');
     const unpaid = await checkout('payment');
+    await payAtPayHere(paid);
 
     await notify(signed({ order_id: paid, payhere_amount: '1000.00', status_code: '2' }));
     await notify(signed({ order_id: paid, payhere_amount: '1000.00', status_code: '-3' }));
@@ -195,52 +211,87 @@ describe('nothing unsigned is trusted on its own', () => {
 
   it('records a payment id only as the order’s payments at PayHere show it', async () => {
     const orderId = await checkout('payment');
-    const api = apiClient(sandbox, await accessToken(sandbox));
     // The customer paid in PayHere's SDK: a payment of this order at PayHere.
-    const paid = await api.post('payment/charge', {
-      type: 'PAYMENT',
-      order_id: orderId,
-      items: 'Door bell',
-      currency: 'LKR',
-      amount: 1000,
-      customer_token: SEED.customerTokens.success,
-    });
+    const paymentId = await payAtPayHere(orderId);
     const other = await checkout('payment');
 
-    await notify(success(other, { payment_id: String(paid.json.data.payment_id) }));
-    await notify(success(orderId, { payment_id: String(paid.json.data.payment_id) }));
+    await notify(success(other, { payment_id: String(paymentId) }));
+    await notify(success(orderId, { payment_id: String(paymentId) }));
 
-    expect(await orderOf(other)).toMatchObject({ status: 'succeeded', payment_id: null });
-    expect(await orderOf(orderId)).toMatchObject({
-      status: 'succeeded',
-      payment_id: paid.json.data.payment_id,
-    });
+    // PayHere's records show no payment of `other`: reported, not confirmed.
+    expect(await orderOf(other)).toMatchObject({ status: 'pending', payment_id: null });
+    expect(await orderOf(orderId)).toMatchObject({ status: 'succeeded', payment_id: paymentId });
   });
 
-  it('keeps a payment id PayHere cannot confirm right now, and confirms it on the next read', async () => {
+  it('keeps a success PayHere cannot confirm right now as reported (pending), and confirms it on the next read', async () => {
     const orderId = await checkout('payment');
-    const api = apiClient(sandbox, await accessToken(sandbox));
-    const paid = await api.post('payment/charge', {
-      type: 'PAYMENT',
-      order_id: orderId,
-      items: 'Door bell',
-      currency: 'LKR',
-      amount: 1000,
-      customer_token: SEED.customerTokens.success,
-    });
+    const paymentId = await payAtPayHere(orderId);
     sandbox.faults.inject('search', { kind: 'status', status: 503 }, 3);
 
-    const answer = await notify(success(orderId, { payment_id: String(paid.json.data.payment_id) }));
+    const answer = await notify(success(orderId, { payment_id: String(paymentId) }));
     const stored = await ledger.getOrder(orderId);
     const read = await orderOf(orderId);
 
     expect(answer.statusCode).toBe(200);
     expect(stored).toMatchObject({
-      state: 'succeeded',
+      state: 'pending',
       paymentId: null,
-      reported: { paymentId: String(paid.json.data.payment_id) },
+      reported: { paymentId: String(paymentId) },
+      reportedAt: expect.any(Number),
     });
-    expect(read.payment_id).toBe(paid.json.data.payment_id);
+    expect(read).toMatchObject({ status: 'succeeded', payment_id: paymentId });
+    expect(await ledger.getOrder(orderId)).toMatchObject({ reportedAt: null, reported: { paymentId: null } });
+  });
+});
+
+describe('what is received is bounded', () => {
+  it('a replay of a notification already received is answered from the ledger: no PayHere read, nothing new kept', async () => {
+    const orderId = await checkout('payment');
+    const unknown = success(`Unknown-${randomUUID()}`);
+    const form = success(orderId, { payment_id: '320011112222' });
+    await notify(form);
+    await notify(unknown);
+    sandbox.resetCounters();
+
+    const replays = await Promise.all([notify(form), notify(form), notify(unknown)]);
+
+    expect(replays.map((answer) => answer.statusCode)).toEqual([200, 200, 200]);
+    expect(replays[0]!.body).toEqual({ status: 1, msg: 'Notification recorded', data: null });
+    expect(Object.values(sandbox.counters()).every((count) => count === 0)).toBe(true);
+    expect(await ledger.unmatched(unknown.order_id)).toHaveLength(1);
+  });
+
+  it('a notification that differs in an unsigned field is no replay: it is acted on (and refused where it must be)', async () => {
+    const orderId = await checkout('payment');
+    await notify(success(orderId, { payment_id: '320011113333' }));
+    sandbox.resetCounters();
+
+    await notify(success(orderId, { payment_id: '320011114444' }));
+
+    // Asked PayHere's records again, still nothing to show: the order stays reported, pending.
+    expect(sandbox.counters().search).toBe(1);
+    expect((await orderOf(orderId)).status).toBe('pending');
+  });
+
+  it('what is kept apart expires, is capped in size, and never holds a card number unmasked', async () => {
+    const orderId = `Unknown-${randomUUID()}`;
+    const before = Math.floor(Date.now() / 1000);
+
+    await notify(
+      success(orderId, {
+        custom_1: '4111 1111 1111 1111',
+        note: `card 4111111111111111 ${'x'.repeat(3000)}`,
+        ...Object.fromEntries(Array.from({ length: 60 }, (_, i) => [`extra_${i}`, 'y'])),
+      }),
+    );
+    const [kept] = await ledger.unmatched(orderId);
+
+    expect(kept!.expiresAt).toBeGreaterThanOrEqual(before + 90 * 86_400);
+    expect(kept!.expiresAt).toBeLessThanOrEqual(before + 90 * 86_400 + 60);
+    expect(Object.keys(kept!.fields).length).toBeLessThanOrEqual(32);
+    expect(Object.values(kept!.fields).every((value) => value.length <= 255)).toBe(true);
+    expect(kept!.fields.custom_1).toBe('************1111');
+    expect(JSON.stringify(kept)).not.toMatch(/4111 ?1111 ?1111 ?1111/);
   });
 });
 
@@ -396,7 +447,8 @@ describe('each flow ends where the app can see it', () => {
 
     await notify(success(orderId, { subscription_id: String(SEED.subscriptions.completed) }));
 
-    expect(await orderOf(orderId)).toMatchObject({ status: 'succeeded', subscription_id: null });
+    // Reported, not confirmed: PayHere's record of that subscription is another order's.
+    expect(await orderOf(orderId)).toMatchObject({ status: 'pending', subscription_id: null });
     expect(await ledger.subscriptionsOf(alice)).not.toContain(String(SEED.subscriptions.completed));
   });
 });

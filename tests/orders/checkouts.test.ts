@@ -249,6 +249,7 @@ describe('getCheckout', () => {
         authorization_token: null,
         subscription_id: null,
         card: null,
+        verified: null,
         updated_at: expect.stringMatching(/^\d{4}-\d{2}-\d{2}T/),
       },
     });

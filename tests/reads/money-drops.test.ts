@@ -100,6 +100,7 @@ describe('a money call drops the shared answer of its object', () => {
     await ledger.moveOrder(checkout.order_id, {
       from: 'created',
       to: 'succeeded',
+      seen: { charged: false, reported: false },
       paymentId,
       subscriptionId: id,
     });

@@ -3,6 +3,7 @@ import { ledgerWrites, storeWrites } from '../../bench/warm.ts';
 import type { AttributeValue, DynamoDBClient } from '../../lib/dynamodb/index.ts';
 import { IdempotencyStore } from '../../lib/idempotency/store.ts';
 import { LedgerStore } from '../../lib/ledger/store.ts';
+import { CHARGEABLE, chargeMove } from '../../lib/orders/evidence.ts';
 
 /** A write's shape: everything but the values themselves (keys, timestamps, ids differ by design). */
 function shape(write: object) {
@@ -66,10 +67,14 @@ describe("the bench's warm floor", () => {
       custom1: null,
       custom2: null,
       slot: { key: 'charge#key', sentAt: Date.now(), until: Date.now() + 16_000 },
+      chargeable: CHARGEABLE,
       rule: 'merchant',
     });
+    const succeeded = chargeMove('charge_succeeded');
     await ledger.finishCharge('Order-1', 'charge#key', {
-      state: 'succeeded',
+      state: succeeded.to,
+      from: succeeded.from,
+      overReport: succeeded.overReport,
       paymentId: '320040000001',
       authorizationToken: null,
     });

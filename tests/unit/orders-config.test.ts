@@ -8,6 +8,8 @@ describe('loadOrdersConfig', () => {
       pricing: 'merchant',
       publicBaseUrl: undefined,
       notifyUrlOrigins: [],
+      settleDelayMs: 600_000,
+      notificationKeepDays: 90,
     });
   });
 
@@ -17,11 +19,15 @@ describe('loadOrdersConfig', () => {
         CHARGE_PRICING: 'client',
         PUBLIC_BASE_URL: 'https://pay.example.com/prod/',
         NOTIFY_URL_ORIGINS: 'https://hooks.example.com, https://other.example.com:8443',
+        SETTLE_DELAY_SECONDS: '120',
+        NOTIFICATION_KEEP_DAYS: '30',
       }),
     ).toEqual({
       pricing: 'client',
       publicBaseUrl: 'https://pay.example.com/prod',
       notifyUrlOrigins: ['https://hooks.example.com', 'https://other.example.com:8443'],
+      settleDelayMs: 120_000,
+      notificationKeepDays: 30,
     });
   });
 
@@ -37,6 +43,9 @@ describe('loadOrdersConfig', () => {
     ['PUBLIC_BASE_URL', { PUBLIC_BASE_URL: 'not a url' }],
     ['NOTIFY_URL_ORIGINS', { NOTIFY_URL_ORIGINS: 'http://hooks.example.com' }],
     ['NOTIFY_URL_ORIGINS', { NOTIFY_URL_ORIGINS: 'https://hooks.example.com/notify' }],
+    ['SETTLE_DELAY_SECONDS', { SETTLE_DELAY_SECONDS: '10m' }],
+    ['SETTLE_DELAY_SECONDS', { SETTLE_DELAY_SECONDS: '-5' }],
+    ['NOTIFICATION_KEEP_DAYS', { NOTIFICATION_KEEP_DAYS: '0' }],
   ])('refuses a bad %s, naming it', (name, env) => {
     expect(() => loadOrdersConfig(env)).toThrow(ConfigError);
     expect(() => loadOrdersConfig(env)).toThrow(name);
