@@ -40,8 +40,8 @@ export interface Prepared {
 export async function startBenchEnvironment() {
   const sandbox = await startSandbox({ rateLimit: false });
   const dynamodb = await startLocalDynamoDB();
-  await createTable(dynamodb.endpoint, TABLE);
-  await createTable(dynamodb.endpoint, LEDGER_TABLE);
+  await createTable(dynamodb.endpoint, TABLE, { settleIndex: true });
+  await createTable(dynamodb.endpoint, LEDGER_TABLE, { settleIndex: true });
   await createTable(dynamodb.endpoint, STATE_TABLE);
   await createTable(dynamodb.endpoint, FLOOR_STATE_TABLE);
   const secrets = await startFakeSecretsManager();

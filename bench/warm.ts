@@ -83,6 +83,10 @@ export function storeWrites(table: string, key: string, attemptId: string) {
         attempt,
         expiresAt: { N: '253402300799' },
         lockedUntil: { N: String(now + 25_000) },
+        // What the settle job would need, were the answer lost (lib/settle/).
+        settleQueue: { S: 'money' },
+        settleAt: { N: String(now + 625_000) },
+        subject: { S: '{"operation":"charge"}' },
       },
       ConditionExpression: 'attribute_not_exists(#key) OR #expiresAt <= :now',
       ExpressionAttributeNames: { '#key': 'pk', '#expiresAt': 'expiresAt' },
@@ -92,16 +96,20 @@ export function storeWrites(table: string, key: string, attemptId: string) {
       TableName: table,
       Key: { pk },
       UpdateExpression:
-        'SET #state = :state, #statusCode = :statusCode, #headers = :headers, #body = :body, #expiresAt = :expiresAt REMOVE #lockedUntil',
+        'SET #state = :state, #statusCode = :statusCode, #headers = :headers, #body = :body, #expiresAt = :expiresAt ' +
+        'REMOVE #lockedUntil, #settleQueue, #settleAt, #subject',
       ConditionExpression: '#attempt = :attempt AND #state = :inProgress',
       ExpressionAttributeNames: {
         '#state': 'state',
+        '#attempt': 'attempt',
+        '#lockedUntil': 'lockedUntil',
+        '#expiresAt': 'expiresAt',
         '#statusCode': 'statusCode',
         '#headers': 'headers',
         '#body': 'body',
-        '#expiresAt': 'expiresAt',
-        '#lockedUntil': 'lockedUntil',
-        '#attempt': 'attempt',
+        '#settleQueue': 'settleQueue',
+        '#settleAt': 'settleAt',
+        '#subject': 'subject',
       },
       ExpressionAttributeValues: {
         ':state': { S: 'complete' },

@@ -5,17 +5,19 @@ import { route, type ValidRequest } from '#lib/http/route.ts';
 import { idempotencyStoreFromEnvironment } from '#lib/idempotency/environment.ts';
 import { fieldOf } from '#lib/log/audit.ts';
 import { visibleTo } from '#lib/orders/access.ts';
-import { MAX_UPSTREAM_MS } from '#lib/orders/charge.ts';
 import { holdsFromEnvironment, ownershipFromEnvironment } from '#lib/orders/environment.ts';
 import { sharedReadStoreFromEnvironment } from '#lib/reads/environment.ts';
 import { thenForget } from '#lib/reads/invalidation.ts';
 import { CaptureRequest, captureUpstreamBody } from '#lib/schemas/capture.ts';
+import { settleDepsFromEnvironment } from '#lib/settle/environment.ts';
+import { type MoneySubject, settleCapture } from '#lib/settle/money.ts';
 
 const payhere = payHereFromEnvironment();
 const ownership = ownershipFromEnvironment();
 const store = idempotencyStoreFromEnvironment();
 const sharedReads = sharedReadStoreFromEnvironment();
 const holds = holdsFromEnvironment();
+const settling = settleDepsFromEnvironment(payhere);
 
 type Capture = ValidRequest<CaptureRequest, undefined>;
 
@@ -51,17 +53,24 @@ export const handler = route(
       operation: 'capture',
       store,
       upstream: ({ body }) => captureUpstreamBody(body),
+      subject: ({ body, caller }): MoneySubject => ({
+        operation: 'capture',
+        role: caller.role,
+        body: captureUpstreamBody(body),
+      }),
       // A lost answer, repeated: the hold's order shows the captured payment if it was captured.
-      reconcile: async (request, startedAt) => {
-        const window = { sentAt: startedAt, until: startedAt + MAX_UPSTREAM_MS };
-        const { msg, data } = await payhere.reconcileCapture(
-          request.body,
-          window,
+      reconcile: async (request, startedAt) =>
+        settleCapture(
+          settling,
+          {
+            operation: 'capture',
+            role: request.caller.role,
+            body: captureUpstreamBody(request.body),
+            orderId: await holdOrder(request, true),
+          },
+          { key: '', startedAt },
           request.deadline,
-          await holdOrder(request, true),
-        );
-        return paymentOutcomeResponse(visibleTo(request.caller, data), msg, [2]);
-      },
+        ),
     },
   },
   async (request) => {

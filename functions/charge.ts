@@ -1,16 +1,17 @@
-import { paymentOutcomeResponse } from '#lib/envelope/payment-outcome.ts';
+import { settleDelayMs } from '#lib/config/config.ts';
 import type { ValidRequest } from '#lib/http/route.ts';
 import { route } from '#lib/http/route.ts';
 import { idempotencyStoreFromEnvironment } from '#lib/idempotency/environment.ts';
 import { recordKey } from '#lib/idempotency/idempotent.ts';
 import { fieldOf } from '#lib/log/audit.ts';
-import { visibleTo } from '#lib/orders/access.ts';
-import type { ChargeAnswer, ChargeInput } from '#lib/orders/charge.ts';
+import { type ChargeAnswer, type ChargeInput, chargeResponse } from '#lib/orders/charge.ts';
 import { chargingFromEnvironment } from '#lib/orders/environment.ts';
 import { ChargeRequest } from '#lib/schemas/charge.ts';
+import type { MoneySubject } from '#lib/settle/money.ts';
 
 const charging = chargingFromEnvironment();
 const store = idempotencyStoreFromEnvironment();
+const delayMs = settleDelayMs(process.env);
 
 type Charge = ValidRequest<ChargeRequest, undefined>;
 
@@ -22,16 +23,24 @@ const input = (request: Charge): ChargeInput => ({
   chargeKey: recordKey('charge', request.caller.sub, request.idempotencyKey!),
 });
 
-// An AUTHORIZE hold may come back as 3, as PayHere's authorization notifications use.
-const answer = ({ body, caller }: Charge, { msg, data }: ChargeAnswer) =>
-  paymentOutcomeResponse(visibleTo(caller, data), msg, body.type === 'AUTHORIZE' ? [2, 3] : [2]);
+const answer = ({ body, caller }: Charge, charged: ChargeAnswer) =>
+  chargeResponse(caller, body.type, charged);
+
+/** What the settle job settles an unknown charge with. */
+const subject = ({ caller, owner, body }: Charge): MoneySubject => ({
+  operation: 'charge',
+  role: caller.role,
+  sub: caller.sub,
+  owner,
+  body,
+});
 
 /**
  * POST /gateway/api/payments/charge: charge (PAYMENT) or hold (AUTHORIZE) a pre-approved customer.
  * A customer charges only its own saved card, at the price the merchant set for the order; an
  * order has at most one successful, pending or unknown payment. PayHere does not deduplicate: a
  * repeat with the same Idempotency-Key never charges again, and a charge whose outcome is unknown
- * is settled from the order's payments.
+ * is settled from PayHere's records (on a repeat, or by the settle job).
  */
 export const handler = route(
   {
@@ -50,8 +59,9 @@ export const handler = route(
     idempotency: {
       operation: 'charge',
       store,
+      subject,
       reconcile: async (request, startedAt) =>
-        answer(request, await charging.reconcile(input(request), startedAt)),
+        answer(request, await charging.settle(input(request), startedAt, delayMs)),
     },
   },
   async (request) => answer(request, await charging.charge(input(request))),

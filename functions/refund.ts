@@ -11,12 +11,15 @@ import {
 } from '#lib/orders/environment.ts';
 import { thenForget } from '#lib/reads/invalidation.ts';
 import { RefundRequest, refundUpstreamBody } from '#lib/schemas/refund.ts';
+import { settleDepsFromEnvironment } from '#lib/settle/environment.ts';
+import { type MoneySubject, settleRefund } from '#lib/settle/money.ts';
 
 const payhere = payHereFromEnvironment();
 const ownership = ownershipFromEnvironment();
 const store = idempotencyStoreFromEnvironment();
 const payments = orderPaymentsFromEnvironment(payhere);
 const holds = holdsFromEnvironment();
+const settling = settleDepsFromEnvironment(payhere);
 
 type Refund = ValidRequest<RefundRequest, undefined>;
 
@@ -63,15 +66,24 @@ export const handler = route(
       operation: 'refund',
       store,
       upstream: ({ body }) => refundUpstreamBody(body),
-      // A lost answer, repeated: a payment refunded in full shows it in its status.
-      reconcile: async (request) => {
-        const { msg, data } = await payhere.reconcileRefund(
-          refundUpstreamBody(request.body),
+      subject: ({ body, caller }): MoneySubject => ({
+        operation: 'refund',
+        role: caller.role,
+        body: refundUpstreamBody(body),
+      }),
+      // A lost answer, repeated: a refunded payment shows it in its status.
+      reconcile: async (request, startedAt) =>
+        settleRefund(
+          settling,
+          {
+            operation: 'refund',
+            role: request.caller.role,
+            body: refundUpstreamBody(request.body),
+            orderId: await refundedOrder(request, true),
+          },
+          { key: '', startedAt },
           request.deadline,
-          await refundedOrder(request, true),
-        );
-        return ok(msg, data);
-      },
+        ),
     },
   },
   async (request) => {

@@ -7,10 +7,12 @@
  *   functionRoles:
  *     secretArn: <the gateway secret's ARN>
  *     tables: { idempotency: IdempotencyTable, ledger: LedgerTable }   # logical ids in Resources
+ *     queryIndex: settle                                                 # the one index a Query may use
  *     functions:
  *       charge: { secret: true, idempotency: [GetItem, PutItem], ledger: [GetItem] }
  *
- * Each role may write its own function's logs, send the listed item actions to each listed table,
+ * Each role may write its own function's logs, send the listed item actions to each listed table
+ * (`Query` to its `queryIndex` only, never the table),
  * and read the one secret if `secret` is set; a function placed in a VPC (plugins/vpc.cjs) may also
  * manage its network interfaces. A function without an entry fails the package: nothing falls
  * back to a shared role that holds more than it needs.
@@ -53,13 +55,26 @@ class FunctionRolesPlugin {
       const access = config.functions[name];
       const statements = [...this.logStatements(this.serverless.service.getFunction(name).name)];
       for (const [table, logicalId] of Object.entries(config.tables)) {
-        const actions = access[table];
-        if (!actions || actions.length === 0) continue;
-        statements.push({
-          Effect: 'Allow',
-          Action: actions.map((action) => `dynamodb:${action}`),
-          Resource: [{ 'Fn::GetAtt': [logicalId, 'Arn'] }],
-        });
+        const actions = (access[table] ?? []).filter((action) => action !== 'Query');
+        const arn = { 'Fn::GetAtt': [logicalId, 'Arn'] };
+        if (actions.length > 0) {
+          statements.push({
+            Effect: 'Allow',
+            Action: actions.map((action) => `dynamodb:${action}`),
+            Resource: [arn],
+          });
+        }
+        // A Query is sent to the one index `queryIndex` names (the settle job's), never to the table itself.
+        if ((access[table] ?? []).includes('Query')) {
+          if (!config.queryIndex) {
+            throw new this.serverless.classes.Error('custom.functionRoles needs `queryIndex` for Query.');
+          }
+          statements.push({
+            Effect: 'Allow',
+            Action: ['dynamodb:Query'],
+            Resource: [{ 'Fn::Join': ['', [arn, `/index/${config.queryIndex}`]] }],
+          });
+        }
       }
       if (access.secret) {
         statements.push({

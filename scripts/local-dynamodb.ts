@@ -62,7 +62,11 @@ export async function startLocalDynamoDB(options: { port?: number } = {}): Promi
  * the stores treat expired items as absent anyway, as they must with DynamoDB's lazy deletion
  * (the state table's items only carry `expiresAt` so that an idle table empties itself).
  */
-export async function createTable(endpoint: string, table: string): Promise<void> {
+export async function createTable(
+  endpoint: string,
+  table: string,
+  options: { settleIndex?: boolean } = {},
+): Promise<void> {
   const client = new DynamoDBClient({
     endpoint,
     region: LOCAL_AWS_ENVIRONMENT.AWS_REGION,
@@ -75,9 +79,32 @@ export async function createTable(endpoint: string, table: string): Promise<void
     await client.send(
       new CreateTableCommand({
         TableName: table,
-        AttributeDefinitions: [{ AttributeName: 'pk', AttributeType: 'S' }],
+        AttributeDefinitions: [
+          { AttributeName: 'pk', AttributeType: 'S' },
+          ...(options.settleIndex
+            ? [
+                { AttributeName: 'settleQueue', AttributeType: 'S' as const },
+                { AttributeName: 'settleAt', AttributeType: 'N' as const },
+              ]
+            : []),
+        ],
         KeySchema: [{ AttributeName: 'pk', KeyType: 'HASH' }],
         BillingMode: 'PAY_PER_REQUEST',
+        // The settle job's index, as serverless.yml declares it on the idempotency table and the ledger.
+        ...(options.settleIndex
+          ? {
+              GlobalSecondaryIndexes: [
+                {
+                  IndexName: 'settle',
+                  KeySchema: [
+                    { AttributeName: 'settleQueue', KeyType: 'HASH' as const },
+                    { AttributeName: 'settleAt', KeyType: 'RANGE' as const },
+                  ],
+                  Projection: { ProjectionType: 'KEYS_ONLY' as const },
+                },
+              ],
+            }
+          : {}),
       }),
     );
     // dynalite answers CreateTable with CREATING and turns the table ACTIVE on its next tick; a
@@ -95,5 +122,9 @@ export async function createTable(endpoint: string, table: string): Promise<void
 
 /** Every table the functions use, under the names `--stage local` gives them. */
 export async function createLocalTables(endpoint: string): Promise<void> {
-  await Promise.all(Object.values(LOCAL_TABLES_ENVIRONMENT).map((table) => createTable(endpoint, table)));
+  await Promise.all([
+    createTable(endpoint, LOCAL_IDEMPOTENCY_TABLE, { settleIndex: true }),
+    createTable(endpoint, LOCAL_LEDGER_TABLE, { settleIndex: true }),
+    createTable(endpoint, LOCAL_STATE_TABLE),
+  ]);
 }

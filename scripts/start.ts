@@ -84,6 +84,7 @@ A merchant token (every scope), valid for an hour (a customer's: npm run -s toke
   ${token}
 Try:
   curl -s -H "Authorization: Bearer ${token}" ${base}/payments/LP8006126139
+The settle job runs every two minutes (npm run settle runs it now).
 Ctrl-C stops everything.`);
 
   let stopping = false;

@@ -39,12 +39,31 @@ export function required(env: Env, name: string): string {
   return value;
 }
 
-/** `value` (the trimmed value of `name`) if it is an absolute http(s) URL, or a ConfigError naming `name`. */
+/** A whole number from `name`, `fallback` when unset; anything else fails, naming the variable. */
+export function wholeNumber(env: Env, name: string, fallback: number, least: number): number {
+  const text = env[name]?.trim();
+  if (!text) return fallback;
+  const value = Number(text);
+  if (!/^[0-9]{1,9}$/.test(text) || value < least) {
+    throw new ConfigError(`Invalid configuration: ${name} must be a whole number, at least ${least}.`);
+  }
+  return value;
+}
+
+/**
+ * How long after a money request's window closed (or a success was reported) PayHere's records
+ * showing nothing settle it as not done (SETTLE_DELAY_SECONDS, default 10 minutes).
+ */
+export function settleDelayMs(env: Env): number {
+  return wholeNumber(env, 'SETTLE_DELAY_SECONDS', 600, 0) * 1000;
+}
+
 /** The region Lambda runs in (AWS_REGION); the service's home region in local runs. */
 export function awsRegion(env: Env): string {
   return env.AWS_REGION?.trim() || 'ap-south-1';
 }
 
+/** `value` (the trimmed value of `name`) if it is an absolute http(s) URL, or a ConfigError naming `name`. */
 export function httpUrl(name: string, value: string): string {
   let protocol: string | undefined;
   try {

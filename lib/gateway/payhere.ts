@@ -39,6 +39,9 @@ export interface Result<T> {
   pending?: true;
 }
 
+/** PayHere's records answered, and show nothing of the money request (its settlement decides when that means not done). */
+export const NOTHING = 'nothing';
+
 /** Time kept back from a charge's own deadline so a lost answer can still be reconciled. */
 const RECONCILE_RESERVE_MS = 4_000;
 
@@ -78,7 +81,7 @@ export class PayHere {
       answer = await this.#client.call({ ...call, deadline: window.until });
     } catch (error) {
       if (!(error instanceof LostAnswerError)) throw error;
-      return this.reconcileCharge(request, window, deadline, options.adopt, error);
+      return this.#settledCharge(request, window, deadline, options.adopt, error);
     }
     const { envelope } = answer;
     const result = ChargeResult.safeParse(envelope.data);
@@ -86,15 +89,31 @@ export class PayHere {
       throw refused(new GatewayRejectedError(rejection(envelope.msg, 'charge')));
     if (envelope.status !== 1 || !result.success) {
       const unusable = new LostAnswerError(new Error(`unusable charge answer (status ${envelope.status})`));
-      return this.reconcileCharge(request, window, deadline, options.adopt, unusable);
+      return this.#settledCharge(request, window, deadline, options.adopt, unusable);
     }
     return { msg: envelope.msg || 'Automatic payment charged successfully', data: result.data };
+  }
+
+  /** A lost charge within its own request: nothing in the records yet is an unknown outcome. */
+  async #settledCharge(
+    request: ChargeRequest,
+    window: ChargeWindow,
+    deadline: number,
+    adopt: AdoptPayment | undefined,
+    cause: unknown,
+  ): Promise<Result<ChargeResult>> {
+    const found = await this.reconcileCharge(request, window, deadline, adopt, cause);
+    if (found === NOTHING) throw outcomeUnknown.charge(request.order_id, cause);
+    return found;
   }
 
   /**
    * A charge whose answer was lost may have happened: the order's payments are the only record.
    * Exactly one payment in the charge's window, received and adopted by no other charge, is its
-   * outcome; anything else stays unknown (several candidates are logged as a possible duplicate).
+   * outcome; NOTHING when PayHere's records answered and show none. Anything else stays unknown
+   * (several candidates are logged as a possible duplicate; a search that fails says nothing). A
+   * payment refunded or charged back since is not reported as paid until the charge is settled for
+   * good (`final`, the settle delay passed): money moved, so it is the charge's outcome then.
    */
   async reconcileCharge(
     request: ChargeRequest,
@@ -102,7 +121,8 @@ export class PayHere {
     deadline: number,
     adopt: AdoptPayment = async () => true,
     cause?: unknown,
-  ): Promise<Result<ChargeResult>> {
+    final = false,
+  ): Promise<Result<ChargeResult> | typeof NOTHING> {
     // A hold is no payment: the order search cannot show it; only PayHere's notification can.
     if (request.type === 'AUTHORIZE') throw outcomeUnknown.hold(request.order_id, cause);
     const payments = await this.#paymentsForReconciliation(request.order_id, deadline, () =>
@@ -124,8 +144,8 @@ export class PayHere {
       );
     }
     const found = candidates[0];
-    if (!found) throw outcomeUnknown.charge(request.order_id, cause);
-    if (found.status !== 'RECEIVED') {
+    if (!found) return NOTHING;
+    if (found.status !== 'RECEIVED' && !final) {
       throw reached(
         new OutcomeUnknownError(
           `The gateway did not answer the charge; order ${request.order_id} shows payment ${found.payment_id}, ` +
@@ -137,7 +157,10 @@ export class PayHere {
     }
     if (!(await adopt(found))) throw outcomeUnknown.charge(request.order_id, cause);
     return {
-      msg: 'The gateway did not answer the charge, but its records show the payment was received.',
+      msg:
+        found.status === 'RECEIVED'
+          ? 'The gateway did not answer the charge, but its records show the payment was received.'
+          : `The gateway did not answer the charge, but its records show the payment, now ${found.status}.`,
       data: {
         order_id: found.order_id,
         items: request.items,
@@ -175,14 +198,14 @@ export class PayHere {
 
   /**
    * A capture whose answer was lost, repeated: captured if the hold's order shows exactly one
-   * payment of the captured amount made within the capture's window.
+   * payment of the captured amount made within the capture's window; NOTHING if it shows none.
    */
   async reconcileCapture(
     body: { amount: number },
     window: ChargeWindow,
     deadline: number,
     orderId: string | undefined,
-  ): Promise<Result<CaptureResult>> {
+  ): Promise<Result<CaptureResult> | typeof NOTHING> {
     if (!orderId) throw outcomeUnknown.capture(undefined);
     const payments = await this.#paymentsForReconciliation(orderId, deadline, () =>
       outcomeUnknown.capture(orderId),
@@ -197,6 +220,7 @@ export class PayHere {
       );
     });
     const [payment] = captured;
+    if (captured.length === 0) return NOTHING;
     if (captured.length !== 1 || !payment) throw outcomeUnknown.capture(orderId);
     return {
       msg: 'The gateway did not answer the capture, but its records show the payment was captured.',
@@ -233,22 +257,23 @@ export class PayHere {
   }
 
   /**
-   * A full refund of a payment whose answer was lost, repeated: refunded if the payment now shows a
-   * refund. A partial refund or a hold's release cannot be told apart from earlier ones: advice.
+   * A refund of a payment whose answer was lost, repeated: refunded if the payment now shows a
+   * refund, NOTHING if it shows none. A partial refund of a payment refunded in part before cannot
+   * be told apart from the earlier one: taken as done, the side that refunds nothing twice. A hold's
+   * release has no record to read at all: advice.
    */
   async reconcileRefund(
     body: RefundBody,
     deadline: number,
     orderId: string | undefined,
-  ): Promise<Result<{ refund_id: number | null }>> {
-    if (!orderId || !('payment_id' in body) || body.amount !== undefined)
-      throw outcomeUnknown.refund(orderId);
+  ): Promise<Result<{ refund_id: number | null }> | typeof NOTHING> {
+    if (!orderId || !('payment_id' in body)) throw outcomeUnknown.refund(orderId);
     const paymentId = String(body.payment_id);
     const payments = await this.#paymentsForReconciliation(orderId, deadline, () =>
       outcomeUnknown.refund(orderId),
     );
     const payment = payments.find((record) => String(record.payment_id) === paymentId);
-    if (!payment?.status.startsWith('REFUND')) throw outcomeUnknown.refund(orderId);
+    if (!payment?.status.startsWith('REFUND')) return NOTHING;
     return {
       msg: `The gateway did not answer the refund, but its records show the payment ${payment.status}.`,
       data: { refund_id: null },
@@ -346,12 +371,20 @@ export class PayHere {
     });
   }
 
-  /** A retry whose answer was lost, repeated: charged if the subscription shows a payment made within its window. */
-  async reconcileRetry(id: string, window: ChargeWindow, deadline: number): Promise<Result<null>> {
+  /**
+   * A retry whose answer was lost, repeated: charged if the subscription shows a payment made within
+   * its window, NOTHING if it shows none.
+   */
+  async reconcileRetry(
+    id: string,
+    window: ChargeWindow,
+    deadline: number,
+  ): Promise<Result<null> | typeof NOTHING> {
     let payments: PaymentRecord[];
     try {
-      ({ data: payments } = await this.subscriptionPayments(id, deadline));
+      ({ data: payments } = await this.subscriptionPayments(id, deadline, { reconciliation: true }));
     } catch (error) {
+      if (error instanceof NotFoundError) return NOTHING;
       throw outcomeUnknown.retry(id, error);
     }
     const charged = payments.some((payment) => {
@@ -362,7 +395,7 @@ export class PayHere {
         at <= Math.ceil(window.until / 1000) * 1000
       );
     });
-    if (!charged) throw outcomeUnknown.retry(id);
+    if (!charged) return NOTHING;
     return {
       msg: 'The gateway did not answer the retry, but its records show the installment was charged.',
       data: null,

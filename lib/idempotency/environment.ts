@@ -1,4 +1,4 @@
-import { ConfigError, type Env, required } from '../config/config.ts';
+import { ConfigError, type Env, required, settleDelayMs } from '../config/config.ts';
 import { type DynamoDbConfig, dynamoDbClient, loadDynamoDbConfig } from '../config/dynamodb.ts';
 import { IdempotencyStore } from './store.ts';
 
@@ -11,6 +11,8 @@ export const MIN_TTL_SECONDS = 7 * 86_400;
 export interface IdempotencyConfig extends DynamoDbConfig {
   table: string;
   ttlSeconds: number;
+  /** When an unknown money request is due for the settle job: this long after its window closed. */
+  settleDelayMs: number;
 }
 
 /** Read and check the store's configuration; a bad value names its variable, never its value. */
@@ -23,7 +25,7 @@ export function loadIdempotencyConfig(env: Env): IdempotencyConfig {
       `Invalid configuration: IDEMPOTENCY_TTL_SECONDS must be a whole number of seconds, at least ${MIN_TTL_SECONDS}.`,
     );
   }
-  return { table, ttlSeconds, ...loadDynamoDbConfig(env) };
+  return { table, ttlSeconds, settleDelayMs: settleDelayMs(env), ...loadDynamoDbConfig(env) };
 }
 
 /** The container's idempotency store, built from the environment at start-up (a bad variable fails here). */
@@ -33,5 +35,6 @@ export function idempotencyStoreFromEnvironment(env: Env = process.env): Idempot
     client: dynamoDbClient(config),
     table: config.table,
     ttlSeconds: config.ttlSeconds,
+    settleDelayMs: config.settleDelayMs,
   });
 }

@@ -43,6 +43,11 @@ export interface IdempotencyOptions<Request extends IdempotentRequest> {
    * the answer or throws OutcomeUnknownError. Routes without it replay their outcome_unknown answer.
    */
   reconcile?: (request: Request, startedAt: number) => Promise<Result>;
+  /**
+   * What the settle job needs to settle the request without it (lib/settle/): kept on the record,
+   * as JSON, until it is complete.
+   */
+  subject?: (request: Request) => unknown;
 }
 
 /** How often a request races a record that changes under it before answering 409 (in practice: never). */
@@ -84,9 +89,13 @@ export async function runIdempotent<Request extends IdempotentRequest>(
       : request,
   );
   const lockedUntil = store.now() + remainingMs(request.context);
+  // Due for the settle job once the request's own time is over and the settle delay has passed.
+  const settlement = options.subject
+    ? { subject: JSON.stringify(options.subject(request)), at: lockedUntil + store.settleDelayMs }
+    : undefined;
 
   for (let round = 0; round < MAX_ROUNDS; round++) {
-    const begun = await beforeSending(() => store.begin(key, fingerprint, lockedUntil));
+    const begun = await beforeSending(() => store.begin(key, fingerprint, lockedUntil, settlement));
     if ('acquired' in begun) return attempt(options, begun.acquired, execute);
     const existing = begun.existing;
     if (!existing) continue; // released or expired between the write and the read
@@ -147,19 +156,45 @@ async function settle<Request extends IdempotentRequest>(
   request: Request,
   previousState: IdempotencyRecord['state'],
 ): Promise<Result> {
-  log.info('settling an unknown outcome', { operation: options.operation, previousState });
+  const { reconcile } = options;
+  const answer = await settleHeld(
+    options.store,
+    options.operation,
+    held,
+    previousState,
+    reconcile && ((startedAt) => reconcile(request, startedAt)),
+  );
+  return answer.response;
+}
+
+/**
+ * Settle a record `held` (claimed from `previousState`, unknown or abandoned) with `reconcile`,
+ * which only reads, never resends: its answer is stored as complete; if it cannot tell, the request
+ * stays unknown (stored as outcome_unknown, looked at again by the settle job at `settleAt`). The
+ * repeat of a key and the settle job both come here.
+ */
+export async function settleHeld(
+  store: IdempotencyStore,
+  operation: string,
+  held: IdempotencyRecord,
+  previousState: IdempotencyRecord['state'],
+  reconcile: ((startedAt: number) => Promise<Result>) | undefined,
+  settleAt?: number,
+): Promise<{ response: Result; settled: boolean }> {
+  const options = { operation, store };
+  log.info('settling an unknown outcome', { operation, previousState });
   try {
-    if (!options.reconcile) throw new OutcomeUnknownError(INTERRUPTED);
-    const response = await options.reconcile(request, held.startedAt);
+    if (!reconcile) throw new OutcomeUnknownError(INTERRUPTED);
+    const response = await reconcile(held.startedAt);
     await finish(options, held, 'complete', response);
-    return response;
+    return { response, settled: true };
   } catch (error) {
     // Reconciliation only reads, so whatever failed, the original request's outcome stays unknown.
     const rendered = errorResponse(
       asOutcomeUnknown(error, previousState === 'in_progress' ? INTERRUPTED : undefined),
     );
-    await finish(options, held, 'outcome_unknown', rendered);
-    return rendered;
+    await finish(options, held, 'outcome_unknown', rendered, settleAt);
+    return { response: rendered, settled: false };
   }
 }
 
@@ -193,14 +228,15 @@ async function beforeSending<T>(storeCall: () => Promise<T>): Promise<T> {
  * Store the answer. If that fails the client still gets the answer (the money has moved); the
  * record stays in_progress until its deadline, after which a repeat treats it as outcome_unknown.
  */
-async function finish<Request extends IdempotentRequest>(
-  options: IdempotencyOptions<Request>,
+async function finish(
+  options: { operation: string; store: IdempotencyStore },
   held: IdempotencyRecord,
   state: 'complete' | 'outcome_unknown',
   response: Result,
+  settleAt?: number,
 ): Promise<void> {
   try {
-    const stored = await options.store.finish(held, state, toStored(response));
+    const stored = await options.store.finish(held, state, toStored(response), settleAt);
     if (!stored)
       log.warn('idempotency record was taken over before this attempt finished', {
         operation: options.operation,

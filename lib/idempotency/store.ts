@@ -5,6 +5,7 @@ import {
   type DynamoDBClient,
   GetItemCommand,
   PutItemCommand,
+  QueryCommand,
   sendConditional,
   UpdateItemCommand,
 } from '../dynamodb/index.ts';
@@ -42,7 +43,19 @@ export interface IdempotencyRecord {
   /** Epoch seconds: the table's TTL attribute and, for reads, the end of the record's life. */
   expiresAt: number;
   response?: StoredResponse;
+  /**
+   * Until the record is complete: what the settle job needs to settle it without the request (the
+   * route's own settlement subject, JSON), and from when (epoch ms). A record in the settle index.
+   */
+  settle?: { subject: string; at: number };
 }
+
+/**
+ * The idempotency table's settle index (serverless.yml): sparse, only records not complete yet
+ * (in progress, or outcome_unknown) are in it, ordered by when they are due for settlement.
+ */
+export const SETTLE_INDEX = 'settle';
+const SETTLE_QUEUE = 'money';
 
 export interface IdempotencyStoreOptions {
   client: DynamoDBClient;
@@ -51,6 +64,8 @@ export interface IdempotencyStoreOptions {
   ttlSeconds: number;
   /** Epoch ms; injectable so tests can move through a day without waiting. */
   now?: () => number;
+  /** When a money request not answered yet is due for the settle job: this long after its lock (default 10 minutes). */
+  settleDelayMs?: number;
 }
 
 /** Every attribute name goes through a placeholder: several (`state`, ...) are DynamoDB reserved words. */
@@ -64,6 +79,9 @@ const NAMES = {
   '#headers': 'headers',
   '#body': 'body',
   '#notSent': 'notSent',
+  '#settleQueue': 'settleQueue',
+  '#settleAt': 'settleAt',
+  '#subject': 'subject',
 };
 
 /**
@@ -76,12 +94,14 @@ export class IdempotencyStore {
   readonly #client: DynamoDBClient;
   readonly #table: string;
   readonly #ttlSeconds: number;
+  readonly settleDelayMs: number;
 
   constructor(options: IdempotencyStoreOptions) {
     this.#client = options.client;
     this.#table = options.table;
     this.#ttlSeconds = options.ttlSeconds;
     this.now = options.now ?? Date.now;
+    this.settleDelayMs = options.settleDelayMs ?? 600_000;
   }
 
   /**
@@ -92,6 +112,7 @@ export class IdempotencyStore {
     key: string,
     fingerprint: string,
     lockedUntil: number,
+    settle?: IdempotencyRecord['settle'],
   ): Promise<{ acquired: IdempotencyRecord } | { existing: IdempotencyRecord | undefined }> {
     const now = this.now();
     const record: IdempotencyRecord = {
@@ -103,6 +124,7 @@ export class IdempotencyStore {
       lockedUntil,
       // Until it is settled, a record may hide a request the gateway processed: it never expires.
       expiresAt: NEVER_EXPIRES,
+      ...(settle ? { settle } : {}),
     };
     const written = await this.#conditional(
       new PutItemCommand({
@@ -170,38 +192,70 @@ export class IdempotencyStore {
     held: IdempotencyRecord,
     state: Exclude<RecordState, 'in_progress'>,
     response: StoredResponse,
+    /** outcome_unknown: when the settle job looks at it again (unchanged when absent). */
+    settleAt?: number,
   ): Promise<boolean> {
+    const values: Record<string, AttributeValue> = {
+      ':state': { S: state },
+      ':statusCode': number(response.statusCode),
+      ':headers': { S: JSON.stringify(response.headers) },
+      ':body': { S: response.body },
+      ':expiresAt': number(state === 'complete' ? this.#expiry(this.now()) : NEVER_EXPIRES),
+      ':attempt': { S: held.attempt },
+      ':inProgress': { S: 'in_progress' },
+    };
+    let update =
+      'SET #state = :state, #statusCode = :statusCode, #headers = :headers, #body = :body, #expiresAt = :expiresAt';
+    // A complete record leaves the settle index; an unknown one stays in it until it is settled.
+    let remove = 'REMOVE #lockedUntil';
+    if (state === 'complete') remove += ', #settleQueue, #settleAt, #subject';
+    else if (settleAt !== undefined) {
+      update += ', #settleAt = :settleAt';
+      values[':settleAt'] = number(settleAt);
+    }
     const stored = await this.#conditional(
       new UpdateItemCommand({
         TableName: this.#table,
         Key: { pk: { S: held.key } },
-        UpdateExpression:
-          'SET #state = :state, #statusCode = :statusCode, #headers = :headers, #body = :body, #expiresAt = :expiresAt REMOVE #lockedUntil',
+        UpdateExpression: `${update} ${remove}`,
         ConditionExpression: '#attempt = :attempt AND #state = :inProgress',
-        ExpressionAttributeNames: pick(
-          '#state',
-          '#statusCode',
-          '#headers',
-          '#body',
-          '#expiresAt',
-          '#lockedUntil',
-          '#attempt',
-        ),
-        ExpressionAttributeValues: {
-          ':state': { S: state },
-          ':statusCode': number(response.statusCode),
-          ':headers': { S: JSON.stringify(response.headers) },
-          ':body': { S: response.body },
-          ':expiresAt': number(state === 'complete' ? this.#expiry(this.now()) : NEVER_EXPIRES),
-          ':attempt': { S: held.attempt },
-          ':inProgress': { S: 'in_progress' },
-        },
+        ExpressionAttributeNames: namesIn(`${update} ${remove} #attempt`),
+        ExpressionAttributeValues: values,
       }),
     );
     if (stored) return true;
     // A repeat by the SDK of a write that was done finds its own answer stored.
     const current = await this.get(held.key);
     return current?.attempt === held.attempt && current.state === state;
+  }
+
+  /** The keys of records due for settlement at `now` (keys only: read each again before acting), oldest first. */
+  async due(now: number, limit: number): Promise<string[]> {
+    const { Items } = await this.#client.send(
+      new QueryCommand({
+        TableName: this.#table,
+        IndexName: SETTLE_INDEX,
+        KeyConditionExpression: '#settleQueue = :queue AND #settleAt <= :now',
+        ExpressionAttributeNames: pick('#settleQueue', '#settleAt'),
+        ExpressionAttributeValues: { ':queue': { S: SETTLE_QUEUE }, ':now': number(now) },
+        Limit: limit,
+      }),
+    );
+    return (Items ?? []).flatMap((item) => (item.pk?.S ? [item.pk.S] : []));
+  }
+
+  /** An unknown record that could not be settled now is looked at again at `settleAt`. */
+  async postpone(seen: IdempotencyRecord, settleAt: number): Promise<boolean> {
+    return this.#conditional(
+      new UpdateItemCommand({
+        TableName: this.#table,
+        Key: { pk: { S: seen.key } },
+        UpdateExpression: 'SET #settleAt = :settleAt',
+        ConditionExpression: '#attempt = :attempt AND attribute_exists(#settleQueue)',
+        ExpressionAttributeNames: pick('#settleAt', '#attempt', '#settleQueue'),
+        ExpressionAttributeValues: { ':settleAt': number(settleAt), ':attempt': { S: seen.attempt } },
+      }),
+    );
   }
 
   /** Delete the record of an attempt that provably sent nothing, so the key can be used again. */
@@ -254,6 +308,15 @@ function pick(...placeholders: (keyof typeof NAMES)[]): Record<string, string> {
   return Object.fromEntries(placeholders.map((placeholder) => [placeholder, NAMES[placeholder]]));
 }
 
+/** The names an expression uses, from NAMES. */
+function namesIn(expression: string): Record<string, string> {
+  return pick(
+    ...(Object.keys(NAMES) as (keyof typeof NAMES)[]).filter((placeholder) =>
+      new RegExp(`${placeholder}\\b`).test(expression),
+    ),
+  );
+}
+
 function number(value: number): AttributeValue {
   return { N: String(value) };
 }
@@ -278,6 +341,13 @@ function toItem(record: IdempotencyRecord): Record<string, AttributeValue> {
     attempt: { S: record.attempt },
     expiresAt: number(record.expiresAt),
     ...(record.lockedUntil === undefined ? {} : { lockedUntil: number(record.lockedUntil) }),
+    ...(record.settle === undefined
+      ? {}
+      : {
+          settleQueue: { S: SETTLE_QUEUE },
+          settleAt: number(record.settle.at),
+          subject: { S: record.settle.subject },
+        }),
   };
 }
 
@@ -309,6 +379,8 @@ function fromItem(item: Record<string, AttributeValue>): IdempotencyRecord {
   };
   if (item.lockedUntil !== undefined) record.lockedUntil = numeric('lockedUntil');
   if (item.notSent?.BOOL === true) record.notSent = true;
+  if (item.subject?.S !== undefined && item.settleAt?.N !== undefined)
+    record.settle = { subject: item.subject.S, at: numeric('settleAt') };
   if (state !== 'in_progress') {
     record.response = {
       statusCode: numeric('statusCode'),

@@ -44,8 +44,12 @@ export type CountMetric =
   | 'NotificationNotActed'
   | 'NotificationReplayed'
   | 'NotificationTokenConflict'
-  | 'SettledDone'
-  | 'SettledNotDone';
+  | 'ReportConfirmed'
+  | 'ReportUnconfirmed'
+  | 'SettledRequest'
+  | 'SettledReport'
+  | 'UnknownOverAnHour'
+  | 'SettleBacklog';
 
 export type TimeMetric = 'UpstreamLatency' | 'BudgetWaitTime';
 

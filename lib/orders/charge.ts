@@ -5,15 +5,17 @@ import {
   notSent,
   OrderConflictError,
 } from '../envelope/errors.ts';
+import { paymentOutcomeResponse } from '../envelope/payment-outcome.ts';
+import { outcomeUnknown } from '../gateway/advice.ts';
 import type { PayHere } from '../gateway/payhere.ts';
-import { chargeDeadline } from '../gateway/payhere.ts';
+import { chargeDeadline, NOTHING } from '../gateway/payhere.ts';
 import { type ChargeResult, idOf, statusCodeOf } from '../gateway/schemas.ts';
 import type { ChargeClaim, ChargeOutcome, Order, Price } from '../ledger/model.ts';
 import type { LedgerStore } from '../ledger/store.ts';
 import { describeError, log } from '../log/log.ts';
 import { forgetWithin, type ReadInvalidation } from '../reads/invalidation.ts';
 import type { ChargeRequest } from '../schemas/charge.ts';
-import { type Actor, countRefusal, Ownership, readLedger } from './access.ts';
+import { type Actor, countRefusal, Ownership, readLedger, visibleTo } from './access.ts';
 import { NOTIFY_PATH, type OrdersConfig } from './config.ts';
 import { CHARGEABLE, chargeEvidence, chargeMove, type Evidence } from './evidence.ts';
 
@@ -35,6 +37,9 @@ export interface ChargeAnswer {
 
 /** lib/http/deadline.ts's budget for all of a request's upstream work. */
 export const MAX_UPSTREAM_MS = 20_000;
+
+/** GATEWAY.md "Capture": a hold not captured within 7 days is released. */
+export const HOLD_LIFETIME_MS = 7 * 86_400_000;
 
 const TOKEN_NOT_FOUND = () => new NotFoundError('The customer token was not found.');
 const orderNotFound = (orderId: string) => () => new NotFoundError(`Order ${orderId} was not found.`);
@@ -96,37 +101,77 @@ export class Charging {
   }
 
   /**
-   * A repeat of a charge whose outcome is unknown: settled from the order's payments within the
-   * window the ledger kept for it, never sent again.
+   * A charge whose outcome is unknown (its key repeated, or the settle job), settled from what
+   * PayHere shows, never sent again: what other evidence already settled on the order (a
+   * notification of the hold; a payment PayHere's records showed), else the order's payments within
+   * the window the ledger kept for the charge. Once the settle delay has passed (for a hold, PayHere's
+   * hold lifetime) with nothing shown, it is settled as not done: the order may be charged again.
+   * Still unknown, it throws OutcomeUnknownError.
    */
-  async reconcile(input: ChargeInput, startedAt: number): Promise<ChargeAnswer> {
-    const order = await readLedger(() => this.#ledger.getOrder(input.body.order_id));
+  async settle(
+    input: ChargeInput,
+    startedAt: number,
+    settleDelayMs: number,
+    now: () => number = Date.now,
+  ): Promise<ChargeAnswer> {
+    const { body } = input;
+    const order = await readLedger(() => this.#ledger.getOrder(body.order_id));
     const slot = order?.charge?.key === input.chargeKey ? order.charge : undefined;
     // Without the ledger's window (an order it never recorded), the longest a request's upstream work can last.
     const window = slot ?? { sentAt: startedAt, until: startedAt + MAX_UPSTREAM_MS };
-    const reference = { orderId: input.body.order_id, owner: order?.owner ?? input.owner };
-    // A hold never shows in the order's payments; PayHere's notification of it does, in the ledger.
-    if (input.body.type === 'AUTHORIZE' && order?.state === 'succeeded' && order.authorizationToken) {
-      return {
-        msg: 'The gateway did not answer the hold, but its notification shows the amount was held.',
-        data: {
-          order_id: order.orderId,
-          items: input.body.items,
-          currency: order.currency,
-          amount: input.body.amount,
-          payment_id: order.paymentId === null ? null : Number(order.paymentId),
-          status_code: 3,
-          status_message: "Held according to PayHere's notification.",
-          authorization_token: order.authorizationToken,
-        },
-      };
+    const hold = body.type === 'AUTHORIZE';
+    const final = now() >= window.until + (hold ? HOLD_LIFETIME_MS : settleDelayMs);
+    const settled = order && slot && !slot.inflight ? settledByEvidence(input, order) : undefined;
+    if (settled) return settled;
+    if (hold) {
+      if (!final) throw outcomeUnknown.hold(body.order_id);
+      // PayHere releases a hold it was never told to capture: whatever it was, it is gone now.
+      if (order && slot) await this.#settleNotDone(order, input.chargeKey, slot.inflight, 'hold_expired');
+      return notDone(
+        input,
+        "No notification confirmed the hold within PayHere's hold lifetime: it has expired.",
+      );
     }
-    const answer = await this.#payhere.reconcileCharge(input.body, window, input.deadline, (payment) =>
-      this.#ledger.link('payment', String(payment.payment_id), reference, input.chargeKey),
+    const reference = { orderId: body.order_id, owner: order?.owner ?? input.owner };
+    const answer = await this.#payhere.reconcileCharge(
+      body,
+      window,
+      input.deadline,
+      (payment) => this.#ledger.link('payment', String(payment.payment_id), reference, input.chargeKey),
+      undefined,
+      final,
     );
-    // PayHere's records show the charge's payment.
-    if (order) await this.#record(order, input.chargeKey, outcome('records_show_payment', answer.data));
-    return answer;
+    if (answer !== NOTHING) {
+      // PayHere's records show the charge's payment.
+      if (order && slot)
+        await this.#record(order, input.chargeKey, outcome('records_show_payment', answer.data));
+      return answer;
+    }
+    if (!final) throw outcomeUnknown.charge(body.order_id);
+    if (order && slot) await this.#settleNotDone(order, input.chargeKey, slot.inflight, 'settled_nothing');
+    return notDone(
+      input,
+      "PayHere's records show no payment for this charge, a settle delay after it could have been processed: it was not processed.",
+    );
+  }
+
+  /** Settled as not done. A charge whose Lambda died in flight is first recorded as what it was: unknown. */
+  async #settleNotDone(
+    order: Order,
+    chargeKey: string,
+    inflight: boolean,
+    evidence: 'settled_nothing' | 'hold_expired',
+  ): Promise<void> {
+    if (inflight) await this.#record(order, chargeKey, outcome('charge_lost'));
+    await this.#record(order, chargeKey, outcome(evidence));
+    // Settled: the slot is free, whatever a notification reported meanwhile (its report settles on its own).
+    if (inflight)
+      await this.#ledger.releaseCharge(order.orderId, chargeKey).catch((error: unknown) => {
+        log.warn('could not free the slot of a settled charge', {
+          orderId: order.orderId,
+          error: describeError(error),
+        });
+      });
   }
 
   /** SPEC.md: PayHere posts signed results to notify_url, so nobody may point it elsewhere. */
@@ -215,6 +260,11 @@ export class Charging {
   }
 }
 
+/** A charge's answer as its caller sees it: by its status_code (an AUTHORIZE hold may succeed with 3). */
+export function chargeResponse(actor: Actor, type: ChargeRequest['type'], { msg, data }: ChargeAnswer) {
+  return paymentOutcomeResponse(visibleTo(actor, data), msg, type === 'AUTHORIZE' ? [2, 3] : [2]);
+}
+
 function cents(amount: number): number {
   return Math.round(amount * 100);
 }
@@ -232,6 +282,62 @@ function outcome(evidence: Evidence, result?: ChargeResult, hold = false): Charg
     overReport: move.overReport,
     paymentId: result ? idOf(result.payment_id) : null,
     authorizationToken: move.to === 'succeeded' ? token : null,
+  };
+}
+
+/** What other evidence settled on the order its charge's outcome is, if any: PayHere's records or a hold's notification. */
+function settledByEvidence({ body }: ChargeInput, order: Order): ChargeAnswer | undefined {
+  if (order.state !== 'succeeded' && order.state !== 'chargedback') return undefined;
+  if (body.type === 'AUTHORIZE') {
+    if (!order.authorizationToken) return undefined;
+    return {
+      msg: 'The gateway did not answer the hold, but its notification shows the amount was held.',
+      data: {
+        order_id: order.orderId,
+        items: body.items,
+        currency: order.currency,
+        amount: body.amount,
+        payment_id: order.paymentId === null ? null : Number(order.paymentId),
+        status_code: 3,
+        status_message: "Held according to PayHere's notification.",
+        authorization_token: order.authorizationToken,
+      },
+    };
+  }
+  if (!order.paymentId) return undefined;
+  return {
+    msg: "The gateway did not answer the charge, but its records show the order's payment.",
+    data: {
+      order_id: order.orderId,
+      items: body.items,
+      currency: order.currency,
+      amount: body.amount,
+      custom_1: body.custom_1 ?? null,
+      custom_2: body.custom_2 ?? null,
+      payment_id: Number(order.paymentId),
+      status_code: 2,
+      status_message: "Payment received according to the gateway's records.",
+      authorization_token: null,
+    },
+  };
+}
+
+/** A charge settled as not done: answered as a failed payment (402), so the app may try again. */
+function notDone({ body }: ChargeInput, reason: string): ChargeAnswer {
+  return {
+    msg: reason,
+    data: {
+      order_id: body.order_id,
+      items: body.items,
+      currency: body.currency,
+      amount: body.amount,
+      custom_1: body.custom_1 ?? null,
+      custom_2: body.custom_2 ?? null,
+      payment_id: null,
+      status_code: -2,
+      status_message: reason,
+      authorization_token: null,
+    },
   };
 }
 

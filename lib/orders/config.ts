@@ -1,4 +1,11 @@
-import { ConfigError, type Env, httpsOrigins, httpsUrl } from '../config/config.ts';
+import {
+  ConfigError,
+  type Env,
+  httpsOrigins,
+  httpsUrl,
+  settleDelayMs,
+  wholeNumber,
+} from '../config/config.ts';
 
 /**
  * How orders are priced and where PayHere reports on them (SPEC.md "Prices" and "notify_url").
@@ -31,20 +38,9 @@ export function loadOrdersConfig(env: Env): OrdersConfig {
     pricing,
     publicBaseUrl: base ? httpsUrl('PUBLIC_BASE_URL', base).href.replace(/\/+$/, '') : undefined,
     notifyUrlOrigins: httpsOrigins('NOTIFY_URL_ORIGINS', env.NOTIFY_URL_ORIGINS),
-    settleDelayMs: wholeNumber(env, 'SETTLE_DELAY_SECONDS', 600, 0) * 1000,
+    settleDelayMs: settleDelayMs(env),
     notificationKeepDays: wholeNumber(env, 'NOTIFICATION_KEEP_DAYS', 90, 1),
   };
-}
-
-/** A whole number from `name`, `fallback` when unset; anything else fails, naming the variable. */
-function wholeNumber(env: Env, name: string, fallback: number, least: number): number {
-  const text = env[name]?.trim();
-  if (!text) return fallback;
-  const value = Number(text);
-  if (!/^[0-9]{1,9}$/.test(text) || value < least) {
-    throw new ConfigError(`Invalid configuration: ${name} must be a whole number, at least ${least}.`);
-  }
-  return value;
 }
 
 export const NOTIFY_PATH = '/gateway/notify';

@@ -10,9 +10,10 @@ import type { Order, OrderKind, OrderMove, OrderState } from '../ledger/model.ts
  *   or no usable answer at all: `charge_lost`);
  * - `records_*`: PayHere's own records, read by the service: a payment of the order (its id,
  *   amount, currency, a received status), or the order's subscription on the order's terms;
- * - `settled_nothing`, `hold_expired`: the settle job (or a repeat of the key) after the settle
- *   delay: PayHere's records show nothing for an unknown charge or a reported success; a hold no
- *   notification confirmed within PayHere's hold lifetime;
+ * - `settled_nothing`, `report_unconfirmed`, `hold_expired`: the settle job (or a repeat of the
+ *   key, or a read of the order) after the settle delay: PayHere's records show nothing for an
+ *   unknown charge, or for a reported success; a hold no notification confirmed within PayHere's
+ *   hold lifetime;
  * - `notified_*`: a signed notification. Its signature covers only the merchant, order, amount,
  *   currency and status code, and anyone holding one genuine notification can replay it late: a
  *   notification never reopens a charge (moves it to a chargeable state once a charge through the
@@ -30,6 +31,7 @@ export type Evidence =
   | 'records_show_payment'
   | 'records_show_subscription'
   | 'settled_nothing'
+  | 'report_unconfirmed'
   | 'hold_expired'
   | 'notified_token'
   | 'notified_success'
@@ -65,7 +67,9 @@ export const TRANSITIONS: Readonly<Record<Evidence, Rule>> = {
   charge_lost: { to: 'unknown', from: CHARGEABLE, notOverReport: true },
   records_show_payment: { to: 'succeeded', from: [...CHARGEABLE, 'pending', 'unknown'], kinds: PAID },
   records_show_subscription: { to: 'succeeded', from: [...CHARGEABLE, 'pending'], kinds: ['recurring'] },
-  settled_nothing: { to: 'failed', from: ['unknown', 'pending'] },
+  // A report a notification left meanwhile is settled on its own (report_unconfirmed), not with the charge.
+  settled_nothing: { to: 'failed', from: ['unknown'], notOverReport: true },
+  report_unconfirmed: { to: 'failed', from: ['pending'], kinds: [...PAID, 'recurring'] },
   hold_expired: { to: 'cancelled', from: ['unknown'], kinds: ['authorize'] },
   // A pre-approval's customer token and a hold's authorization token have no record at PayHere
   // but the notification: the token is bound to its owner (a hold's shown unverified).
@@ -146,7 +150,7 @@ export type Recorded = Omit<OrderMove, 'from' | 'to' | 'seen' | 'clearReport'>;
 const SETTLES_REPORT: readonly Evidence[] = [
   'records_show_payment',
   'records_show_subscription',
-  'settled_nothing',
+  'report_unconfirmed',
 ];
 
 /**

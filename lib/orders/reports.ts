@@ -100,9 +100,9 @@ export class OrderReports {
           Math.ceil(this.#now() / 1000) + this.#keepSeconds,
         );
         countMetric('NotificationTermsMismatch');
-        return this.#apply(order, 'settled_nothing');
+        return this.#apply(order, 'report_unconfirmed');
       }
-      return final ? this.#apply(order, 'settled_nothing') : order;
+      return final ? this.#apply(order, 'report_unconfirmed') : order;
     }
     const found = await this.#confirmations.paymentOfOrder(order, order.reported.paymentId, deadline);
     if (found === undefined) return order;
@@ -112,7 +112,7 @@ export class OrderReports {
       log.warn('several payments could be the reported one: the order is paid', { orderId: order.orderId });
       return this.#apply(order, 'records_show_payment');
     }
-    return final ? this.#apply(order, 'settled_nothing') : order;
+    return final ? this.#apply(order, 'report_unconfirmed') : order;
   }
 
   /** PayHere's records show `paymentId` as the order's payment: indexed (to its charge, if any), then applied. */
@@ -128,7 +128,7 @@ export class OrderReports {
   async #apply(order: Order, evidence: Evidence, recorded: Recorded = {}): Promise<Order> {
     const applied: Applied = await applyEvidence(this.#ledger, order, evidence, recorded);
     if (!('moved' in applied)) return order;
-    countMetric(evidence === 'settled_nothing' ? 'SettledNotDone' : 'SettledDone');
+    countMetric(evidence === 'report_unconfirmed' ? 'ReportUnconfirmed' : 'ReportConfirmed');
     audit({
       route: 'settle',
       caller: 'service',

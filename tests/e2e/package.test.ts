@@ -75,7 +75,14 @@ describe('osls package', () => {
 const STATE = ['GetItem', 'PutItem', 'UpdateItem'];
 const ACCESS: Record<
   string,
-  { idempotency?: string[]; ledger?: string[]; state?: string[]; secret: boolean }
+  {
+    idempotency?: string[];
+    ledger?: string[];
+    state?: string[];
+    secret: boolean;
+    /** The tables whose indexes (never the table itself) it may Query. */
+    indexQueries?: string[];
+  }
 > = {
   charge: {
     idempotency: ['DeleteItem', 'GetItem', 'PutItem', 'UpdateItem'],
@@ -112,6 +119,14 @@ const ACCESS: Record<
   createCheckout: { ledger: ['GetItem', 'PutItem'], secret: true },
   getCheckout: { ledger: ['GetItem', 'PutItem', 'UpdateItem'], state: STATE, secret: true },
   notify: { ledger: ['GetItem', 'PutItem', 'UpdateItem'], state: STATE, secret: true },
+  // Claims and settles money records, moves orders, indexes payments; queries the settle indexes only.
+  settle: {
+    idempotency: ['GetItem', 'UpdateItem'],
+    ledger: ['GetItem', 'PutItem', 'UpdateItem'],
+    state: STATE,
+    secret: true,
+    indexQueries: ['IdempotencyTable', 'LedgerTable'],
+  },
 };
 
 const logicalName = (name: string) => `${name[0]!.toUpperCase()}${name.slice(1)}`;
@@ -119,6 +134,36 @@ const roleOf = (name: string) =>
   template.Resources[`${logicalName(name)}LambdaFunction`]!.Properties.Role['Fn::GetAtt'][0];
 const statementsOf = (role: string): any[] =>
   template.Resources[role]!.Properties.Policies.flatMap((policy: any) => policy.PolicyDocument.Statement);
+
+/** The settle job's index (lib/settle/): sparse, by queue and due time, keys only. */
+const SETTLE_INDEX = {
+  IndexName: 'settle',
+  KeySchema: [
+    { AttributeName: 'settleQueue', KeyType: 'HASH' },
+    { AttributeName: 'settleAt', KeyType: 'RANGE' },
+  ],
+  Projection: { ProjectionType: 'KEYS_ONLY' },
+};
+
+describe('the settle job', () => {
+  it('runs on a schedule, every two minutes, and is reached by nothing else', () => {
+    const rules = Object.values(template.Resources).filter((r) => r.Type === 'AWS::Events::Rule');
+    const targets = rules.flatMap((rule) => rule.Properties.Targets);
+    const permissions = Object.values(template.Resources).filter(
+      (r) =>
+        r.Type === 'AWS::Lambda::Permission' &&
+        JSON.stringify(r.Properties.FunctionName).includes('SettleLambdaFunction'),
+    );
+
+    expect(rules.map((rule) => [rule.Properties.ScheduleExpression, rule.Properties.State])).toEqual([
+      ['rate(2 minutes)', 'ENABLED'],
+    ]);
+    expect(targets.map((target) => target.Arn['Fn::GetAtt'][0])).toEqual(['SettleLambdaFunction']);
+    expect(permissions.map((permission) => permission.Properties.Principal)).toEqual([
+      'events.amazonaws.com',
+    ]);
+  });
+});
 
 describe('the tables in the packaged template', () => {
   const tables = () =>
@@ -140,6 +185,7 @@ describe('the tables in the packaged template', () => {
       TimeToLiveSpecification: { AttributeName: 'expiresAt', Enabled: true },
       PointInTimeRecoverySpecification: { PointInTimeRecoveryEnabled: true },
     });
+    expect(table.Properties.GlobalSecondaryIndexes).toEqual([SETTLE_INDEX]);
     expect(table.DeletionPolicy).toBe('Retain');
   });
 
@@ -155,6 +201,7 @@ describe('the tables in the packaged template', () => {
     });
     // Orders and references never carry `expiresAt`: only notifications' identities and what is kept apart.
     expect(table.Properties.TimeToLiveSpecification).toEqual({ AttributeName: 'expiresAt', Enabled: true });
+    expect(table.Properties.GlobalSecondaryIndexes).toEqual([SETTLE_INDEX]);
     expect(table.DeletionPolicy).toBe('Retain');
     expect(table.UpdateReplacePolicy).toBe('Retain');
   });
@@ -216,8 +263,17 @@ describe('each function role', () => {
     );
     expect(onTable('LedgerTable')).toEqual((access.ledger ?? []).map((action) => `dynamodb:${action}`));
     expect(onTable('StateTable')).toEqual((access.state ?? []).map((action) => `dynamodb:${action}`));
+    const queries = statements.filter((statement) => [statement.Action].flat().includes('dynamodb:Query'));
+    expect(queries.map((statement) => statement.Resource)).toEqual(
+      (access.indexQueries ?? []).map((table) => [
+        { 'Fn::Join': ['', [{ 'Fn::GetAtt': [table, 'Arn'] }, '/index/settle']] },
+      ]),
+    );
     expect(dynamoActions).toHaveLength(
-      (access.idempotency ?? []).length + (access.ledger ?? []).length + (access.state ?? []).length,
+      (access.idempotency ?? []).length +
+        (access.ledger ?? []).length +
+        (access.state ?? []).length +
+        (access.indexQueries ?? []).length,
     );
     expect(secretActions).toEqual(access.secret ? ['secretsmanager:GetSecretValue'] : []);
   });
@@ -270,7 +326,7 @@ describe('operating it: logs, metrics and alarms (README "Operating it")', () =>
     }
   });
 
-  it('declares an alarm on each of outcome_unknown, signature failures, the budget fallback, declines and the 5xx rate', () => {
+  it('declares an alarm on each of outcome_unknown, unknowns over an hour, signature failures, subscriptions on other terms, the budget fallback, declines and the 5xx rate', () => {
     expect(Object.keys(alarmsOf(template)).sort()).toEqual(
       Object.keys(ALARMS)
         .map((suffix) => `${SERVICE}-${suffix}`)
@@ -278,23 +334,26 @@ describe('operating it: logs, metrics and alarms (README "Operating it")', () =>
     );
   });
 
-  it.each(['outcome-unknown', 'notification-signature', 'budget-fallback'] as const)(
-    '%s fires on the first one, summed over every route of this stage only',
-    (suffix) => {
-      const { Properties: alarm } = alarmsOf(template)[`${SERVICE}-${suffix}`]!;
+  it.each([
+    'outcome-unknown',
+    'unknown-over-an-hour',
+    'notification-signature',
+    'notification-terms',
+    'budget-fallback',
+  ] as const)('%s fires on the first one, summed over every route of this stage only', (suffix) => {
+    const { Properties: alarm } = alarmsOf(template)[`${SERVICE}-${suffix}`]!;
 
-      expect(alarm.Metrics).toHaveLength(1);
-      expect(alarm.Metrics[0].Expression).toBe(
-        `SELECT SUM(${ALARMS[suffix]}) FROM SCHEMA("${METRICS_NAMESPACE}", route, service) WHERE service = '${SERVICE}'`,
-      );
-      expect(alarm).toMatchObject({
-        ComparisonOperator: 'GreaterThanOrEqualToThreshold',
-        Threshold: 1,
-        EvaluationPeriods: 1,
-        TreatMissingData: 'notBreaching',
-      });
-    },
-  );
+    expect(alarm.Metrics).toHaveLength(1);
+    expect(alarm.Metrics[0].Expression).toBe(
+      `SELECT SUM(${ALARMS[suffix]}) FROM SCHEMA("${METRICS_NAMESPACE}", route, service) WHERE service = '${SERVICE}'`,
+    );
+    expect(alarm).toMatchObject({
+      ComparisonOperator: 'GreaterThanOrEqualToThreshold',
+      Threshold: 1,
+      EvaluationPeriods: 1,
+      TreatMissingData: 'notBreaching',
+    });
+  });
 
   it("watches the API's own 5xx rate, API Gateway's answers included", () => {
     const { Properties: alarm } = alarmsOf(template)[`${SERVICE}-5xx-rate`]!;

@@ -33,6 +33,8 @@ beforeAll(async () => {
     LOCAL_ISSUER_FILE: path.join(scratch, 'issuer.json'),
     ESBUILD_WORK_FOLDER: '.esbuild-readme-test',
     LOG_LEVEL: 'warn',
+    // As "Every unknown resolves" says its block is run: no settle delay.
+    SETTLE_DELAY_SECONDS: '0',
   };
   start = spawn(process.execPath, ['scripts/start.ts'], {
     cwd: root,
@@ -131,6 +133,26 @@ describe('the pre-approval flow of "Notifications", as written', () => {
     });
     expect(answers[0].data.deliveries).toEqual([expect.objectContaining({ status: 200 })]);
   });
+});
+
+describe('the settlement and the unverified hold of "Every unknown resolves", as written', () => {
+  it('settles a lost charge as not processed, and shows a notified hold unverified', async () => {
+    const block = await readmeBlock('## Every unknown resolves');
+
+    const script = `set -euo pipefail\ncurl() { command curl "$@"; echo; }\n${block}`;
+    const { stdout } = await run('bash', ['-c', script], { cwd: root, env, timeout: 90_000 });
+
+    const [fault, lost, repeat, order, hold] = stdout
+      .trim()
+      .split('\n')
+      .map((line) => JSON.parse(line));
+    expect(fault).toMatchObject({ status: 1 });
+    expect(lost).toMatchObject({ status: 0, data: { code: 'outcome_unknown' } });
+    expect(repeat).toMatchObject({ status: -1, data: { status_code: -2, payment_id: null } });
+    expect(repeat.msg).toMatch(/not processed/);
+    expect(order).toMatchObject({ data: { order_id: 'Order-4001', status: 'failed' } });
+    expect(hold).toMatchObject({ data: { order_id: 'Hold-4002', status: 'succeeded', verified: false } });
+  }, 120_000);
 });
 
 /** Run a README block with bash, curl's HTTP status appended to each answer; one answer per curl. */

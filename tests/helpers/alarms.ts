@@ -7,6 +7,8 @@ export const ALARMS = {
   'budget-fallback': 'BudgetFallback',
   declined: 'OutcomeDeclined',
   '5xx-rate': '5XXError',
+  'unknown-over-an-hour': 'UnknownOverAnHour',
+  'notification-terms': 'NotificationTermsMismatch',
 } as const;
 
 type Alarm = { Properties: any };

@@ -20,8 +20,11 @@ export type RouteName = keyof typeof ROUTES;
 /** PayHere's route into the service: no bearer token, a signed form (tests/helpers/notifications.ts). */
 export const NOTIFY_ROUTE = { method: 'POST', resource: '/gateway/notify' } as const;
 
-/** Every function serverless.yml declares: the API's routes and the notification receiver. */
-export const FUNCTIONS: readonly string[] = [...Object.keys(ROUTES), 'notify'];
+/** The functions behind the API: its routes and the notification receiver (openapi/routes.ts describes them). */
+export const API_FUNCTIONS: readonly string[] = [...Object.keys(ROUTES), 'notify'];
+
+/** Every function serverless.yml declares: the API's and the settle job, which runs on a schedule. */
+export const FUNCTIONS: readonly string[] = [...API_FUNCTIONS, 'settle'];
 
 /** The routes that call PayHere (createCheckout and getCheckout answer from the ledger). */
 export const GATEWAY_ROUTES = [

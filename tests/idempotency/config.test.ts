@@ -7,6 +7,7 @@ describe('loadIdempotencyConfig', () => {
     expect(loadIdempotencyConfig({ IDEMPOTENCY_TABLE: 'records' })).toEqual({
       table: 'records',
       ttlSeconds: 604_800,
+      settleDelayMs: 600_000,
       region: 'ap-south-1',
     });
   });
@@ -17,11 +18,13 @@ describe('loadIdempotencyConfig', () => {
       IDEMPOTENCY_TTL_SECONDS: '2592000',
       AWS_REGION: 'eu-west-1',
       DYNAMODB_ENDPOINT: 'http://127.0.0.1:4567',
+      SETTLE_DELAY_SECONDS: '300',
     });
 
     expect(config).toEqual({
       table: 'records',
       ttlSeconds: 2_592_000,
+      settleDelayMs: 300_000,
       region: 'eu-west-1',
       endpoint: 'http://127.0.0.1:4567',
     });

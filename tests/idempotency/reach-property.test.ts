@@ -5,8 +5,9 @@ import { loadConfig } from '../../lib/config/config.ts';
 import type { DynamoDBClient } from '../../lib/dynamodb/index.ts';
 import { errorResponse } from '../../lib/envelope/error-response.ts';
 import { paymentOutcomeResponse } from '../../lib/envelope/payment-outcome.ts';
+import { outcomeUnknown } from '../../lib/gateway/advice.ts';
 import { createPayHere } from '../../lib/gateway/index.ts';
-import type { PayHere } from '../../lib/gateway/payhere.ts';
+import { NOTHING, type PayHere } from '../../lib/gateway/payhere.ts';
 import { recordKey, runIdempotent } from '../../lib/idempotency/idempotent.ts';
 import type { Fault } from '../../sandbox/server.ts';
 import { lambdaContext } from '../helpers/events.ts';
@@ -156,8 +157,10 @@ describe('a charge repeated with one key through every kind of fault', () => {
           store,
           reconcile: async (request: ReturnType<typeof validRequest<typeof body>>, startedAt: number) => {
             const window = { sentAt: startedAt, until: startedAt + 20_000 };
-            const { msg, data } = await payhere.reconcileCharge(request.body, window, Date.now() + 2_000);
-            return paymentOutcomeResponse(data, msg, [2]);
+            const found = await payhere.reconcileCharge(request.body, window, Date.now() + 2_000);
+            // Nothing in PayHere's records within the settle delay: still unknown.
+            if (found === NOTHING) throw outcomeUnknown.charge(request.body.order_id);
+            return paymentOutcomeResponse(found.data, found.msg, [2]);
           },
         };
         /** Arrivals at PayHere, each with whether it may have been processed as far as the client can tell. */

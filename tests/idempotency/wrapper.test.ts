@@ -4,7 +4,9 @@ import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { loadConfig } from '../../lib/config/config.ts';
 import { GatewayError, GatewayTimeoutError, OutcomeUnknownError } from '../../lib/envelope/errors.ts';
 import { paymentOutcomeResponse } from '../../lib/envelope/payment-outcome.ts';
+import { outcomeUnknown } from '../../lib/gateway/advice.ts';
 import { createPayHere, type PayHere } from '../../lib/gateway/index.ts';
+import { NOTHING } from '../../lib/gateway/payhere.ts';
 import { requestFingerprint } from '../../lib/idempotency/fingerprint.ts';
 import { type IdempotencyOptions, recordKey, runIdempotent } from '../../lib/idempotency/idempotent.ts';
 import { IdempotencyStore } from '../../lib/idempotency/store.ts';
@@ -45,9 +47,11 @@ beforeEach(() => {
 type Charge = ReturnType<typeof validRequest<ChargeRequest>>;
 
 /** The charge function's answer to a charge or reconciliation result (functions/charge.ts, PAYMENT). */
-const answer = async (result: Promise<Awaited<ReturnType<PayHere['charge']>>>) => {
-  const { msg, data } = await result;
-  return paymentOutcomeResponse(data, msg, [2]);
+const answer = async (result: Promise<Awaited<ReturnType<PayHere['reconcileCharge']>>>) => {
+  const found = await result;
+  // Nothing in PayHere's records within the settle delay: still unknown.
+  if (found === NOTHING) throw outcomeUnknown.charge('the order');
+  return paymentOutcomeResponse(found.data, found.msg, [2]);
 };
 
 function chargeRoute(store: IdempotencyStore): IdempotencyOptions<Charge> {

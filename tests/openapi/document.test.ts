@@ -150,8 +150,8 @@ describe('the route table (openapi/routes.ts)', () => {
   });
 
   it('names its routes as tests/helpers/routes.ts does', async () => {
-    const { FUNCTIONS } = await import('../helpers/routes.ts');
+    const { API_FUNCTIONS } = await import('../helpers/routes.ts');
 
-    expect(Object.keys(ROUTE_TABLE).sort()).toEqual([...FUNCTIONS].sort());
+    expect(Object.keys(ROUTE_TABLE).sort()).toEqual([...API_FUNCTIONS].sort());
   });
 });

@@ -37,7 +37,10 @@ describe("the bench's warm floor", () => {
     } as unknown as DynamoDBClient;
     const store = new IdempotencyStore({ client, table: 'table', ttlSeconds: 86_400 });
 
-    const begun = await store.begin('charge#caller#key', 'f'.repeat(64), Date.now() + 25_000);
+    const begun = await store.begin('charge#caller#key', 'f'.repeat(64), Date.now() + 25_000, {
+      subject: '{"operation":"charge"}',
+      at: Date.now() + 625_000,
+    });
     if (!('acquired' in begun)) throw new Error('the fake table refused the claim');
     const answer = { statusCode: 200, headers: { 'Content-Type': 'application/json' }, body: '{}' };
     await store.finish(begun.acquired, 'complete', answer);

@@ -44,7 +44,8 @@ const ALLOWED: Record<Evidence, { kind: OrderKind; from: OrderState[]; to: Order
     from: ['created', 'failed', 'cancelled', 'pending'],
     to: 'succeeded',
   },
-  settled_nothing: { kind: 'charge', from: ['unknown', 'pending'], to: 'failed' },
+  settled_nothing: { kind: 'charge', from: ['unknown'], to: 'failed' },
+  report_unconfirmed: { kind: 'payment', from: ['pending'], to: 'failed' },
   hold_expired: { kind: 'authorize', from: ['unknown'], to: 'cancelled' },
   notified_token: {
     kind: 'preapproval',
@@ -105,14 +106,18 @@ describe('a notification never reopens a charge', () => {
     },
   );
 
-  it.each(['charge_declined', 'charge_cancelled', 'charge_refused', 'charge_lost'] as const)(
-    '%s is refused over a success a notification reported meanwhile',
-    (evidence) => {
-      expect(decide(facts('created', 'charge', { ...CHARGED, ...REPORTED }), evidence)).toEqual({
-        refused: 'reported',
-      });
-    },
-  );
+  it.each([
+    'charge_declined',
+    'charge_cancelled',
+    'charge_refused',
+    'charge_lost',
+    'settled_nothing',
+  ] as const)('%s is refused over a success a notification reported meanwhile', (evidence) => {
+    const state = evidence === 'settled_nothing' ? 'unknown' : 'created';
+    expect(decide(facts(state, 'charge', { ...CHARGED, ...REPORTED }), evidence)).toEqual({
+      refused: 'reported',
+    });
+  });
 });
 
 describe('evidence for another kind of order moves nothing', () => {
@@ -120,6 +125,7 @@ describe('evidence for another kind of order moves nothing', () => {
     records_show_payment: ['payment', 'charge'],
     records_show_subscription: ['recurring'],
     hold_expired: ['authorize'],
+    report_unconfirmed: ['payment', 'charge', 'recurring'],
     notified_token: ['preapproval', 'authorize'],
     notified_success: ['payment', 'charge', 'recurring'],
   };

@@ -1,0 +1,81 @@
+import { sharedStateFromEnvironment } from '../budget/environment.ts';
+import {
+  type Env,
+  loadConfig,
+  requireMerchantCredentials,
+  settleDelayMs,
+  wholeNumber,
+} from '../config/config.ts';
+import { CONNECT_TIMEOUT_MS, createPayHere } from '../gateway/index.ts';
+import type { PayHere } from '../gateway/payhere.ts';
+import { idempotencyStoreFromEnvironment } from '../idempotency/environment.ts';
+import { ledgerFromEnvironment } from '../ledger/environment.ts';
+import { Confirmations } from '../notifications/confirm.ts';
+import { Charging } from '../orders/charge.ts';
+import { loadOrdersConfig } from '../orders/config.ts';
+import { Holds } from '../orders/holds.ts';
+import { OrderReports } from '../orders/reports.ts';
+import { sharedReadStoreFromEnvironment } from '../reads/environment.ts';
+import { CappedTransport } from './capped-transport.ts';
+import { SettleJob, type SettleLimits } from './job.ts';
+import { MoneySettlement, type SettleDeps } from './money.ts';
+
+/** What a money route settles its unknown requests with, over the container's PayHere client. */
+export function settleDepsFromEnvironment(payhere: PayHere): SettleDeps {
+  const ledger = ledgerFromEnvironment();
+  return {
+    payhere,
+    ledger,
+    holds: new Holds(ledger),
+    settleDelayMs: settleDelayMs(process.env),
+    invalidation: sharedReadStoreFromEnvironment(),
+  };
+}
+
+/** The settle job's limits per run (SETTLE_MAX_ITEMS, SETTLE_MAX_CALLS). */
+export function loadSettleLimits(env: Env): SettleLimits {
+  return {
+    items: wholeNumber(env, 'SETTLE_MAX_ITEMS', 25, 1),
+    // Below the budget's reserved share of one window (5 of PayHere's 20 per 10 s): a run can
+    // never take what money calls need, however fast it goes.
+    calls: wholeNumber(env, 'SETTLE_MAX_CALLS', 4, 1),
+  };
+}
+
+/** The settle job of the scheduled function, over a PayHere client of its own whose calls it caps per run. */
+export function settleJobFromEnvironment(env: Env = process.env): {
+  job: SettleJob;
+  transport: CappedTransport;
+} {
+  const config = loadConfig(env);
+  requireMerchantCredentials(config);
+  const limits = loadSettleLimits(env);
+  const transport = new CappedTransport(config.gatewayBaseUrl, {
+    connectTimeoutMs: CONNECT_TIMEOUT_MS,
+    cap: limits.calls,
+  });
+  const payhere = createPayHere(config, { sharedState: sharedStateFromEnvironment(env), transport });
+  const deps = settleDepsFromEnvironment(payhere);
+  const orders = loadOrdersConfig(env);
+  const charging = new Charging({
+    payhere,
+    ledger: deps.ledger,
+    config: orders,
+    ...(deps.invalidation ? { invalidation: deps.invalidation } : {}),
+  });
+  const reports = new OrderReports({
+    ledger: deps.ledger,
+    // The job settles money: it draws on the budget's reserved share, which reads cannot take.
+    confirmations: new Confirmations({ payhere, reserved: true }),
+    keepDays: orders.notificationKeepDays,
+  });
+  const job = new SettleJob({
+    store: idempotencyStoreFromEnvironment(env),
+    ledger: deps.ledger,
+    money: new MoneySettlement({ ...deps, charging }),
+    reports,
+    limits,
+    calls: () => transport.calls,
+  });
+  return { job, transport };
+}

@@ -1,0 +1,209 @@
+import type { APIGatewayProxyResult } from 'aws-lambda';
+import { ok } from '../envelope/envelope.ts';
+import { errorResponse } from '../envelope/error-response.ts';
+import { GatewayRejectedError } from '../envelope/errors.ts';
+import { paymentOutcomeResponse } from '../envelope/payment-outcome.ts';
+import { outcomeUnknown } from '../gateway/advice.ts';
+import { NOTHING, type PayHere, type RefundBody } from '../gateway/payhere.ts';
+import type { LedgerStore } from '../ledger/store.ts';
+import { type Actor, visibleTo } from '../orders/access.ts';
+import { type Charging, chargeResponse, HOLD_LIFETIME_MS, MAX_UPSTREAM_MS } from '../orders/charge.ts';
+import type { Holds } from '../orders/holds.ts';
+import type { ReadInvalidation } from '../reads/invalidation.ts';
+import type { ChargeRequest } from '../schemas/charge.ts';
+
+type Result = APIGatewayProxyResult;
+
+/**
+ * What settles a money request whose outcome is unknown without the request itself: kept on its
+ * idempotency record (lib/idempotency/) for the settle job, and built from the request when its
+ * key is repeated. `role` decides what of PayHere's records the answer shows (lib/orders/access.ts).
+ */
+export type MoneySubject =
+  | { operation: 'charge'; role: Actor['role']; sub: string; owner: string; body: ChargeRequest }
+  | {
+      operation: 'capture';
+      role: Actor['role'];
+      body: { authorization_token: string; amount: number; deduction_details: string };
+      orderId?: string;
+    }
+  | { operation: 'refund'; role: Actor['role']; body: RefundBody; orderId?: string }
+  | { operation: 'retrySubscription'; role: Actor['role']; subscriptionId: string };
+
+/** The record the subject was kept on: its key (a charge's slot on the order) and when its request started. */
+export interface Held {
+  key: string;
+  startedAt: number;
+}
+
+export interface SettleDeps {
+  payhere: PayHere;
+  ledger: LedgerStore;
+  holds: Holds;
+  /** How long after a request's window closed nothing in PayHere's records means not done. */
+  settleDelayMs: number;
+  /** What a settled request changed at PayHere is dropped from the shared reads. */
+  invalidation?: ReadInvalidation;
+  /** Epoch ms: when "now" is, for the settle delay (tests move it). */
+  now?: () => number;
+}
+
+const nowOf = (deps: SettleDeps) => (deps.now ?? Date.now)();
+
+/**
+ * When the settle job looks again at what it could not settle: at its next run (serverless.yml runs
+ * it every two minutes). What it looked at goes behind what is due, so nothing starves; the run's
+ * cap, not a pause, bounds what retrying costs PayHere.
+ */
+export const LOOK_AGAIN_MS = 2 * 60_000;
+/** A hold shows only in its notification, on the ledger: looked at hourly (no PayHere call) until its lifetime ends. */
+const LOOK_AGAIN_HOLD_MS = 60 * 60_000;
+
+const windowOf = (startedAt: number) => ({ sentAt: startedAt, until: startedAt + MAX_UPSTREAM_MS });
+
+/**
+ * Settle a capture from the hold's order's payments: captured if they show the captured payment in
+ * the capture's window; not done once the settle delay passed without it (PayHere captures a hold
+ * once: a capture repeated after a wrong "not done" is refused, never doubled).
+ */
+export async function settleCapture(
+  deps: SettleDeps,
+  subject: Extract<MoneySubject, { operation: 'capture' }>,
+  held: Held,
+  deadline: number,
+): Promise<Result> {
+  const { body } = subject;
+  const orderId =
+    subject.orderId ?? (await deps.ledger.lookup('authorization', body.authorization_token))?.orderId;
+  const window = windowOf(held.startedAt);
+  if (orderId) {
+    const found = await deps.payhere.reconcileCapture(body, window, deadline, orderId);
+    if (found !== NOTHING) {
+      await Promise.all([
+        deps.holds.proven(orderId, body.authorization_token),
+        deps.invalidation?.forgetOrder(orderId),
+      ]);
+      return paymentOutcomeResponse(visibleTo(actorOf(subject), found.data), found.msg, [2]);
+    }
+  }
+  if (nowOf(deps) < window.until + deps.settleDelayMs) throw outcomeUnknown.capture(orderId);
+  const reason = orderId
+    ? "PayHere's records show no captured payment, a settle delay after the capture could have been processed: it was not processed."
+    : 'The hold’s order is not in the ledger, so PayHere’s records cannot show the capture: it is taken as not processed (PayHere refuses a second capture of a captured hold).';
+  return paymentOutcomeResponse(
+    { status_code: -2, status_message: reason, ...(orderId ? { order_id: orderId } : {}) },
+    reason,
+    [2],
+  );
+}
+
+/**
+ * Settle a refund from its payment's status: refunded if it shows a refund; not done once the
+ * settle delay passed without one. A hold's release has no record at PayHere: it is settled as not
+ * done after the delay (PayHere refuses to release a released hold, so a repeat cannot do harm).
+ */
+export async function settleRefund(
+  deps: SettleDeps,
+  subject: Extract<MoneySubject, { operation: 'refund' }>,
+  held: Held,
+  deadline: number,
+): Promise<Result> {
+  const { body } = subject;
+  const release = 'authorization_token' in body;
+  const orderId =
+    subject.orderId ??
+    (release
+      ? await deps.ledger.lookup('authorization', body.authorization_token)
+      : await deps.ledger.lookup('payment', String(body.payment_id))
+    )?.orderId;
+  if (!release && orderId) {
+    const found = await deps.payhere.reconcileRefund(body, deadline, orderId);
+    if (found !== NOTHING) {
+      await deps.invalidation?.forgetOrder(orderId);
+      return ok(found.msg, found.data);
+    }
+  }
+  if (nowOf(deps) < windowOf(held.startedAt).until + deps.settleDelayMs) throw outcomeUnknown.refund(orderId);
+  const reason = release
+    ? 'PayHere keeps no record of a hold’s release to check: it is taken as not processed. Release the hold again with a new Idempotency-Key if you still mean to (PayHere refuses a second release).'
+    : orderId
+      ? `PayHere's records show no refund of payment ${body.payment_id}, a settle delay after it could have been processed: it was not processed. Refund it again with a new Idempotency-Key if you still mean to.`
+      : `Payment ${body.payment_id} is not in the ledger, so PayHere's records of it cannot be read here: check the payment in PayHere's portal before refunding it again.`;
+  return errorResponse(new GatewayRejectedError(reason));
+}
+
+/** Settle a retry from the subscription's payments: charged if one is in the retry's window. */
+export async function settleRetry(
+  deps: SettleDeps,
+  subject: Extract<MoneySubject, { operation: 'retrySubscription' }>,
+  held: Held,
+  deadline: number,
+): Promise<Result> {
+  const window = windowOf(held.startedAt);
+  const found = await deps.payhere.reconcileRetry(subject.subscriptionId, window, deadline);
+  if (found !== NOTHING) {
+    await deps.invalidation?.forgetSubscription(subject.subscriptionId);
+    return ok(found.msg, found.data);
+  }
+  if (nowOf(deps) < window.until + deps.settleDelayMs) throw outcomeUnknown.retry(subject.subscriptionId);
+  return errorResponse(
+    new GatewayRejectedError(
+      `The subscription's payments show no new payment, a settle delay after the retry could have been processed: it was not processed. Retry again with a new Idempotency-Key if you still mean to.`,
+    ),
+  );
+}
+
+/**
+ * Every money route's settlement, for the settle job (lib/settle/job.ts), which holds only what
+ * the records kept: a charge is settled on its order (lib/orders/charge.ts), the others above.
+ */
+export class MoneySettlement {
+  readonly #deps: SettleDeps;
+  readonly #charging: Charging;
+
+  constructor(deps: SettleDeps & { charging: Charging }) {
+    this.#deps = deps;
+    this.#charging = deps.charging;
+  }
+
+  /** The answer the record's key gives from now on; OutcomeUnknownError while PayHere cannot tell. */
+  async settle(subject: MoneySubject, held: Held, deadline: number): Promise<Result> {
+    switch (subject.operation) {
+      case 'charge': {
+        const input = {
+          actor: actorOf(subject),
+          owner: subject.owner,
+          body: subject.body,
+          deadline,
+          chargeKey: held.key,
+        };
+        const answer = await this.#charging.settle(
+          input,
+          held.startedAt,
+          this.#deps.settleDelayMs,
+          this.#deps.now,
+        );
+        return chargeResponse(input.actor, subject.body.type, answer);
+      }
+      case 'capture':
+        return settleCapture(this.#deps, subject, held, deadline);
+      case 'refund':
+        return settleRefund(this.#deps, subject, held, deadline);
+      case 'retrySubscription':
+        return settleRetry(this.#deps, subject, held, deadline);
+    }
+  }
+
+  /** When the job looks again at a request `settle` could not settle yet. */
+  nextLook(subject: MoneySubject, held: Held, now: number): number {
+    if (subject.operation === 'charge' && subject.body.type === 'AUTHORIZE') {
+      const expires = windowOf(held.startedAt).until + HOLD_LIFETIME_MS;
+      return Math.max(now + LOOK_AGAIN_MS, Math.min(now + LOOK_AGAIN_HOLD_MS, expires));
+    }
+    return now + LOOK_AGAIN_MS;
+  }
+}
+
+function actorOf(subject: MoneySubject): Actor {
+  return { sub: subject.operation === 'charge' ? subject.sub : 'settle', role: subject.role };
+}

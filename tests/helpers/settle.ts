@@ -1,0 +1,66 @@
+/**
+ * The settle job in-process (lib/settle/), as the scheduled function builds it, with its clock moved
+ * ahead so that tests need not wait out the settle delay; and an idempotency table of the test
+ * file's own, since the job settles every record due in its table, and other files' are not its.
+ */
+import { randomUUID } from 'node:crypto';
+import { inject } from 'vitest';
+import { sharedStateFromEnvironment } from '../../lib/budget/environment.ts';
+import { loadConfig } from '../../lib/config/config.ts';
+import { CONNECT_TIMEOUT_MS, createPayHere } from '../../lib/gateway/index.ts';
+import { IdempotencyStore } from '../../lib/idempotency/store.ts';
+import type { LedgerStore } from '../../lib/ledger/store.ts';
+import { Confirmations } from '../../lib/notifications/confirm.ts';
+import { Charging } from '../../lib/orders/charge.ts';
+import { loadOrdersConfig } from '../../lib/orders/config.ts';
+import { Holds } from '../../lib/orders/holds.ts';
+import { OrderReports } from '../../lib/orders/reports.ts';
+import { CappedTransport } from '../../lib/settle/capped-transport.ts';
+import { SettleJob, type SettleLimits } from '../../lib/settle/job.ts';
+import { MoneySettlement } from '../../lib/settle/money.ts';
+import { createTable } from '../../scripts/local-dynamodb.ts';
+import { localClient } from '../idempotency/fixtures.ts';
+
+/**
+ * An idempotency table for this file's money handlers (set before the first of them loads) and
+ * the store over it.
+ */
+export async function ownIdempotencyTable(): Promise<IdempotencyStore> {
+  const table = `settle-idempotency-${randomUUID()}`;
+  await createTable(inject('dynamodbEndpoint'), table, { settleIndex: true });
+  process.env.IDEMPOTENCY_TABLE = table;
+  return new IdempotencyStore({ client: localClient(), table, ttlSeconds: 86_400 });
+}
+
+/** A settle job over `store` and `ledger` whose clock runs `later` ms ahead. */
+export function settleJob(
+  store: IdempotencyStore,
+  ledger: LedgerStore,
+  later: number,
+  limits: SettleLimits = { items: 25, calls: 10 },
+) {
+  const now = () => Date.now() + later;
+  const config = loadConfig(process.env);
+  const transport = new CappedTransport(config.gatewayBaseUrl, {
+    connectTimeoutMs: CONNECT_TIMEOUT_MS,
+    cap: limits.calls,
+  });
+  const payhere = createPayHere(config, { sharedState: sharedStateFromEnvironment(process.env), transport });
+  const orders = loadOrdersConfig(process.env);
+  const deps = { payhere, ledger, holds: new Holds(ledger), settleDelayMs: orders.settleDelayMs, now };
+  const job = new SettleJob({
+    store,
+    ledger,
+    money: new MoneySettlement({ ...deps, charging: new Charging({ payhere, ledger, config: orders }) }),
+    reports: new OrderReports({
+      ledger,
+      confirmations: new Confirmations({ payhere, reserved: true }),
+      keepDays: 90,
+      now,
+    }),
+    limits,
+    calls: () => transport.calls,
+    now,
+  });
+  return { run: () => job.run(Date.now() + 20_000), calls: () => transport.calls };
+}
