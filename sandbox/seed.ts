@@ -29,6 +29,11 @@ export const SEED = {
     declined: 'DC8A1F37B09E4D2C8E5F61A7B3C0D942',
     /** Charges stay pending: status 1, status_code 0. */
     pending: '7E3B90C4A1D85F26E0B4C7A9D3F1E658',
+    /**
+     * Charges are refused before processing, worded otherwise than "Authentication error": HTTP 200
+     * `{"status":-2,"msg":"Customer authentication failed","data":null}`; nothing charged.
+     */
+    authenticationFails: 'A17E5C9D0B2F4E8391C6D7A2B5E80F14',
   },
   authorizationTokens: {
     /** 100.00 LKR on Order12345 (GATEWAY.md's capture sample), not yet captured. */

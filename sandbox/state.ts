@@ -27,7 +27,7 @@ import type {
   StoredSubscription,
 } from './records.ts';
 import { installmentCount, recurringSentence } from './recurrence.ts';
-import { CHECKOUT_PAYER, type SeedData, seedData } from './seed.ts';
+import { CHECKOUT_PAYER, SEED, type SeedData, seedData } from './seed.ts';
 import { md5sig } from './signature.ts';
 import {
   CHARGE_AUTHORIZED,
@@ -147,6 +147,9 @@ export class GatewayState {
   }
 
   charge(request: ChargeRequest): Envelope {
+    // A refusal PayHere words its own way (top-level -2, no data): nothing is processed.
+    if (request.customer_token === SEED.customerTokens.authenticationFails)
+      return failed('Customer authentication failed', -2);
     const payer = this.#data.payers.get(request.customer_token);
     if (!payer) return failed('Invalid token');
     if (!ACCEPTED_CURRENCIES.has(request.currency)) return failed('Invalid currency');

@@ -192,6 +192,17 @@ describe('charge', () => {
     expect(answer.json.data.status_code).toBe(0);
   });
 
+  it('refuses a charge on the authenticationFails token with a top-level -2 envelope, and records nothing', async () => {
+    const answer = await api.post(
+      'payment/charge',
+      chargeRequest({ customer_token: SEED.customerTokens.authenticationFails, order_id: 'OrderAuth1' }),
+    );
+
+    expect(answer.status).toBe(200);
+    expect(answer.json).toEqual({ status: -2, msg: 'Customer authentication failed', data: null });
+    expect((await api.search('OrderAuth1')).json.msg).toBe('No payments found');
+  });
+
   it('charges the MasterCard customer on its own card', async () => {
     const answer = await api.post(
       'payment/charge',
