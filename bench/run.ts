@@ -20,6 +20,7 @@ import {
 import { type ColdRequest, DYNAMODB_READS, DYNAMODB_WRITES, dynamodbCount, measureCold } from './cold.ts';
 import { customerReadsSection, measureCustomerReads } from './customers.ts';
 import { startBenchEnvironment } from './environment.ts';
+import { measureSettle } from './settle.ts';
 import { kib, median, percentile, round } from './stats.ts';
 import { measureWarm, type WarmSamples } from './warm.ts';
 
@@ -529,6 +530,13 @@ try {
   say();
   for (const line of readsSection.lines) say(line);
   failures.push(...readsSection.failures);
+
+  // 8. The settle job: what settling 100 unknown charges costs a run.
+  console.error('the settle job: 100 unknown charges...');
+  const settleSection = await measureSettle(environment);
+  say();
+  for (const line of settleSection.lines) say(line);
+  failures.push(...settleSection.failures);
 } finally {
   await environment.close();
 }
