@@ -189,7 +189,7 @@ export function ledgerWrites(table: string, orderId: string, key: string) {
       UpdateExpression:
         'SET #state = :state, #updatedAt = :now, #paymentId = :paymentId REMOVE #inflight, ' +
         '#reportedAt, #reportedPaymentId, #reportedSubscriptionId, #settleQueue, #settleAt',
-      ConditionExpression: '#chargeKey = :key AND #state IN (:from0, :from1, :from2, :from3, :from4)',
+      ConditionExpression: '#chargeKey = :key AND #state IN (:from0, :from1, :from2, :from3, :from4, :from5)',
       ExpressionAttributeNames: names(
         'state',
         'inflight',
@@ -211,6 +211,7 @@ export function ledgerWrites(table: string, orderId: string, key: string) {
         ':from2': { S: 'cancelled' },
         ':from3': { S: 'pending' },
         ':from4': { S: 'unknown' },
+        ':from5': { S: 'succeeded' },
         ':paymentId': { S: paymentId },
       },
     }),

@@ -4,8 +4,8 @@ import * as z from 'zod/mini';
 import { ENDPOINT_NAMES, type EndpointName } from './routes.ts';
 
 export type Fault =
-  /** Wait, then process and answer normally. */
-  | { kind: 'latency'; ms: number }
+  /** Wait, then process and answer normally; `afterProcessing`: process at once, answer `ms` later. */
+  | { kind: 'latency'; ms: number; afterProcessing?: boolean }
   /** Process the request (state changes), then reset the connection without answering. */
   | { kind: 'reset' }
   /** Reset the connection without processing. */
@@ -61,7 +61,11 @@ export class FaultController {
 }
 
 const faultSchema = z.discriminatedUnion('kind', [
-  z.strictObject({ kind: z.literal('latency'), ms: z.number().check(z.nonnegative()) }),
+  z.strictObject({
+    kind: z.literal('latency'),
+    ms: z.number().check(z.nonnegative()),
+    afterProcessing: z.optional(z.boolean()),
+  }),
   z.strictObject({ kind: z.literal('reset') }),
   z.strictObject({ kind: z.literal('resetBeforeProcessing') }),
   z.strictObject({

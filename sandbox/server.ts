@@ -247,11 +247,14 @@ export async function startSandbox(options: SandboxOptions = {}): Promise<Sandbo
       return;
     }
     switch (fault.kind) {
-      case 'latency':
+      case 'latency': {
+        // A slow network back: processed at once, the answer on its way for `ms`.
+        const answered = fault.afterProcessing ? process() : undefined;
         await sleep(fault.ms, undefined, { signal: closing.signal });
-        send(res, process());
+        send(res, answered ?? process());
         notifyAfterAnswer();
         return;
+      }
       case 'reset':
         process();
         resetConnection(req);

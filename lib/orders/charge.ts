@@ -233,8 +233,14 @@ export class Charging {
     const reference = { orderId: order.orderId, owner: order.owner };
     const { paymentId, authorizationToken } = outcome;
     await Promise.all([
-      this.#write('record the outcome of a charge', order, () =>
-        this.#ledger.finishCharge(order.orderId, chargeKey, outcome),
+      this.#write(
+        'record the outcome of a charge',
+        order,
+        async () =>
+          (await this.#ledger.finishCharge(order.orderId, chargeKey, outcome)) ||
+          // Other evidence settled the order meanwhile (a success PayHere's records showed): its
+          // state stands, and the charge's slot is freed all the same.
+          (await this.#ledger.releaseCharge(order.orderId, chargeKey)),
       ),
       paymentId &&
         this.#write('index a charged payment', order, () =>

@@ -129,7 +129,9 @@ export function chargeMove(evidence: Evidence): {
   overReport: boolean;
 } {
   const rule = TRANSITIONS[evidence];
-  return { to: rule.to, from: rule.from, overReport: rule.notOverReport !== true };
+  // Already where the evidence leads (a notification got there first): recorded again, slot freed.
+  const from = rule.from.includes(rule.to) ? rule.from : [...rule.from, rule.to];
+  return { to: rule.to, from, overReport: rule.notOverReport !== true };
 }
 
 /** The evidence of a charge's answer, by its `status_code` (2, or 3 for a hold, is success). */

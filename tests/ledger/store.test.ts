@@ -144,6 +144,24 @@ describe('the payment slot of an order', () => {
     expect(await ledger.getOrder(id)).toMatchObject({ state: 'succeeded', paymentId: '320040000001' });
   });
 
+  it('records a charge’s success over a success other evidence recorded meanwhile, and frees its slot', async () => {
+    const id = orderId();
+    const first = claim(id);
+    await ledger.claimCharge(first);
+    // PayHere's records showed the payment (its notification came first).
+    await ledger.moveOrder(id, {
+      from: 'created',
+      to: 'succeeded',
+      seen: { charged: true, reported: false },
+      paymentId: '320040000002',
+    });
+
+    expect(
+      await ledger.finishCharge(id, first.slot.key, outcome('succeeded', { paymentId: '320040000002' })),
+    ).toBe(true);
+    expect(await ledger.getOrder(id)).toMatchObject({ state: 'succeeded', charge: { inflight: false } });
+  });
+
   it('lets a customer charge only its own charge order at exactly its price', async () => {
     const order = checkout();
     await ledger.createOrder(order);

@@ -79,6 +79,34 @@ describe('no notification reopens a charge that may have succeeded', () => {
   });
 });
 
+describe('a charge’s own answer and other evidence', () => {
+  it('a charge answered after its notification settled the order frees its slot: the order shows succeeded, not pending', async () => {
+    const body = chargeBody();
+    // Processed at once; its answer takes half a second to come back.
+    sandbox.faults.inject('charge', { kind: 'latency', ms: 1_500, afterProcessing: true });
+    const charging = call('charge', { body });
+    // The charge holds the order's slot, and PayHere processed it: its payment is in the records.
+    for (let waited = 0; !(await ledger.getOrder(body.order_id))?.charge?.inflight; waited += 20) {
+      if (waited > 1_000) throw new Error('the charge never took the order');
+      await new Promise((resolve) => setTimeout(resolve, 20));
+    }
+    // The charge's notification comes first; PayHere's records show its payment.
+    await notify(signed({ order_id: body.order_id, payhere_amount: '120.50', status_code: '2' }));
+    const meanwhile = await ledger.getOrder(body.order_id);
+
+    const charged = await charging;
+
+    expect(meanwhile).toMatchObject({ state: 'succeeded', charge: { inflight: true } });
+    expect(charged.statusCode).toBe(200);
+    expect(await ledger.getOrder(body.order_id)).toMatchObject({
+      state: 'succeeded',
+      paymentId: String(charged.body.data.payment_id),
+      charge: { inflight: false },
+    });
+    expect((await orderOf(body.order_id)).status).toBe('succeeded');
+  });
+});
+
 describe('no order is paid without a payment', () => {
   it('a payment order of 100,000 LKR is not paid by a signed success of another flow (a pre-approval’s)', async () => {
     const orderId = await checkout('payment', { amount: 100_000 });
