@@ -2,7 +2,9 @@
  * A DynamoDB-compatible server (dynalite, in memory) on loopback for `npm start` and the tests,
  * with the service's tables created. No AWS account, no Docker, no mock.
  */
+import { type IncomingHttpHeaders, request, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
+import { crc32 } from 'node:zlib';
 import { CreateTableCommand, DescribeTableCommand, DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import dynalite from 'dynalite';
 
@@ -39,9 +41,19 @@ export interface LocalDynamoDB {
   close(): Promise<void>;
 }
 
-export async function startLocalDynamoDB(options: { port?: number } = {}): Promise<LocalDynamoDB> {
+export interface LocalDynamoDBOptions {
+  port?: number;
+  /**
+   * Every request waits this long before dynalite sees it: a DynamoDB this far away (the bench
+   * compares the service with others at a fixed distance). None by default.
+   */
+  delayMs?: number;
+}
+
+export async function startLocalDynamoDB(options: LocalDynamoDBOptions = {}): Promise<LocalDynamoDB> {
   // Tables are ACTIVE at once: nothing local should wait for a simulated creation.
   const server = dynalite({ createTableMs: 0, deleteTableMs: 0, updateTableMs: 0 });
+  asDynamoDbAnswers(server, options.delayMs ?? 0);
   await new Promise<void>((resolve, reject) => {
     server.once('error', reject);
     server.listen(options.port ?? 0, '127.0.0.1', () => resolve());
@@ -127,4 +139,120 @@ export async function createLocalTables(endpoint: string): Promise<void> {
     createTable(endpoint, LOCAL_LEDGER_TABLE, { settleIndex: true }),
     createTable(endpoint, LOCAL_STATE_TABLE),
   ]);
+}
+
+/** Marks the few requests this module sends dynalite itself: they are not delayed again. */
+const OWN_REQUEST = 'x-local-dynamodb-own';
+
+/**
+ * What dynalite lacks of DynamoDB's answers, added around its request handler: a write that asked
+ * `ReturnValuesOnConditionCheckFailure: 'ALL_OLD'` gets the item as it is in its
+ * ConditionalCheckFailedException (`Item`), as DynamoDB sends it (dynalite's issue #182); read
+ * just after the failure, so another write may land in between, which DynamoDB's own answer
+ * excludes: callers may use it only as a view to write against, conditionally. And, when
+ * `delayMs` is set, every request waits that long first.
+ */
+function asDynamoDbAnswers(server: Server, delayMs: number): void {
+  const answer = server.listeners('request') as Array<(request: unknown, response: unknown) => void>;
+  server.removeAllListeners('request');
+  const keySchemas = new Map<string, Promise<string[]>>();
+  server.on('request', (req, res: ServerResponse) => {
+    const chunks: Buffer[] = [];
+    const end = res.end.bind(res) as (body?: string) => ServerResponse;
+    Object.assign(res, {
+      end: (body?: string) => {
+        if (res.statusCode !== 400 || !body?.includes('ConditionalCheckFailedException')) return end(body);
+        const input = JSON.parse(Buffer.concat(chunks).toString('utf8')) as WriteInput;
+        if (input.ReturnValuesOnConditionCheckFailure !== 'ALL_OLD') return end(body);
+        const { port } = server.address() as AddressInfo;
+        const own = ownRequest(port, req.headers);
+        itemAsItIs(own, String(req.headers['x-amz-target']), input, keySchemas).then(
+          (item) => {
+            const withItem = JSON.stringify({ ...JSON.parse(body), ...(item ? { Item: item } : {}) });
+            res.setHeader('Content-Length', Buffer.byteLength(withItem));
+            res.setHeader('x-amz-crc32', crc32(withItem));
+            end(withItem);
+          },
+          () => end(body),
+        );
+        return res;
+      },
+    });
+    const handle = () => {
+      for (const listener of answer) listener(req, res);
+      // dynalite's own reader is attached: this one sees the same chunks.
+      req.on('data', (chunk: Buffer) => chunks.push(chunk));
+    };
+    if (delayMs > 0 && req.headers[OWN_REQUEST] === undefined) setTimeout(handle, delayMs);
+    else handle();
+  });
+}
+
+interface WriteInput {
+  TableName: string;
+  Key?: Record<string, unknown>;
+  Item?: Record<string, unknown>;
+  ReturnValuesOnConditionCheckFailure?: string;
+}
+
+type OwnRequest = (operation: string, input: unknown) => Promise<Record<string, unknown>>;
+
+/** A request to dynalite itself, signed as the caller's was (dynalite checks the header's form only). */
+function ownRequest(port: number, headers: IncomingHttpHeaders): OwnRequest {
+  return (operation, input) =>
+    new Promise((resolve, reject) => {
+      const body = JSON.stringify(input);
+      const sent = request(
+        {
+          host: '127.0.0.1',
+          port,
+          method: 'POST',
+          headers: {
+            ...headers,
+            'x-amz-target': `DynamoDB_20120810.${operation}`,
+            'content-length': Buffer.byteLength(body),
+            [OWN_REQUEST]: '1',
+          },
+        },
+        (response) => {
+          const parts: Buffer[] = [];
+          response.on('data', (part: Buffer) => parts.push(part));
+          response.on('end', () => {
+            const text = Buffer.concat(parts).toString('utf8');
+            if (response.statusCode === 200) resolve(JSON.parse(text));
+            else reject(new Error(`${operation}: ${response.statusCode} ${text}`));
+          });
+        },
+      );
+      sent.on('error', reject);
+      sent.end(body);
+    });
+}
+
+/** The item a failed write named, as it is now (undefined when there is none). */
+async function itemAsItIs(
+  own: OwnRequest,
+  target: string,
+  input: WriteInput,
+  keySchemas: Map<string, Promise<string[]>>,
+): Promise<unknown> {
+  let key = input.Key;
+  if (target.endsWith('.PutItem')) {
+    if (!keySchemas.has(input.TableName)) {
+      keySchemas.set(
+        input.TableName,
+        own('DescribeTable', { TableName: input.TableName }).then((answer) =>
+          (answer as { Table: { KeySchema: Array<{ AttributeName: string }> } }).Table.KeySchema.map(
+            (part) => part.AttributeName,
+          ),
+        ),
+      );
+    }
+    const names = await keySchemas.get(input.TableName)!;
+    key = Object.fromEntries(names.map((name) => [name, input.Item?.[name]]));
+  }
+  const { Item } = (await own('GetItem', { TableName: input.TableName, Key: key, ConsistentRead: true })) as {
+    Item?: unknown;
+  };
+  return Item;
 }

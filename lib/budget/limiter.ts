@@ -190,9 +190,9 @@ export class SharedLimiter implements GatewayLimiter {
 
   async #shared(kind: CallKind, askedAt: number, giveUpAt: number): Promise<Permit> {
     // A container that has not seen the budget yet guesses that every slot is free: its first
-    // slot's write either succeeds and shows it the budget (one round trip, where reading the
-    // budget first made two), or fails and it reads the budget, as a warm container whose guess
-    // fails does.
+    // slot's write either succeeds or fails, and shows it the budget either way (one round trip,
+    // where reading the budget first made two); a warm container whose view was stale learns the
+    // same way.
     let snapshot = this.#snapshot ?? { busyUntil: new Map<number, number>(), pausedUntil: 0 };
     for (;;) {
       const now = this.#now();
@@ -209,15 +209,19 @@ export class SharedLimiter implements GatewayLimiter {
           budgetWaited(now - askedAt);
           return this.#permit(slot, giveUpAt);
         }
-      } else {
-        const freeAt = Math.max(snapshot.pausedUntil, this.#earliestFree(snapshot, kind, now));
-        if (freeAt >= giveUpAt) {
-          this.#snapshot = snapshot;
-          throw budgetRefused(freeAt - now);
-        }
-        // A little jitter, so that the containers waiting for one slot do not all ask at once.
-        await this.#sleep(freeAt - now + Math.floor(this.#random() * 20));
+        // Another container was first: its refusal showed the budget, unless the table keeps it to
+        // itself (then it is read).
+        snapshot = this.#saw(taken.budget ?? (await this.#table.readBudget()));
+        this.#snapshot = snapshot;
+        continue;
       }
+      const freeAt = Math.max(snapshot.pausedUntil, this.#earliestFree(snapshot, kind, now));
+      if (freeAt >= giveUpAt) {
+        this.#snapshot = snapshot;
+        throw budgetRefused(freeAt - now);
+      }
+      // A little jitter, so that the containers waiting for one slot do not all ask at once.
+      await this.#sleep(freeAt - now + Math.floor(this.#random() * 20));
       snapshot = this.#saw(await this.#table.readBudget());
       this.#snapshot = snapshot;
     }

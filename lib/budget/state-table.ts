@@ -68,36 +68,45 @@ export class SharedStateTable {
 
   /**
    * Take `slot` until `busyUntil` if its last request arrived by `freeBefore` and no pause runs at
-   * `now`, and see the whole budget as the write left it: a container that knows nothing yet (a
-   * cold one) learns it from its first slot, with no read. Not taken when another container was
-   * first (or a pause began): read the budget again.
+   * `now`. Either way the answer shows the whole budget, so that no read is needed: a taken slot
+   * shows it as the write left it (a container that knew nothing yet, a cold one, learns it from
+   * its first slot), and a refused one as it was, with the slot another container was first to
+   * (or the pause that began); DynamoDB sends that item with its refusal when asked to.
    */
   async takeSlot(
     slot: number,
     busyUntil: number,
     freeBefore: number,
     now: number,
-  ): Promise<{ taken: true; budget: BudgetSnapshot } | { taken: false }> {
-    const written = await sendConditional(
-      this.#client,
-      new UpdateItemCommand({
-        TableName: this.#table,
-        Key: BUDGET_KEY,
-        UpdateExpression: 'SET #slot = :busyUntil, expiresAt = :expiresAt',
-        ConditionExpression:
-          '(attribute_not_exists(#slot) OR #slot <= :freeBefore) AND (attribute_not_exists(pausedUntil) OR pausedUntil <= :now)',
-        ExpressionAttributeNames: { '#slot': `s${slot}` },
-        ExpressionAttributeValues: {
-          ':busyUntil': number(busyUntil),
-          ':freeBefore': number(freeBefore),
-          ':now': number(now),
-          ':expiresAt': expiry(now),
-        },
-        ReturnValues: 'ALL_NEW',
-      }),
-      { abortSignal: AbortSignal.timeout(this.#timeoutMs) },
-    );
-    return written ? { taken: true, budget: budgetOf(written.Attributes) } : { taken: false };
+  ): Promise<{ taken: true; budget: BudgetSnapshot } | { taken: false; budget: BudgetSnapshot | undefined }> {
+    try {
+      const { Attributes } = await this.#client.send(
+        new UpdateItemCommand({
+          TableName: this.#table,
+          Key: BUDGET_KEY,
+          UpdateExpression: 'SET #slot = :busyUntil, expiresAt = :expiresAt',
+          ConditionExpression:
+            '(attribute_not_exists(#slot) OR #slot <= :freeBefore) AND (attribute_not_exists(pausedUntil) OR pausedUntil <= :now)',
+          ExpressionAttributeNames: { '#slot': `s${slot}` },
+          ExpressionAttributeValues: {
+            ':busyUntil': number(busyUntil),
+            ':freeBefore': number(freeBefore),
+            ':now': number(now),
+            ':expiresAt': expiry(now),
+          },
+          ReturnValues: 'ALL_OLD',
+          ReturnValuesOnConditionCheckFailure: 'ALL_OLD',
+        }),
+        { abortSignal: AbortSignal.timeout(this.#timeoutMs) },
+      );
+      const budget = budgetOf(Attributes);
+      budget.busyUntil.set(slot, busyUntil);
+      return { taken: true, budget };
+    } catch (error) {
+      if ((error as { name?: unknown } | null)?.name !== 'ConditionalCheckFailedException') throw error;
+      const item = (error as { Item?: Record<string, AttributeValue> }).Item;
+      return { taken: false, budget: item ? budgetOf(item) : undefined };
+    }
   }
 
   /**

@@ -128,14 +128,36 @@ describe('the shared budget', () => {
     const first = { reads: reads.mock.calls.length, takes: takes.mock.calls.length };
     await b.acquire('read', 20_000);
 
-    // Assess: a wrote once; b's guess was taken, so b read the budget once and took another slot.
+    // Assess: a wrote once; b's guess was taken, and the refusal showed b the budget (DynamoDB
+    // sends the item with it), so b took another slot without reading the budget.
     expect(first).toEqual({ reads: 0, takes: 1 });
-    expect(reads).toHaveBeenCalledTimes(1);
+    expect(reads).not.toHaveBeenCalled();
     expect(takes).toHaveBeenCalledTimes(3);
     expect(takes.mock.calls[1]![0]).toBe(takes.mock.calls[0]![0]);
     expect(takes.mock.calls[2]![0]).not.toBe(takes.mock.calls[0]![0]);
     expect((await table.readBudget()).busyUntil.size).toBe(2);
     expect(clock.now()).toBe(T0);
+  });
+
+  it('reads the budget after a refused guess when the refusal does not show it', async () => {
+    // Prepare: a table that answers a refused take without the item (a DynamoDB-compatible store
+    // without ReturnValuesOnConditionCheckFailure); a holds the slot b guesses.
+    const { table } = await freshStateTable();
+    const clock = steppingClock();
+    const take = table.takeSlot.bind(table);
+    vi.spyOn(table, 'takeSlot').mockImplementation(async (...args) => {
+      const taken = await take(...args);
+      return taken.taken ? taken : { taken: false, budget: undefined };
+    });
+    const reads = vi.spyOn(table, 'readBudget');
+    await container(table, clock).acquire('read', 20_000);
+
+    // Act
+    await container(table, clock).acquire('read', 20_000);
+
+    // Assess: one read, then the free slot.
+    expect(reads).toHaveBeenCalledTimes(1);
+    expect((await table.readBudget()).busyUntil.size).toBe(2);
   });
 
   it('shows a cold container the whole budget with its first slot, so it knows what others hold', async () => {
