@@ -473,6 +473,30 @@ try {
   }
   say(`| **shared minus in memory** | **${round(s50 - l50, 3)} ms** | | |`);
 
+  // Each caller's share: one conditional write more per PayHere call of a caller.
+  const [c50, w50] = [median(limiter.sharedWithShareMs), median(limiter.shareWriteMs)];
+  if (c50 - s50 > w50 + BUDGET.limiterSlackMs) {
+    failures.push(
+      `caller share: ${round(c50 - s50, 3)} ms a call > its write (${round(w50, 3)} ms) + ${BUDGET.limiterSlackMs} ms`,
+    );
+  }
+  say();
+  say(
+    `What each caller's share (lib/budget/caller-shares.ts) adds to a customer's PayHere call, in the same run and taking turns with the two above: the shared client counting a customer's calls (one conditional write before the slot), beside that very write sent alone. Budget: the difference of the p50s at most the write's p50 plus ${BUDGET.limiterSlackMs} ms.`,
+  );
+  say();
+  say('| measure | p50 | p90 | p99 |');
+  say('|---|---|---|---|');
+  for (const [label, samples] of [
+    ['call, shared budget and the caller’s share', limiter.sharedWithShareMs],
+    ['the share’s write alone', limiter.shareWriteMs],
+  ] as const) {
+    say(
+      `| ${label} | ${round(median(samples), 3)} ms | ${round(percentile(samples, 90), 3)} ms | ${round(percentile(samples, 99), 3)} ms |`,
+    );
+  }
+  say(`| **with the share minus without** | **${round(c50 - s50, 3)} ms** | | |`);
+
   const burst = await measureBurst(
     environment,
     packaged.map((fn) => ({ route: fn.name as GatewayRouteName, bundle: fn.bundle })),

@@ -97,7 +97,7 @@ export function storeWrites(table: string, key: string, attemptId: string) {
       Key: { pk },
       UpdateExpression:
         'SET #state = :state, #statusCode = :statusCode, #headers = :headers, #body = :body, #expiresAt = :expiresAt ' +
-        'REMOVE #lockedUntil, #settleQueue, #settleAt, #subject',
+        'REMOVE #lockedUntil, #settleQueue, #settleAt, #subject, #triedAt',
       ConditionExpression: '#attempt = :attempt AND #state = :inProgress',
       ExpressionAttributeNames: {
         '#state': 'state',
@@ -110,6 +110,7 @@ export function storeWrites(table: string, key: string, attemptId: string) {
         '#settleQueue': 'settleQueue',
         '#settleAt': 'settleAt',
         '#subject': 'subject',
+        '#triedAt': 'triedAt',
       },
       ExpressionAttributeValues: {
         ':state': { S: 'complete' },
@@ -123,6 +124,12 @@ export function storeWrites(table: string, key: string, attemptId: string) {
     }),
   };
 }
+
+/** The order's declined charges this hour (card testing: ORDER_FAILED_ATTEMPTS' default window). */
+const withFailed = (now: number, names: Record<string, string>) => ({
+  ...names,
+  '#failed': `failed${Math.floor(now / 3_600_000)}`,
+});
 
 /**
  * The three ledger writes lib/ledger/store.ts sends for a merchant's charge that gets an answer:
@@ -145,26 +152,31 @@ export function ledgerWrites(table: string, orderId: string, key: string) {
         '#owner = if_not_exists(#owner, :owner), #kind = if_not_exists(#kind, :kind), #items = :items, ' +
         '#currency = :currency, #amount = :amount, #custom1 = :custom1, #custom2 = :custom2',
       ConditionExpression:
-        'attribute_not_exists(pk) OR (#state IN (:chargeable0, :chargeable1, :chargeable2) AND attribute_not_exists(#inflight))',
-      ExpressionAttributeNames: names(
-        'owner',
-        'kind',
-        'state',
-        'items',
-        'currency',
-        'amount',
-        'custom1',
-        'custom2',
-        'inflight',
-        'chargeKey',
-        'chargeSentAt',
-        'chargeUntil',
-        'createdAt',
-        'updatedAt',
-        'orderId',
+        'attribute_not_exists(pk) OR (#state IN (:chargeable0, :chargeable1, :chargeable2) AND attribute_not_exists(#inflight) ' +
+        'AND (attribute_not_exists(#failed) OR #failed < :failedLimit))',
+      ExpressionAttributeNames: withFailed(
+        now,
+        names(
+          'owner',
+          'kind',
+          'state',
+          'items',
+          'currency',
+          'amount',
+          'custom1',
+          'custom2',
+          'inflight',
+          'chargeKey',
+          'chargeSentAt',
+          'chargeUntil',
+          'createdAt',
+          'updatedAt',
+          'orderId',
+        ),
       ),
       ExpressionAttributeValues: {
         ':key': { S: key },
+        ':failedLimit': { N: '3' },
         ':orderId': { S: orderId },
         ':sentAt': { N: String(now) },
         ':until': { N: String(now + 16_000) },

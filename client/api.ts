@@ -7,6 +7,7 @@
  * via the `definition` "ErrorCode".
  */
 export type ErrorCode =
+  | 'caller_rate_limited'
   | 'conflict'
   | 'forbidden'
   | 'gateway_error'
@@ -117,7 +118,7 @@ export interface Operations {
         status: -1;
         msg: string;
         data: {
-          code: 'rate_limited';
+          code: 'rate_limited' | 'caller_rate_limited';
         };
       };
       '500': {
@@ -237,7 +238,7 @@ export interface Operations {
         status: -1;
         msg: string;
         data: {
-          code: 'rate_limited';
+          code: 'rate_limited' | 'caller_rate_limited';
         };
       };
       '500': {
@@ -346,7 +347,7 @@ export interface Operations {
         status: -1;
         msg: string;
         data: {
-          code: 'rate_limited';
+          code: 'rate_limited' | 'caller_rate_limited';
         };
       };
       '500': {
@@ -432,7 +433,7 @@ export interface Operations {
         status: -1;
         msg: string;
         data: {
-          code: 'rate_limited';
+          code: 'rate_limited' | 'caller_rate_limited';
         };
       };
       '500': {
@@ -508,7 +509,7 @@ export interface Operations {
         status: -1;
         msg: string;
         data: {
-          code: 'rate_limited';
+          code: 'rate_limited' | 'caller_rate_limited';
         };
       };
       '500': {
@@ -588,7 +589,7 @@ export interface Operations {
         status: -1;
         msg: string;
         data: {
-          code: 'rate_limited';
+          code: 'rate_limited' | 'caller_rate_limited';
         };
       };
       '500': {
@@ -671,7 +672,7 @@ export interface Operations {
         status: -1;
         msg: string;
         data: {
-          code: 'conflict';
+          code: 'idempotency_in_progress' | 'conflict';
         };
       };
       '413': {
@@ -685,14 +686,14 @@ export interface Operations {
         status: -1;
         msg: string;
         data: {
-          code: 'gateway_rejected';
+          code: 'idempotency_key_reused' | 'gateway_rejected';
         };
       };
       '429': {
         status: -1;
         msg: string;
         data: {
-          code: 'rate_limited';
+          code: 'rate_limited' | 'caller_rate_limited';
         };
       };
       '500': {
@@ -775,7 +776,7 @@ export interface Operations {
         status: -1;
         msg: string;
         data: {
-          code: 'rate_limited';
+          code: 'rate_limited' | 'caller_rate_limited';
         };
       };
       '500': {
@@ -879,7 +880,7 @@ export interface Operations {
         status: -1;
         msg: string;
         data: {
-          code: 'rate_limited';
+          code: 'rate_limited' | 'caller_rate_limited';
         };
       };
       '500': {
@@ -1287,7 +1288,7 @@ export const OPERATIONS = {
   retrievePayments: { method: 'GET', path: '/gateway/api/payments/{id}', idempotent: false, onBehalfOf: false },
   listSubscriptions: { method: 'GET', path: '/gateway/api/subscriptions', idempotent: false, onBehalfOf: false },
   getSubscription: { method: 'GET', path: '/gateway/api/subscriptions/{id}', idempotent: false, onBehalfOf: false },
-  cancelSubscription: { method: 'DELETE', path: '/gateway/api/subscriptions/{id}', idempotent: false, onBehalfOf: false },
+  cancelSubscription: { method: 'DELETE', path: '/gateway/api/subscriptions/{id}', idempotent: true, onBehalfOf: false },
   subscriptionPayments: { method: 'GET', path: '/gateway/api/subscriptions/{id}/payments', idempotent: false, onBehalfOf: false },
   retrySubscription: { method: 'POST', path: '/gateway/api/subscriptions/{id}/retry', idempotent: true, onBehalfOf: false },
   createCheckout: { method: 'POST', path: '/gateway/api/checkouts', idempotent: false, onBehalfOf: true },

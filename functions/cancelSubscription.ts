@@ -1,29 +1,34 @@
 import { ok } from '#lib/envelope/envelope.ts';
 import { payHereFromEnvironment } from '#lib/gateway/index.ts';
 import { route } from '#lib/http/route.ts';
-import { ownershipFromEnvironment } from '#lib/orders/environment.ts';
-import { sharedReadStoreFromEnvironment } from '#lib/reads/environment.ts';
-import { thenForget } from '#lib/reads/invalidation.ts';
+import { idempotencyStoreFromEnvironment } from '#lib/idempotency/environment.ts';
+import { subscriptionCancelsFromEnvironment } from '#lib/orders/environment.ts';
 import { SubscriptionPath } from '#lib/schemas/paths.ts';
 
-const payhere = payHereFromEnvironment();
-const ownership = ownershipFromEnvironment();
-const sharedReads = sharedReadStoreFromEnvironment();
+const cancels = subscriptionCancelsFromEnvironment(payHereFromEnvironment());
+const store = idempotencyStoreFromEnvironment();
 
-/** DELETE /gateway/api/subscriptions/{id}: stop a subscription. */
+/**
+ * DELETE /gateway/api/subscriptions/{id}: stop a subscription. A subscription already cancelled or
+ * completed is answered 409 without PayHere. An Idempotency-Key is optional: with one, a repeat is
+ * answered from the store.
+ */
 export const handler = route(
   {
     name: 'cancelSubscription',
     scope: 'subscriptions:write',
     path: SubscriptionPath,
     audit: ({ path }) => ({ subscriptionId: String(Number(path.id)) }),
+    idempotency: {
+      operation: 'cancelSubscription',
+      store,
+      optional: true,
+      // As PayHere receives it: 0420075032251 is 420075032251.
+      upstream: ({ path }) => ({ subscription_id: Number(path.id) }),
+    },
   },
   async ({ path, caller, deadline }) => {
-    await ownership.requireSubscription(caller, path.id);
-    const { msg, data } = await thenForget(
-      () => payhere.cancelSubscription(path.id, deadline),
-      () => sharedReads.forgetSubscription(path.id),
-    );
+    const { msg, data } = await cancels.cancel(caller, path.id, deadline);
     return ok(msg, data);
   },
 );

@@ -94,7 +94,8 @@ function operationsSchema(document: OpenApiDocument): JsonSchema {
 function operationTable(document: OpenApiDocument): string {
   const rows = operationsOf(document).map(({ path, method, operation }) => {
     const refs = operation.parameters.map((parameter) => parameter.$ref ?? '');
-    const idempotent = refs.includes('#/components/parameters/IdempotencyKey');
+    // A route where the key is optional (a cancel) gets one too: a repeat after a lost answer is then replayed.
+    const idempotent = refs.some((ref) => /#\/components\/parameters\/(Optional)?IdempotencyKey$/.test(ref));
     const onBehalfOf = refs.includes('#/components/parameters/OnBehalfOf');
     return `  ${operation.operationId}: { method: '${method}', path: '${path}', idempotent: ${idempotent}, onBehalfOf: ${onBehalfOf} },`;
   });

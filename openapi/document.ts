@@ -143,7 +143,9 @@ class DocumentBuilder {
         });
       }
     }
-    if (route.idempotent) parameters.push({ $ref: '#/components/parameters/IdempotencyKey' });
+    if (route.idempotent === true) parameters.push({ $ref: '#/components/parameters/IdempotencyKey' });
+    if (route.idempotent === 'optional')
+      parameters.push({ $ref: '#/components/parameters/OptionalIdempotencyKey' });
     if (route.createsOrders) parameters.push({ $ref: '#/components/parameters/OnBehalfOf' });
     return parameters;
   }
@@ -153,7 +155,7 @@ class DocumentBuilder {
       ...commonFailures({
         scope: route.scope,
         body: route.body === undefined ? undefined : route.mediaType === undefined ? 'json' : 'form',
-        idempotent: route.idempotent === true,
+        idempotent: route.idempotent !== undefined,
         upstream: route.upstream,
       }).map((error) => ({ error })),
       { error: route.invalid },
@@ -186,6 +188,8 @@ class DocumentBuilder {
       ];
       const headers = new Set<string>();
       if (route.idempotent) headers.add('Idempotent-Replayed');
+      // A repeat of an unknown outcome looked for lately: its 202 again, with when to look again.
+      if (route.idempotent && httpStatus === 202) headers.add('Retry-After');
       if (route.shared && answers.length > 0 && httpStatus === 200) headers.add('Age');
       for (const error of [...codes.values()].flatMap((code) => code.errors)) {
         for (const name of Object.keys(error.headers)) {
@@ -279,7 +283,12 @@ function requirements(route: Route): string {
       ? `Requires a bearer token with the scope \`${route.scope}\`.`
       : 'Takes no bearer token: the body is authenticated by its signature.',
   ];
-  if (route.idempotent) {
+  if (route.idempotent === 'optional') {
+    lines.push(
+      'Takes an optional `Idempotency-Key`: with one, a repeat with the same key is answered from the store ' +
+        '(`Idempotent-Replayed: true`), never sent to PayHere again.',
+    );
+  } else if (route.idempotent) {
     lines.push(
       'Requires an `Idempotency-Key`: a repeat with the same key is answered from the store for at least 24 hours ' +
         '(`Idempotent-Replayed: true`), never sent to PayHere again.',
@@ -334,7 +343,7 @@ ${codes}
 
 ## Idempotency
 
-PayHere does not deduplicate, so charge, capture, refund and subscription retry require an \`Idempotency-Key\` header (a new one per new request). A repeat with the same key from the same caller is answered from the store for at least 24 hours with \`Idempotent-Replayed: true\`, and nothing is sent to PayHere again. After a lost answer (a network error, or 202 \`outcome_unknown\`), repeat the request with the same key: it is settled, never sent twice.
+PayHere does not deduplicate, so charge, capture, refund and subscription retry require an \`Idempotency-Key\` header (a new one per new request), and a subscription's cancel takes one optionally. A repeat with the same key from the same caller is answered from the store for at least 24 hours with \`Idempotent-Replayed: true\`, and nothing is sent to PayHere again. After a lost answer (a network error, or 202 \`outcome_unknown\`), repeat the request with the same key: it is settled, never sent twice. PayHere is asked about an unknown outcome at most once per 30 s per key: a repeat sooner gets the same 202 with \`Retry-After\`.
 
 ## Callers and scopes
 
@@ -392,6 +401,15 @@ export function buildDocument() {
           required: true,
           description:
             'A new unique key per request (a UUID fits); repeat a request with its own key to learn its outcome.',
+          schema: { type: 'string', pattern: VALID_KEY.source },
+          example: '5b0f3c1e-8d7a-4f2b-9c6e-1a2b3c4d5e6f',
+        },
+        OptionalIdempotencyKey: {
+          name: IDEMPOTENCY_HEADER,
+          in: 'header',
+          required: false,
+          description:
+            'Optional on this route: with a new unique key per request, a repeat with the same key is answered from the store.',
           schema: { type: 'string', pattern: VALID_KEY.source },
           example: '5b0f3c1e-8d7a-4f2b-9c6e-1a2b3c4d5e6f',
         },

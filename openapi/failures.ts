@@ -1,5 +1,6 @@
 import {
   type ApiError,
+  CallerRateLimitedError,
   ForbiddenError,
   GatewayError,
   GatewayTimeoutError,
@@ -47,6 +48,8 @@ export const FAILURE_WHEN = {
     'The gateway refused the content: unknown customer token, currency or amount; a capture above the authorized amount; a refund that is not possible.',
   rate_limited:
     "Too many requests: the service's own limit, PayHere's budget or API Gateway's throttling. Retry after `Retry-After` seconds when it is sent.",
+  caller_rate_limited:
+    "This caller used its share of PayHere's budget (PayHere calls per 10 s, money requests a minute), or the order refused another charge after too many declined ones. Nothing was sent. Retry after `Retry-After` seconds.",
   outcome_unknown:
     'The money request reached the gateway but its answer was lost and could not be settled yet. Never send it again with a new key: repeat it with the same Idempotency-Key (DELETE: simply again) to learn the outcome.',
   gateway_error:
@@ -111,5 +114,14 @@ export function commonFailures(traits: FailureTraits): ApiError[] {
     );
   }
   if (traits.upstream === 'payhere') failures.push(new GatewayError());
+  // A caller's share (lib/budget/caller-shares.ts); PayHere's notifications keep theirs to themselves.
+  if (traits.upstream === 'payhere' && traits.scope !== undefined) {
+    failures.push(
+      new CallerRateLimitedError(
+        "This caller used its share of the payment gateway's requests: wait, then retry.",
+        8,
+      ),
+    );
+  }
   return failures;
 }

@@ -78,7 +78,7 @@ export interface RouteDoc {
   bodyRules?: string;
   bodyExamples?: Example[];
   /** Money routes: an Idempotency-Key is required and answers are replayed. */
-  idempotent?: true;
+  idempotent?: true | 'optional';
   /** The route creates orders: a merchant may name their owner with On-Behalf-Of. */
   createsOrders?: true;
   /** `payhere`: the route calls PayHere; `ledger`: it answers from the service's own records. */
@@ -369,12 +369,14 @@ export const ROUTE_TABLE = {
     tag: 'Subscriptions',
     summary: 'Cancel a subscription',
     description:
-      'Stops a subscription. Takes no body and no Idempotency-Key: a cancel may simply be sent again ' +
-      '("already cancelled" then means it was done).',
+      'Stops a subscription. Takes no body. A subscription the service knows is cancelled or completed is ' +
+      'answered 409 without asking PayHere. The Idempotency-Key is optional: without one, a cancel may simply ' +
+      'be sent again ("already cancelled" then means it was done); with one, a repeat is answered from the store.',
     scope: 'subscriptions:write',
     pathParameters: SubscriptionPath,
     pathDescription: SUBSCRIPTION_ID,
     pathExample: EXAMPLES.cancelSubscription.id,
+    idempotent: 'optional',
     upstream: 'payhere',
     answers: [
       ok("Cancelled; `msg` is the gateway's.", null, [

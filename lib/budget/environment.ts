@@ -1,5 +1,6 @@
 import { ConfigError, type Env, required } from '../config/config.ts';
 import { dynamoDbClient, loadDynamoDbConfig } from '../config/dynamodb.ts';
+import { CallerShares, loadSharesConfig } from './caller-shares.ts';
 import { SharedStateTable, type StateTableOptions } from './state-table.ts';
 
 /**
@@ -32,4 +33,9 @@ export function stateTableFromEnvironment(env: Env = process.env): StateTableOpt
 /** The deployment's shared budget and token (STATE_TABLE); every function that calls PayHere needs it. */
 export function sharedStateFromEnvironment(env: Env = process.env): SharedStateTable {
   return new SharedStateTable(stateTableFromEnvironment(env));
+}
+
+/** Each caller's share of PayHere's budget, counted in the shared state table (STATE_TABLE). */
+export function callerSharesFromEnvironment(env: Env = process.env): CallerShares {
+  return new CallerShares({ ...stateTableFromEnvironment(env), config: loadSharesConfig(env) });
 }

@@ -149,6 +149,18 @@ export class RateLimitedError extends ApiError {
   }
 }
 
+/**
+ * This caller used its share of PayHere's budget, or this order its failed attempts: the others'
+ * shares are untouched (SPEC.md "PayHere's budget").
+ */
+export class CallerRateLimitedError extends ApiError {
+  constructor(message: string, retryAfterSeconds: number) {
+    super(429, -1, 'caller_rate_limited', message, {
+      headers: { 'Retry-After': String(retryAfterSeconds) },
+    });
+  }
+}
+
 /** The gateway answered something the service cannot use. */
 export class GatewayError extends ApiError {
   constructor(

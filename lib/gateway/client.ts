@@ -1,8 +1,10 @@
+import { type CallerShares, callers } from '../budget/caller-shares.ts';
 import type { GatewayLimiter, Permit } from '../budget/limiter.ts';
 import { defaultSleep } from '../budget/window-limiter.ts';
 import type { CredentialsProvider } from '../config/config.ts';
 import {
   ApiError,
+  CallerRateLimitedError,
   GatewayError,
   GatewayTimeoutError,
   GatewayUnavailableError,
@@ -58,6 +60,8 @@ export interface GatewayClientOptions {
   transport: Transport;
   credentials: CredentialsProvider;
   limiter: GatewayLimiter;
+  /** Each caller's share of the budget, counted before its calls (none: no caller is limited). */
+  shares?: CallerShares;
   /** Where the access token comes from; by default a token of this container's own. */
   tokens?: (fetchToken: (deadline: number) => Promise<IssuedToken>) => TokenSource;
 }
@@ -89,12 +93,14 @@ export class GatewayClient {
   readonly #transport: Transport;
   readonly #credentials: CredentialsProvider;
   readonly #limiter: GatewayLimiter;
+  readonly #shares: CallerShares | undefined;
   readonly #tokens: TokenSource;
 
   constructor(options: GatewayClientOptions) {
     this.#transport = options.transport;
     this.#credentials = options.credentials;
     this.#limiter = options.limiter;
+    this.#shares = options.shares;
     const fetchToken = (deadline: number) => this.#fetchToken(deadline);
     this.#tokens = options.tokens ? options.tokens(fetchToken) : new TokenCache(fetchToken);
   }
@@ -110,8 +116,10 @@ export class GatewayClient {
     let replacements = 0;
     let resent = false;
     let failed: Unusable | undefined;
-    for (let retries = 0; ; retries++) {
-      const outcome = await this.#attempt(call, token, failed && givenUp(call, failed));
+    for (let retries = 0, attempts = 0; ; retries++, attempts++) {
+      // A money request counts as one against its caller's money share, with its first attempt.
+      const money = call.money && attempts === 0;
+      const outcome = await this.#attempt(call, token, failed && givenUp(call, failed), money);
       if ('answer' in outcome) return outcome.answer;
       if ('tokenRejected' in outcome) {
         // Refused before processing. A money request refused by OAuth's bearer check (a revoked
@@ -186,9 +194,27 @@ export class GatewayClient {
     await this.#limiter.pause(retryAfterMs ?? PAUSE_AFTER_429_MS);
   }
 
-  async #attempt(call: GatewayCall, token: string, retryOf?: Error): Promise<Attempt> {
-    const kind = call.money || call.reconciliation ? 'money' : 'read';
-    const permit = await this.#slot(kind, call.deadline, retryOf);
+  /**
+   * The caller's share first (one write; beyond it 429 caller_rate_limited, nothing sent), then a slot
+   * of the budget. A retry the caller's share cannot fit throws `retryOf`, as a budget refusal does.
+   */
+  async #share(money: boolean, retryOf?: Error): Promise<void> {
+    try {
+      await this.#shares?.take(money);
+    } catch (error) {
+      if (retryOf && error instanceof CallerRateLimitedError) throw retryOf;
+      throw error;
+    }
+  }
+
+  async #attempt(call: GatewayCall, token: string, retryOf?: Error, money = false): Promise<Attempt> {
+    await this.#share(money, retryOf);
+    // Customers (and what notifications make the service confirm) never take the share reserved
+    // for the merchant's money calls, the settle job's and the token's.
+    const caller = callers.getStore()?.kind;
+    const reserved =
+      (call.money || call.reconciliation) && caller !== 'customer' && caller !== 'notifications';
+    const permit = await this.#slot(reserved ? 'money' : 'read', call.deadline, retryOf);
     let response: UpstreamResponse;
     try {
       response = await this.#transport.send({

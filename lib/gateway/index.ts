@@ -1,5 +1,6 @@
 import { randomUUID } from 'node:crypto';
-import { sharedStateFromEnvironment } from '../budget/environment.ts';
+import type { CallerShares } from '../budget/caller-shares.ts';
+import { callerSharesFromEnvironment, sharedStateFromEnvironment } from '../budget/environment.ts';
 import { type GatewayLimiter, LocalLimiter, reservedShare, SharedLimiter } from '../budget/limiter.ts';
 import type { SharedStateTable } from '../budget/state-table.ts';
 import { SlidingWindowLimiter } from '../budget/window-limiter.ts';
@@ -26,6 +27,8 @@ export interface PayHereOptions {
    * container keeps `rateLimit` and a token of its own (tests of one container).
    */
   sharedState?: SharedStateTable;
+  /** Each caller's share of the budget (lib/budget/caller-shares.ts). */
+  shares?: CallerShares;
 }
 
 export function createPayHere(config: Config, options: PayHereOptions = {}): PayHere {
@@ -52,6 +55,7 @@ export function createPayHere(config: Config, options: PayHereOptions = {}): Pay
         options.transport ?? new Transport(config.gatewayBaseUrl, { connectTimeoutMs: CONNECT_TIMEOUT_MS }),
       credentials: options.credentials ?? credentialsFor(config),
       limiter,
+      ...(options.shares ? { shares: options.shares } : {}),
       ...(table
         ? {
             tokens: (fetchToken) =>
@@ -70,5 +74,8 @@ export function createPayHere(config: Config, options: PayHereOptions = {}): Pay
 
 /** The container's PayHere client, built from the environment at start-up (a bad variable fails here). */
 export function payHereFromEnvironment(): PayHere {
-  return createPayHere(loadConfig(process.env), { sharedState: sharedStateFromEnvironment(process.env) });
+  return createPayHere(loadConfig(process.env), {
+    sharedState: sharedStateFromEnvironment(process.env),
+    shares: callerSharesFromEnvironment(process.env),
+  });
 }

@@ -1,6 +1,7 @@
 import middy, { type MiddlewareObj } from '@middy/core';
 import type { APIGatewayProxyEvent, APIGatewayProxyResult, Context } from 'aws-lambda';
 import type * as z from 'zod/mini';
+import { callers } from '../budget/caller-shares.ts';
 import { InvalidRequestError, UnsupportedMediaTypeError } from '../envelope/errors.ts';
 import { setLogContext } from '../log/log.ts';
 import { requestDeadline } from './deadline.ts';
@@ -88,10 +89,13 @@ function formStack<Body>(
     .handler(async (event, context) => {
       const body = parse(options.body, readForm(event), '');
       if (!body.ok) throw new InvalidRequestError(body.errors);
-      return handler({
-        body: body.value,
-        deadline: requestDeadline(context.getRemainingTimeInMillis?.()),
-        context,
-      });
+      // What PayHere's notifications make the service confirm draws on a share of its own.
+      return callers.run({ id: 'payhere', kind: 'notifications' }, () =>
+        handler({
+          body: body.value,
+          deadline: requestDeadline(context.getRemainingTimeInMillis?.()),
+          context,
+        }),
+      );
     });
 }

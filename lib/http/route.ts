@@ -2,6 +2,7 @@ import middy, { type MiddlewareObj } from '@middy/core';
 import httpJsonBodyParser from '@middy/http-json-body-parser';
 import type { APIGatewayProxyEvent, APIGatewayProxyResult, Context } from 'aws-lambda';
 import type * as z from 'zod/mini';
+import { callers } from '../budget/caller-shares.ts';
 import { WRITES_AFTER_ANSWER_MS } from '../config/dynamodb.ts';
 import { type FieldError, InvalidRequestError } from '../envelope/errors.ts';
 import { type IdempotencyOptions, runIdempotent } from '../idempotency/idempotent.ts';
@@ -11,7 +12,7 @@ import { type Caller, callerOf } from './caller.ts';
 import { cors, corsFromEnvironment } from './cors.ts';
 import { requestDeadline } from './deadline.ts';
 import { headerValues } from './headers.ts';
-import { readIdempotencyKey } from './idempotency-key.ts';
+import { IDEMPOTENCY_HEADER, readIdempotencyKey } from './idempotency-key.ts';
 import { envelopeErrors } from './middleware.ts';
 import { type ObservedContext, type ObserveOptions, observe } from './observe.ts';
 import { readOnBehalfOf } from './on-behalf-of.ts';
@@ -122,7 +123,9 @@ function stackFor<Body, Path>(
     if (path && !path.ok) errors.push(...path.errors);
     const body = options.body ? parse(options.body, event.body, '') : undefined;
     if (body && !body.ok) errors.push(...body.errors);
-    const key = options.idempotency ? readIdempotencyKey(event) : undefined;
+    const keyOptional =
+      options.idempotency?.optional === true && headerValues(event, IDEMPOTENCY_HEADER).length === 0;
+    const key = options.idempotency && !keyOptional ? readIdempotencyKey(event) : undefined;
     if (key && !key.ok) errors.push(...key.errors);
     if (errors.length > 0) throw new InvalidRequestError(errors);
     const request: ValidRequest<Body, Path> = {
@@ -142,9 +145,12 @@ function stackFor<Body, Path>(
       context,
     };
     (context as ObservedContext<ValidRequest<Body, Path>>).validRequest = request;
-    if (options.idempotency && key?.ok) {
-      return runIdempotent(options.idempotency, key.key, request, () => handler(request));
-    }
-    return handler(request);
+    // The caller's PayHere calls count against its own share (lib/budget/caller-shares.ts).
+    return callers.run({ id: caller.sub, kind: caller.role }, () => {
+      if (options.idempotency && key?.ok) {
+        return runIdempotent(options.idempotency, key.key, request, () => handler(request));
+      }
+      return handler(request);
+    });
   });
 }

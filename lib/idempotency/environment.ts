@@ -1,6 +1,6 @@
-import { ConfigError, type Env, required, settleDelayMs } from '../config/config.ts';
+import { ConfigError, type Env, required, settleDelayMs, wholeNumber } from '../config/config.ts';
 import { type DynamoDbConfig, dynamoDbClient, loadDynamoDbConfig } from '../config/dynamodb.ts';
-import { IdempotencyStore } from './store.ts';
+import { IdempotencyStore, LOOK_AGAIN_MS } from './store.ts';
 
 /**
  * SPEC.md keeps answers at least 24 hours; a mobile client's offline queue replays later than that,
@@ -13,6 +13,8 @@ export interface IdempotencyConfig extends DynamoDbConfig {
   ttlSeconds: number;
   /** When an unknown money request is due for the settle job: this long after its window closed. */
   settleDelayMs: number;
+  /** A repeat of an unknown outcome looks at PayHere at most this often (UNKNOWN_LOOK_AGAIN_SECONDS, 30). */
+  lookAgainMs: number;
 }
 
 /** Read and check the store's configuration; a bad value names its variable, never its value. */
@@ -25,7 +27,13 @@ export function loadIdempotencyConfig(env: Env): IdempotencyConfig {
       `Invalid configuration: IDEMPOTENCY_TTL_SECONDS must be a whole number of seconds, at least ${MIN_TTL_SECONDS}.`,
     );
   }
-  return { table, ttlSeconds, settleDelayMs: settleDelayMs(env), ...loadDynamoDbConfig(env) };
+  return {
+    table,
+    ttlSeconds,
+    settleDelayMs: settleDelayMs(env),
+    lookAgainMs: wholeNumber(env, 'UNKNOWN_LOOK_AGAIN_SECONDS', LOOK_AGAIN_MS / 1000, 0) * 1000,
+    ...loadDynamoDbConfig(env),
+  };
 }
 
 /** The container's idempotency store, built from the environment at start-up (a bad variable fails here). */
@@ -36,5 +44,6 @@ export function idempotencyStoreFromEnvironment(env: Env = process.env): Idempot
     table: config.table,
     ttlSeconds: config.ttlSeconds,
     settleDelayMs: config.settleDelayMs,
+    lookAgainMs: config.lookAgainMs,
   });
 }

@@ -48,6 +48,8 @@ export interface IdempotencyOptions<Request extends IdempotentRequest> {
    * as JSON, until it is complete.
    */
   subject?: (request: Request) => unknown;
+  /** The key may be left out (a DELETE, which was sent without one before): then the request runs as is. */
+  optional?: true;
 }
 
 /** How often a request races a record that changes under it before answering 409 (in practice: never). */
@@ -106,6 +108,15 @@ export async function runIdempotent<Request extends IdempotentRequest>(
     if (existing.state === 'complete' || (existing.state === 'outcome_unknown' && !options.reconcile)) {
       log.info('idempotent replay', { operation: options.operation, state: existing.state });
       return replay(existing);
+    }
+    // A repeat soon after its outcome was looked for at PayHere gets that answer again: the look
+    // costs PayHere's budget, and what it said is at most `lookAgainMs` old.
+    const lookedAgoMs = store.now() - (existing.triedAt ?? Number.NEGATIVE_INFINITY);
+    if (existing.state === 'outcome_unknown' && lookedAgoMs < store.lookAgainMs) {
+      log.info('idempotent replay of an unknown outcome looked for lately', { operation: options.operation });
+      const replayed = replay(existing);
+      const retryAfter = Math.max(1, Math.ceil((store.lookAgainMs - lookedAgoMs) / 1000));
+      return { ...replayed, headers: { ...replayed.headers, 'Retry-After': String(retryAfter) } };
     }
     if (existing.state === 'in_progress' && existing.notSent) {
       // Its attempt provably sent nothing and could not delete the record: this one sends it.

@@ -48,6 +48,8 @@ export interface IdempotencyRecord {
    * route's own settlement subject, JSON), and from when (epoch ms). A record in the settle index.
    */
   settle?: { subject: string; at: number };
+  /** Epoch ms: when its outcome was last looked for at PayHere and stayed unknown. */
+  triedAt?: number;
 }
 
 /**
@@ -56,6 +58,12 @@ export interface IdempotencyRecord {
  */
 export const SETTLE_INDEX = 'settle';
 const SETTLE_QUEUE = 'money';
+
+/**
+ * An unknown outcome is looked for at PayHere at most this often per key (UNKNOWN_LOOK_AGAIN_SECONDS):
+ * every look is a search on the money share, and a client told "repeat later" may repeat at once.
+ */
+export const LOOK_AGAIN_MS = 30_000;
 
 export interface IdempotencyStoreOptions {
   client: DynamoDBClient;
@@ -66,6 +74,8 @@ export interface IdempotencyStoreOptions {
   now?: () => number;
   /** When a money request not answered yet is due for the settle job: this long after its lock (default 10 minutes). */
   settleDelayMs?: number;
+  /** A repeat of an unknown outcome looks at PayHere at most this often (default LOOK_AGAIN_MS). */
+  lookAgainMs?: number;
 }
 
 /** Every attribute name goes through a placeholder: several (`state`, ...) are DynamoDB reserved words. */
@@ -82,6 +92,7 @@ const NAMES = {
   '#settleQueue': 'settleQueue',
   '#settleAt': 'settleAt',
   '#subject': 'subject',
+  '#triedAt': 'triedAt',
 };
 
 /**
@@ -95,6 +106,8 @@ export class IdempotencyStore {
   readonly #table: string;
   readonly #ttlSeconds: number;
   readonly settleDelayMs: number;
+  /** How long a repeat of an unknown outcome gets its last answer again rather than a look at PayHere. */
+  readonly lookAgainMs: number;
 
   constructor(options: IdempotencyStoreOptions) {
     this.#client = options.client;
@@ -102,6 +115,7 @@ export class IdempotencyStore {
     this.#ttlSeconds = options.ttlSeconds;
     this.now = options.now ?? Date.now;
     this.settleDelayMs = options.settleDelayMs ?? 600_000;
+    this.lookAgainMs = options.lookAgainMs ?? LOOK_AGAIN_MS;
   }
 
   /**
@@ -208,10 +222,16 @@ export class IdempotencyStore {
       'SET #state = :state, #statusCode = :statusCode, #headers = :headers, #body = :body, #expiresAt = :expiresAt';
     // A complete record leaves the settle index; an unknown one stays in it until it is settled.
     let remove = 'REMOVE #lockedUntil';
-    if (state === 'complete') remove += ', #settleQueue, #settleAt, #subject';
-    else if (settleAt !== undefined) {
-      update += ', #settleAt = :settleAt';
-      values[':settleAt'] = number(settleAt);
+    if (state === 'complete') remove += ', #settleQueue, #settleAt, #subject, #triedAt';
+    else {
+      // Unknown after a look at PayHere (the attempt's own, or a settlement's): a repeat within a
+      // while gets this answer again rather than another look (lib/idempotency/idempotent.ts).
+      update += ', #triedAt = :triedAt';
+      values[':triedAt'] = number(this.now());
+      if (settleAt !== undefined) {
+        update += ', #settleAt = :settleAt';
+        values[':settleAt'] = number(settleAt);
+      }
     }
     const stored = await this.#conditional(
       new UpdateItemCommand({
@@ -379,6 +399,7 @@ function fromItem(item: Record<string, AttributeValue>): IdempotencyRecord {
   };
   if (item.lockedUntil !== undefined) record.lockedUntil = numeric('lockedUntil');
   if (item.notSent?.BOOL === true) record.notSent = true;
+  if (item.triedAt?.N !== undefined) record.triedAt = numeric('triedAt');
   if (item.subject?.S !== undefined && item.settleAt?.N !== undefined)
     record.settle = { subject: item.subject.S, at: numeric('settleAt') };
   if (state !== 'in_progress') {

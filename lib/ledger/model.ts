@@ -68,6 +68,8 @@ export interface Order extends Price {
   holdVerified: boolean | null;
   /** PayHere's answer to the order's payments, kept for its owner while the order's state is final. */
   paymentsCopy: PaymentsCopy | null;
+  /** Declined or refused charges of the order, by window (lib/orders/charge.ts: card testing). */
+  failedAttempts: Record<number, number>;
 }
 
 /** An order's payments as PayHere answered them while the order was in `state` (lib/orders/payments.ts). */
@@ -141,6 +143,8 @@ export type ReferenceKind = 'payment' | 'authorization' | 'subscription' | 'cust
 export interface Reference {
   orderId: string;
   owner: string;
+  /** A subscription's state as the service last learned it from PayHere (a cancel it sent, or was refused). */
+  status?: string;
 }
 
 export type NewOrder = Omit<
@@ -156,6 +160,7 @@ export type NewOrder = Omit<
   | 'settleAt'
   | 'holdVerified'
   | 'paymentsCopy'
+  | 'failedAttempts'
 >;
 
 /** How a charge wants to take an order's payment slot (see claimCharge). */
@@ -171,6 +176,8 @@ export interface ChargeClaim {
   slot: Omit<ChargeSlot, 'inflight'>;
   /** The states the order may be charged in (lib/orders/evidence.ts CHARGEABLE). */
   chargeable: readonly OrderState[];
+  /** Only while the order's failed charges in this window are fewer than `limit` (card testing). */
+  attempts?: { window: number; limit: number };
   /**
    * `merchant`: any order, created if absent, its price set by the charge. `customer-priced`: an
    * existing order of `owner` of this `kind` at exactly `price`. `customer`: an order of `owner`, created
@@ -190,4 +197,6 @@ export interface ChargeOutcome {
   overReport: boolean;
   paymentId?: string | null;
   authorizationToken?: string | null;
+  /** A declined or refused charge: counted against the order in this window. */
+  failedWindow?: number;
 }

@@ -72,6 +72,8 @@ const REPORT_ATTRIBUTES = [
 const referenceKey = (kind: ReferenceKind, id: string) => `${kind}#${id}`;
 const ownerKey = (owner: string) => `owner#${owner}`;
 const notificationKey = (identity: string) => `notification#${identity}`;
+/** An order's failed charges in one window (card testing): one attribute a window. */
+const failedAttribute = (window: number) => `failed${window}`;
 
 export class LedgerStore {
   readonly now: () => number;
@@ -106,6 +108,7 @@ export class LedgerStore {
       settleAt: null,
       holdVerified: null,
       paymentsCopy: null,
+      failedAttempts: {},
     };
     const written = await this.#conditional(
       new PutItemCommand({
@@ -140,7 +143,11 @@ export class LedgerStore {
       values[`:chargeable${i}`] = { S: state };
       return `:chargeable${i}`;
     });
-    const chargeable = `#state IN (${states.join(', ')}) AND attribute_not_exists(#inflight)`;
+    let chargeable = `#state IN (${states.join(', ')}) AND attribute_not_exists(#inflight)`;
+    if (claim.attempts) {
+      chargeable += ' AND (attribute_not_exists(#failed) OR #failed < :failedLimit)';
+      values[':failedLimit'] = number(claim.attempts.limit);
+    }
     let condition: string;
     let set =
       '#inflight = :key, #chargeKey = :key, #chargeSentAt = :sentAt, #chargeUntil = :until, #updatedAt = :now, ' +
@@ -172,7 +179,10 @@ export class LedgerStore {
         Key: { pk: { S: orderKey(claim.orderId) } },
         UpdateExpression: `SET ${set}`,
         ConditionExpression: condition,
-        ExpressionAttributeNames: namesIn(expression),
+        ExpressionAttributeNames: {
+          ...namesIn(expression),
+          ...(claim.attempts ? { '#failed': failedAttribute(claim.attempts.window) } : {}),
+        },
         ExpressionAttributeValues: valuesIn(expression, values),
         ReturnValues: 'ALL_NEW',
       }),
@@ -210,8 +220,23 @@ export class LedgerStore {
     if (outcome.state === 'succeeded') remove.push(...REPORT_ATTRIBUTES);
     let condition = `#chargeKey = :key AND #state IN (${from.join(', ')})`;
     if (!outcome.overReport) condition += ' AND attribute_not_exists(#reportedAt)';
-    const update = `SET ${set} REMOVE ${remove.join(', ')}`;
-    return this.#updateOrder(orderId, update, condition, values);
+    let update = `SET ${set} REMOVE ${remove.join(', ')}`;
+    const names = namesIn(`${update} ${condition}`);
+    if (outcome.failedWindow !== undefined) {
+      update += ' ADD #failed :one';
+      names['#failed'] = failedAttribute(outcome.failedWindow);
+      values[':one'] = number(1);
+    }
+    return this.#conditional(
+      new UpdateItemCommand({
+        TableName: this.#table,
+        Key: { pk: { S: orderKey(orderId) } },
+        UpdateExpression: update,
+        ConditionExpression: condition,
+        ExpressionAttributeNames: names,
+        ExpressionAttributeValues: values,
+      }),
+    );
   }
 
   /**
@@ -327,9 +352,14 @@ export class LedgerStore {
 
   /**
    * Take the right to ask PayHere about the order now: at most once per `intervalMs` for all
-   * readers together (each PayHere call counts against the merchant's 20 per 10 s).
+   * readers together (each PayHere call counts against the merchant's 20 per 10 s). Views of a
+   * checkout and notifications have a right each (`by`), so that viewing never delays a notification.
    */
-  async claimCheck(orderId: string, intervalMs: number): Promise<boolean> {
+  async claimCheck(
+    orderId: string,
+    intervalMs: number,
+    by: 'view' | 'notification' = 'view',
+  ): Promise<boolean> {
     const now = this.now();
     return this.#conditional(
       new UpdateItemCommand({
@@ -338,7 +368,7 @@ export class LedgerStore {
         UpdateExpression: 'SET #checkedAt = :now',
         ConditionExpression:
           'attribute_exists(pk) AND (attribute_not_exists(#checkedAt) OR #checkedAt <= :before)',
-        ExpressionAttributeNames: { '#checkedAt': 'checkedAt' },
+        ExpressionAttributeNames: { '#checkedAt': by === 'view' ? 'checkedAt' : 'confirmedAt' },
         ExpressionAttributeValues: { ':now': number(now), ':before': number(now - intervalMs) },
       }),
     );
@@ -516,11 +546,29 @@ export class LedgerStore {
     );
   }
 
-  /** The order and owner `kind`/`id` belongs to, if the ledger knows it. */
+  /** The order and owner `kind`/`id` belongs to, if the ledger knows it (and a subscription's last known state). */
   async lookup(kind: ReferenceKind, id: string): Promise<Reference | undefined> {
     const item = await this.#get(referenceKey(kind, id));
     if (!item) return undefined;
-    return { orderId: text(item, 'orderId'), owner: text(item, 'owner') };
+    const status = optionalText(item, 'status');
+    return { orderId: text(item, 'orderId'), owner: text(item, 'owner'), ...(status ? { status } : {}) };
+  }
+
+  /**
+   * What PayHere said of a subscription the service cancelled (CANCELLED, or COMPLETED when it
+   * refused as already completed): a later cancel of it is answered without PayHere.
+   */
+  async setSubscriptionStatus(subscriptionId: string, status: string): Promise<boolean> {
+    return this.#conditional(
+      new UpdateItemCommand({
+        TableName: this.#table,
+        Key: { pk: { S: referenceKey('subscription', subscriptionId) } },
+        UpdateExpression: 'SET #status = :status',
+        ConditionExpression: 'attribute_exists(pk)',
+        ExpressionAttributeNames: { '#status': 'status' },
+        ExpressionAttributeValues: { ':status': { S: status } },
+      }),
+    );
   }
 
   /** Add a subscription to its owner's list (idempotent: the list is a set). */
@@ -727,6 +775,12 @@ function fromOrderItem(item: Record<string, AttributeValue>): Order {
     settleAt: optionalNumber(item, 'settleAt'),
     holdVerified: item.holdVerified?.BOOL ?? null,
     paymentsCopy: paymentsCopyOf(item),
+    failedAttempts: Object.fromEntries(
+      Object.entries(item).flatMap(([name, value]) => {
+        const window = /^failed(\d+)$/.exec(name)?.[1];
+        return window !== undefined && value.N !== undefined ? [[Number(window), Number(value.N)]] : [];
+      }),
+    ),
   };
 }
 

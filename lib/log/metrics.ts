@@ -43,13 +43,17 @@ export type CountMetric =
   | 'NotificationTermsMismatch'
   | 'NotificationNotActed'
   | 'NotificationReplayed'
+  | 'NotificationConfirmDeferred'
   | 'NotificationTokenConflict'
   | 'ReportConfirmed'
   | 'ReportUnconfirmed'
   | 'SettledRequest'
   | 'SettledReport'
   | 'UnknownOverAnHour'
-  | 'SettleBacklog';
+  | 'SettleBacklog'
+  | 'CallerRateLimited'
+  | 'CallerShareUncounted'
+  | 'CardTesting';
 
 export type TimeMetric = 'UpstreamLatency' | 'BudgetWaitTime';
 

@@ -1,4 +1,4 @@
-import { sharedStateFromEnvironment } from '../budget/environment.ts';
+import { callerSharesFromEnvironment, sharedStateFromEnvironment } from '../budget/environment.ts';
 import { loadConfig, requireMerchantCredentials } from '../config/config.ts';
 import { credentialsFor } from '../config/secrets.ts';
 import { createPayHere } from '../gateway/index.ts';
@@ -18,6 +18,7 @@ export function notificationReceiverFromEnvironment(): NotificationReceiver {
   const payhere = createPayHere(config, {
     credentials,
     sharedState: sharedStateFromEnvironment(process.env),
+    shares: callerSharesFromEnvironment(process.env),
   });
   const orders = loadOrdersConfig(process.env);
   return new NotificationReceiver({

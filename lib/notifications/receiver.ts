@@ -20,6 +20,8 @@ export type Outcome = 'recorded' | 'unchanged' | 'replayed' | UnmatchedNotificat
 
 /** How long a notification's identity and what is kept apart stay (SPEC.md: 90 days by default). */
 export const DEFAULT_KEEP_DAYS = 90;
+/** How often PayHere's records may be asked about one order on behalf of its notifications. */
+export const CONFIRM_INTERVAL_MS = 10_000;
 
 /** What a signed status code reports, for this kind of order (3 is PayHere's code for a successful hold). */
 function reportOf(statusCode: string, kind: OrderKind): 'success' | Evidence | undefined {
@@ -246,7 +248,9 @@ export class NotificationReceiver {
       const notified = termsOf(notification.item_recurrence ?? '', notification.item_duration ?? '');
       const ordered = termsOf(order.recurrence ?? '', order.duration ?? '');
       if (notified && (!ordered || !sameTerms(notified, ordered))) return 'terms_mismatch';
-      const found = await this.#confirmations.subscriptionOfOrder(order, subscriptionId, deadline);
+      const found =
+        (await this.#mayConfirm(order)) &&
+        (await this.#confirmations.subscriptionOfOrder(order, subscriptionId, deadline));
       if (found === 'other_terms') return 'terms_mismatch';
       if (typeof found === 'object' && (await this.#ledger.link('subscription', subscriptionId, reference))) {
         await this.#ledger.addSubscription(order.owner, subscriptionId);
@@ -255,7 +259,9 @@ export class NotificationReceiver {
       const report = { paymentId: null, subscriptionId, at: reportedAt, settleAt };
       return { evidence: 'notified_success', recorded: { report } };
     }
-    const found = await this.#confirmations.paymentOfOrder(order, notification.payment_id, deadline);
+    const found =
+      (await this.#mayConfirm(order)) &&
+      (await this.#confirmations.paymentOfOrder(order, notification.payment_id, deadline));
     if (typeof found === 'object') {
       const paymentId = String(found.payment.payment_id);
       // Bound to the charge that holds the order, if any, so that its key's settlement finds it.
@@ -343,7 +349,9 @@ export class NotificationReceiver {
   async #installments(notification: Notification, order: Order, deadline: number): Promise<void> {
     const subscriptionId = order.subscriptionId!;
     if (notification.subscription_id !== undefined && notification.subscription_id !== subscriptionId) return;
-    const paid = await this.#confirmations.installmentsPaid(order, subscriptionId, deadline);
+    const paid = (await this.#mayConfirm(order))
+      ? await this.#confirmations.installmentsPaid(order, subscriptionId, deadline)
+      : undefined;
     if (paid !== undefined) {
       if (await this.#ledger.confirmInstallments(order.orderId, paid)) {
         auditNotification(order, { outcome: 'recorded', subscriptionId, installmentsPaid: paid });
@@ -354,6 +362,18 @@ export class NotificationReceiver {
     const reported = Number(notification.item_rec_install_paid);
     if (Number.isSafeInteger(reported) && reported > 0)
       await this.#ledger.reportInstallments(order.orderId, reported);
+  }
+
+  /**
+   * Whether this notification may ask PayHere's records about its order: at most once per order per
+   * CONFIRM_INTERVAL_MS, whatever notifications arrive (each read is one of the merchant's 20 per
+   * 10 s). One that may not is kept as a report, which the settle job or a view confirms later.
+   */
+  async #mayConfirm(order: Order): Promise<boolean> {
+    if (await this.#ledger.claimCheck(order.orderId, CONFIRM_INTERVAL_MS, 'notification')) return true;
+    countMetric('NotificationConfirmDeferred');
+    log.info('notification not confirmed now: its order was confirmed lately', { orderId: order.orderId });
+    return false;
   }
 
   /** The order (and its subscription) changed at PayHere: the shared reads of them are dropped. */

@@ -1,5 +1,6 @@
 import {
   ApiError,
+  CallerRateLimitedError,
   InvalidRequestError,
   NotFoundError,
   notSent,
@@ -13,6 +14,7 @@ import { type ChargeResult, idOf, statusCodeOf } from '../gateway/schemas.ts';
 import type { ChargeClaim, ChargeOutcome, Order, Price } from '../ledger/model.ts';
 import type { LedgerStore } from '../ledger/store.ts';
 import { describeError, log } from '../log/log.ts';
+import { countMetric } from '../log/metrics.ts';
 import { forgetWithin, type ReadInvalidation } from '../reads/invalidation.ts';
 import type { ChargeRequest } from '../schemas/charge.ts';
 import { type Actor, countRefusal, Ownership, readLedger, visibleTo } from './access.ts';
@@ -96,7 +98,8 @@ export class Charging {
     }
     const code = statusCodeOf(answer.data);
     const hold = body.type === 'AUTHORIZE';
-    await this.#record(order, input.chargeKey, outcome(chargeEvidence(code, hold), answer.data, hold));
+    const evidence = chargeEvidence(code, hold);
+    await this.#record(order, input.chargeKey, this.#counted(evidence, outcome(evidence, answer.data, hold)));
     return answer;
   }
 
@@ -202,6 +205,8 @@ export class Charging {
       custom2: body.custom_2 ?? null,
       slot: { key: input.chargeKey, ...window },
       chargeable: CHARGEABLE,
+      // Card testing: an order refuses new charges after too many declined ones in a window.
+      attempts: { window: this.#attemptsWindow(), limit: this.#config.failedAttempts.count },
       rule:
         actor.role === 'merchant'
           ? 'merchant'
@@ -212,7 +217,22 @@ export class Charging {
     const claimed = await readLedger(() => this.#ledger.claimCharge(claim));
     if (claimed) return claimed;
     const existing = await readLedger(() => this.#ledger.getOrder(body.order_id));
-    throw notSent(refusal(claim, existing));
+    throw notSent(refusal(claim, existing, this.#attemptsWindowEnd()));
+  }
+
+  /** The window an order's failed charges are counted in (ORDER_FAILED_ATTEMPTS), and its end. */
+  #attemptsWindow(): number {
+    return Math.floor(Date.now() / this.#config.failedAttempts.windowMs);
+  }
+
+  #attemptsWindowEnd(): number {
+    return (this.#attemptsWindow() + 1) * this.#config.failedAttempts.windowMs;
+  }
+
+  /** A declined or refused charge counts against its order (card testing). */
+  #counted(evidence: Evidence, recorded: ChargeOutcome): ChargeOutcome {
+    const failed = evidence === 'charge_declined' || evidence === 'charge_refused';
+    return failed ? { ...recorded, failedWindow: this.#attemptsWindow() } : recorded;
   }
 
   /** Not sent: the order is as it was. Refused by PayHere: failed. Anything else: unknown. */
@@ -225,7 +245,8 @@ export class Charging {
     }
     // PayHere answered a refusal (an unknown card, an amount it refuses): nothing was charged.
     const answered = error instanceof ApiError && error.reach === 'answered';
-    await this.#record(order, chargeKey, outcome(answered ? 'charge_refused' : 'charge_lost'));
+    const evidence = answered ? 'charge_refused' : 'charge_lost';
+    await this.#record(order, chargeKey, this.#counted(evidence, outcome(evidence)));
   }
 
   /** The outcome and the ids it gave, written together: they are independent items. */
@@ -348,12 +369,22 @@ function notDone({ body }: ChargeInput, reason: string): ChargeAnswer {
 }
 
 /** Why an order refused a charge, told so that a customer learns nothing about others' orders. */
-function refusal(claim: ChargeClaim, order: Order | undefined): ApiError {
+function refusal(claim: ChargeClaim, order: Order | undefined, attemptsWindowEnd: number): ApiError {
   const { orderId } = claim;
   const customer = claim.rule !== 'merchant';
   if (!order || (customer && order.owner !== claim.owner)) {
     if (customer) countRefusal('order', order !== undefined);
     return orderNotFound(orderId)();
+  }
+  const attempts = claim.attempts;
+  const chargeable = CHARGEABLE.includes(order.state) && !order.charge?.inflight;
+  if (attempts && chargeable && (order.failedAttempts[attempts.window] ?? 0) >= attempts.limit) {
+    countMetric('CardTesting');
+    log.warn('an order refused a charge after too many declined ones (card testing?)', { orderId });
+    return new CallerRateLimitedError(
+      `Order ${orderId} was declined too many times: try again later, or with another card.`,
+      Math.max(1, Math.ceil((attemptsWindowEnd - Date.now()) / 1000)),
+    );
   }
   if (claim.rule === 'customer-priced') {
     if (order.kind !== claim.kind) {

@@ -26,6 +26,11 @@ export interface OrdersConfig {
   settleDelayMs: number;
   /** How long notifications' identities and what is kept apart stay (NOTIFICATION_KEEP_DAYS, default 90). */
   notificationKeepDays: number;
+  /**
+   * Declined or refused charges an order takes per window before it refuses more (card testing
+   * through the merchant's account): ORDER_FAILED_ATTEMPTS, default 3 an hour.
+   */
+  failedAttempts: { count: number; windowMs: number };
 }
 
 export function loadOrdersConfig(env: Env): OrdersConfig {
@@ -40,7 +45,19 @@ export function loadOrdersConfig(env: Env): OrdersConfig {
     notifyUrlOrigins: httpsOrigins('NOTIFY_URL_ORIGINS', env.NOTIFY_URL_ORIGINS),
     settleDelayMs: settleDelayMs(env),
     notificationKeepDays: wholeNumber(env, 'NOTIFICATION_KEEP_DAYS', 90, 1),
+    failedAttempts: attemptsPerWindow(env),
   };
+}
+
+function attemptsPerWindow(env: Env): { count: number; windowMs: number } {
+  const text = env.ORDER_FAILED_ATTEMPTS?.trim() || '3/3600000';
+  const match = /^([1-9][0-9]{0,5})\/([1-9][0-9]{3,9})$/.exec(text);
+  if (!match) {
+    throw new ConfigError(
+      'Invalid configuration: ORDER_FAILED_ATTEMPTS must be <attempts>/<milliseconds>, e.g. 3/3600000.',
+    );
+  }
+  return { count: Number(match[1]), windowMs: Number(match[2]) };
 }
 
 export const NOTIFY_PATH = '/gateway/notify';

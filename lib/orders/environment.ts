@@ -1,4 +1,4 @@
-import { sharedStateFromEnvironment } from '../budget/environment.ts';
+import { callerSharesFromEnvironment, sharedStateFromEnvironment } from '../budget/environment.ts';
 import { loadConfig, requireMerchantCredentials } from '../config/config.ts';
 import { credentialsFor } from '../config/secrets.ts';
 import { createPayHere, type PayHere, payHereFromEnvironment } from '../gateway/index.ts';
@@ -13,6 +13,18 @@ import { loadOrdersConfig } from './config.ts';
 import { Holds } from './holds.ts';
 import { OrderPayments } from './payments.ts';
 import { OrderReports } from './reports.ts';
+import { SubscriptionCancels } from './subscriptions.ts';
+
+/** Cancelling subscriptions over the container's PayHere client: what cannot change anything costs PayHere nothing. */
+export function subscriptionCancelsFromEnvironment(payhere: PayHere): SubscriptionCancels {
+  const store = sharedReadStoreFromEnvironment();
+  return new SubscriptionCancels({
+    payhere,
+    ledger: ledgerFromEnvironment(),
+    reads: new SharedReads({ payhere, store }),
+    invalidation: store,
+  });
+}
 
 /** What proves a hold's token (a capture or release PayHere accepted). */
 export function holdsFromEnvironment(): Holds {
@@ -52,7 +64,11 @@ export function checkoutsFromEnvironment(): Checkouts {
   const reports = new OrderReports({
     ledger,
     confirmations: new Confirmations({
-      payhere: createPayHere(config, { credentials, sharedState: sharedStateFromEnvironment(process.env) }),
+      payhere: createPayHere(config, {
+        credentials,
+        sharedState: sharedStateFromEnvironment(process.env),
+        shares: callerSharesFromEnvironment(process.env),
+      }),
     }),
     keepDays: orders.notificationKeepDays,
   });

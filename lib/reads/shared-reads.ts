@@ -129,6 +129,19 @@ export class SharedReads {
     });
   }
 
+  /**
+   * A subscription as the shared answers show it now, if one is fresh (its own, or the list's); no
+   * PayHere call: a cancel asks this before it spends one.
+   */
+  async sharedSubscription(id: string, deadline: number): Promise<SubscriptionRecord | undefined> {
+    const [stored, list] = await Promise.all([
+      this.#lookup(SHARED_READS.subscription(id), SubscriptionAnswer, deadline),
+      this.#lookup(SHARED_READS.subscriptions, SubscriptionsAnswer, deadline),
+    ]);
+    if (stored?.fresh) return stored.answer.data;
+    return list?.fresh ? findSubscription(list.answer.data, id) : undefined;
+  }
+
   /** The stored answer of `read`, else PayHere's (kept when `storable`); `refresh` skips the stored one. */
   #shared<T>(
     read: SharedRead,

@@ -311,6 +311,7 @@ describe('the stage', () => {
       budgetRoute('/~1gateway~1api~1subscriptions'),
       budgetRoute('/~1gateway~1api~1subscriptions~1{id}'),
       budgetRoute('/~1gateway~1api~1subscriptions~1{id}~1payments'),
+      budgetRoute('/~1gateway~1api~1checkouts~1{order_id}'),
     ]);
     expect(stage.Properties.MethodSettings[0].ThrottlingRateLimit).toBeGreaterThan(0);
     expect(stage.Properties.MethodSettings[0].ThrottlingBurstLimit).toBeGreaterThan(0);

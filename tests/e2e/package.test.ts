@@ -11,6 +11,7 @@ import { describedRoutes } from '../../openapi/routes.ts';
 import { ALARMS, actionsOf, alarmsOf } from '../helpers/alarms.ts';
 import type { Template } from '../helpers/package.ts';
 import { FUNCTIONS, NOTIFY_ROUTE, ROUTES } from '../helpers/routes.ts';
+import { GENEROUS_SHARES, LOOK_AGAIN_AT_ONCE } from '../helpers/test-environment.ts';
 
 const run = promisify(execFile);
 const slsBin = createRequire(import.meta.url).resolve('osls/bin/serverless.js');
@@ -33,6 +34,10 @@ beforeAll(async () => {
       GATEWAY_RATE_LIMIT_FALLBACK: undefined,
       IDEMPOTENCY_TTL_SECONDS: undefined,
       STATE_TABLE: undefined,
+      // tests/setup/environment.ts sets these for the other tests.
+      ...Object.fromEntries(
+        Object.keys({ ...GENEROUS_SHARES, ...LOOK_AGAIN_AT_ONCE }).map((name) => [name, undefined]),
+      ),
     },
   });
   template = JSON.parse(await readFile(path.join(out, 'cloudformation-template-update-stack.json'), 'utf8'));
@@ -115,7 +120,13 @@ const ACCESS: Record<
   listSubscriptions: { ledger: ['GetItem'], state: STATE, secret: true },
   getSubscription: { ledger: ['GetItem'], state: STATE, secret: true },
   subscriptionPayments: { ledger: ['GetItem'], state: STATE, secret: true },
-  cancelSubscription: { ledger: ['GetItem'], state: STATE, secret: true },
+  // An optional Idempotency-Key; keeps a cancelled subscription's state on the ledger.
+  cancelSubscription: {
+    idempotency: ['DeleteItem', 'GetItem', 'PutItem', 'UpdateItem'],
+    ledger: ['GetItem', 'UpdateItem'],
+    state: STATE,
+    secret: true,
+  },
   createCheckout: { ledger: ['GetItem', 'PutItem'], secret: true },
   getCheckout: { ledger: ['GetItem', 'PutItem', 'UpdateItem'], state: STATE, secret: true },
   notify: { ledger: ['GetItem', 'PutItem', 'UpdateItem'], state: STATE, secret: true },
@@ -303,6 +314,22 @@ describe('deployed defaults', () => {
         GATEWAY_RATE_LIMIT: '20/10000',
         GATEWAY_RATE_LIMIT_FALLBACK: '2/10000',
         IDEMPOTENCY_TTL_SECONDS: '604800',
+      });
+    }
+  });
+
+  it('give each caller its share (README "PayHere\'s budget"), limit an order\'s declined charges, and look for an unknown at most every 30 s', () => {
+    const functions = Object.values(template.Resources).filter((r) => r.Type === 'AWS::Lambda::Function');
+
+    for (const fn of functions) {
+      expect(fn.Properties.Environment.Variables).toMatchObject({
+        CALLER_RATE_LIMIT: '3/10000',
+        CALLER_MONEY_RATE_LIMIT: '6/60000',
+        MERCHANT_RATE_LIMIT: '10/10000',
+        MERCHANT_MONEY_RATE_LIMIT: '120/60000',
+        NOTIFY_RATE_LIMIT: '4/10000',
+        ORDER_FAILED_ATTEMPTS: '3/3600000',
+        UNKNOWN_LOOK_AGAIN_SECONDS: '30',
       });
     }
   });

@@ -9,6 +9,7 @@ export const ALARMS = {
   '5xx-rate': '5XXError',
   'unknown-over-an-hour': 'UnknownOverAnHour',
   'notification-terms': 'NotificationTermsMismatch',
+  'card-testing': 'CardTesting',
 } as const;
 
 type Alarm = { Properties: any };

@@ -4,6 +4,7 @@
  * subscription. Until the notification receiver exists these are written straight to the ledger.
  */
 import { randomUUID } from 'node:crypto';
+import { UpdateItemCommand } from '../../lib/dynamodb/index.ts';
 import type { NewOrder } from '../../lib/ledger/model.ts';
 import { LedgerStore } from '../../lib/ledger/store.ts';
 import type { Sandbox } from '../../sandbox/server.ts';
@@ -13,6 +14,26 @@ import { testToken } from './auth.ts';
 
 export function testLedger(): LedgerStore {
   return new LedgerStore({ client: localClient(), table: process.env.LEDGER_TABLE! });
+}
+
+/**
+ * The order's last check with PayHere (`by` a view of it, or a notification) was `seconds` ago, as
+ * if that long had passed: lib/ledger/store.ts claimCheck allows one per window.
+ */
+export async function checkedSecondsAgo(
+  orderId: string,
+  by: 'view' | 'notification',
+  seconds: number,
+): Promise<void> {
+  await localClient().send(
+    new UpdateItemCommand({
+      TableName: process.env.LEDGER_TABLE!,
+      Key: { pk: { S: `order#${orderId}` } },
+      UpdateExpression: 'SET #at = :at',
+      ExpressionAttributeNames: { '#at': by === 'view' ? 'checkedAt' : 'confirmedAt' },
+      ExpressionAttributeValues: { ':at': { N: String(Date.now() - seconds * 1000) } },
+    }),
+  );
 }
 
 /** A subject of its own for each test file, so no two files' customers are the same. */

@@ -3,11 +3,12 @@ import { ConfigError } from '../../lib/config/config.ts';
 import { idempotencyStoreFromEnvironment, loadIdempotencyConfig } from '../../lib/idempotency/environment.ts';
 
 describe('loadIdempotencyConfig', () => {
-  it('needs the table and defaults the rest: 7 days, the region of the service', () => {
+  it('needs the table and defaults the rest: 7 days, an unknown looked for every 30 s, the region of the service', () => {
     expect(loadIdempotencyConfig({ IDEMPOTENCY_TABLE: 'records' })).toEqual({
       table: 'records',
       ttlSeconds: 604_800,
       settleDelayMs: 600_000,
+      lookAgainMs: 30_000,
       region: 'ap-south-1',
     });
   });
@@ -19,12 +20,14 @@ describe('loadIdempotencyConfig', () => {
       AWS_REGION: 'eu-west-1',
       DYNAMODB_ENDPOINT: 'http://127.0.0.1:4567',
       SETTLE_DELAY_SECONDS: '300',
+      UNKNOWN_LOOK_AGAIN_SECONDS: '60',
     });
 
     expect(config).toEqual({
       table: 'records',
       ttlSeconds: 2_592_000,
       settleDelayMs: 300_000,
+      lookAgainMs: 60_000,
       region: 'eu-west-1',
       endpoint: 'http://127.0.0.1:4567',
     });

@@ -211,7 +211,7 @@ describe('a record left in flight', () => {
     expect(charges()).toBe(1);
   });
 
-  it('becomes retryable after the deadline: nothing found stays outcome_unknown, reconciled on every repeat', async () => {
+  it('becomes retryable after the deadline: nothing found stays outcome_unknown, looked for again at most every 30 s', async () => {
     const clock = manualClock();
     const store = testStore(clock.now);
     const { run, executions } = charger(store);
@@ -221,10 +221,19 @@ describe('a record left in flight', () => {
     clock.advance(25_001);
     const retried = await run(key, validRequest(request.body));
     const searchesAfterFirst = sandbox.counters().search;
+    clock.advance(12_000);
+    const soon = await run(key, validRequest(request.body));
+    const searchesMeanwhile = sandbox.counters().search;
+    clock.advance(18_000);
     const repeat = await run(key, validRequest(request.body));
 
     expect(retried.statusCode).toBe(202);
     expect(parsed(retried)).toMatchObject({ status: 0, data: { code: 'outcome_unknown' } });
+    // 12 s after the look: its answer again, with when to come back, and PayHere is not asked.
+    expect(soon.statusCode).toBe(202);
+    expect(soon.body).toBe(retried.body);
+    expect(soon.headers).toMatchObject({ 'Retry-After': '18', 'Idempotent-Replayed': 'true' });
+    expect(searchesMeanwhile).toBe(searchesAfterFirst);
     expect(repeat.statusCode).toBe(202);
     expect(sandbox.counters().search).toBe(searchesAfterFirst! + 1);
     expect(executions.count).toBe(0);
@@ -346,7 +355,8 @@ describe('failures that provably sent nothing', () => {
 
 describe('failures that may have reached the gateway', () => {
   it('store a bug after the gateway call as outcome_unknown, never deleted, reconciled on repeat', async () => {
-    const store = testStore();
+    const clock = manualClock();
+    const store = testStore(clock.now);
     const key = randomUUID();
     const request = validRequest(chargeBody());
 
@@ -354,6 +364,7 @@ describe('failures that may have reached the gateway', () => {
       await payhere.charge(request.body, request.deadline);
       throw new TypeError("Cannot read properties of undefined (reading 'status_code')");
     });
+    clock.advance(30_000);
     const repeat = await charger(store).run(key, validRequest(request.body));
 
     expect(first.statusCode).toBe(202);

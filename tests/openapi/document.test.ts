@@ -126,7 +126,8 @@ describe('the route table (openapi/routes.ts)', () => {
       expect(handler.route.scope).toBe(route.scope);
       expect(handler.route.body).toBe(route.body);
       expect(handler.route.path).toBe(route.pathParameters);
-      expect(handler.route.idempotency !== undefined).toBe(route.idempotent === true);
+      expect(handler.route.idempotency !== undefined).toBe(route.idempotent !== undefined);
+      expect(handler.route.idempotency?.optional === true).toBe(route.idempotent === 'optional');
       expect(handler.route.createsOrders === true).toBe(route.createsOrders === true);
       expect(handler.route.form === true).toBe(route.mediaType === FORM_MEDIA_TYPE);
     },

@@ -163,14 +163,17 @@ describe('a money call drops the shared answer of its object', () => {
     expect(after.body.data).toHaveLength(before.body.data.length + 1);
   });
 
-  it('a refused cancel drops them all the same', async () => {
-    const id = String(SEED.subscriptions.completed);
+  it('a cancel PayHere refuses drops them all the same (cancelled in its portal since they were shared)', async () => {
+    const id = String(SEED.subscriptions.active);
     await readTwice(() => call('getSubscription', { id }), 'getSubscription');
+    const api = apiClient(sandbox, await accessToken(sandbox));
+    await api.post('subscription/cancel', { subscription_id: Number(id) });
 
     const refused = await call('cancelSubscription', { id });
-    await expectFresh(() => call('getSubscription', { id }), 'getSubscription');
+    const fresh = await expectFresh(() => call('getSubscription', { id }), 'getSubscription');
 
     expect(refused.statusCode).toBe(409);
+    expect(fresh.body.data.status).toBe('CANCELLED');
   });
 
   it('a verified notification that changes an order: its payments', async () => {

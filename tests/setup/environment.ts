@@ -8,6 +8,7 @@
 import { randomUUID } from 'node:crypto';
 import { inject } from 'vitest';
 import { createTable, LOCAL_AWS_ENVIRONMENT } from '../../scripts/local-dynamodb.ts';
+import { GENEROUS_SHARES, LOOK_AGAIN_AT_ONCE } from '../helpers/test-environment.ts';
 
 const ledgerTable = `${inject('ledgerTable')}-${randomUUID()}`;
 // The shared budget and token too: each file's sandbox issues tokens of its own.
@@ -17,7 +18,7 @@ await Promise.all([
   createTable(inject('dynamodbEndpoint'), stateTable),
 ]);
 
-Object.assign(process.env, LOCAL_AWS_ENVIRONMENT, {
+Object.assign(process.env, LOCAL_AWS_ENVIRONMENT, GENEROUS_SHARES, LOOK_AGAIN_AT_ONCE, {
   DYNAMODB_ENDPOINT: inject('dynamodbEndpoint'),
   IDEMPOTENCY_TABLE: inject('idempotencyTable'),
   LEDGER_TABLE: ledgerTable,

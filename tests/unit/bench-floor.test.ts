@@ -71,6 +71,7 @@ describe("the bench's warm floor", () => {
       custom2: null,
       slot: { key: 'charge#key', sentAt: Date.now(), until: Date.now() + 16_000 },
       chargeable: CHARGEABLE,
+      attempts: { window: Math.floor(Date.now() / 3_600_000), limit: 3 },
       rule: 'merchant',
     });
     const succeeded = chargeMove('charge_succeeded');

@@ -10,6 +10,7 @@ describe('loadOrdersConfig', () => {
       notifyUrlOrigins: [],
       settleDelayMs: 600_000,
       notificationKeepDays: 90,
+      failedAttempts: { count: 3, windowMs: 3_600_000 },
     });
   });
 
@@ -21,6 +22,7 @@ describe('loadOrdersConfig', () => {
         NOTIFY_URL_ORIGINS: 'https://hooks.example.com, https://other.example.com:8443',
         SETTLE_DELAY_SECONDS: '120',
         NOTIFICATION_KEEP_DAYS: '30',
+        ORDER_FAILED_ATTEMPTS: '5/86400000',
       }),
     ).toEqual({
       pricing: 'client',
@@ -28,6 +30,7 @@ describe('loadOrdersConfig', () => {
       notifyUrlOrigins: ['https://hooks.example.com', 'https://other.example.com:8443'],
       settleDelayMs: 120_000,
       notificationKeepDays: 30,
+      failedAttempts: { count: 5, windowMs: 86_400_000 },
     });
   });
 
@@ -46,6 +49,7 @@ describe('loadOrdersConfig', () => {
     ['SETTLE_DELAY_SECONDS', { SETTLE_DELAY_SECONDS: '10m' }],
     ['SETTLE_DELAY_SECONDS', { SETTLE_DELAY_SECONDS: '-5' }],
     ['NOTIFICATION_KEEP_DAYS', { NOTIFICATION_KEEP_DAYS: '0' }],
+    ['ORDER_FAILED_ATTEMPTS', { ORDER_FAILED_ATTEMPTS: '3 an hour' }],
   ])('refuses a bad %s, naming it', (name, env) => {
     expect(() => loadOrdersConfig(env)).toThrow(ConfigError);
     expect(() => loadOrdersConfig(env)).toThrow(name);

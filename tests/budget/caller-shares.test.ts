@@ -1,0 +1,168 @@
+import { randomUUID } from 'node:crypto';
+import { describe, expect, inject, it } from 'vitest';
+import {
+  type CallerShareContext,
+  CallerShares,
+  callers,
+  loadSharesConfig,
+  type SharesConfig,
+} from '../../lib/budget/caller-shares.ts';
+import { ConfigError } from '../../lib/config/config.ts';
+import { CallerRateLimitedError } from '../../lib/envelope/errors.ts';
+import { createTable } from '../../scripts/local-dynamodb.ts';
+import { dynamoDbAt } from '../helpers/state-table.ts';
+
+/**
+ * SPEC.md "PayHere's budget" (issue "No one caller … can take the service from everyone else"):
+ * each caller's share, counted in the shared state table with one conditional write per PayHere
+ * call, is refused beyond its limit with 429 caller_rate_limited and a Retry-After that says when.
+ */
+const DEFAULTS = loadSharesConfig({});
+/** A moment 2 s into a 10-s window and 2 s into a minute: the windows are aligned to the epoch. */
+const START = Date.UTC(2026, 10, 25, 9, 0, 2);
+
+async function sharesAt(clock: { now: number }, config: SharesConfig = DEFAULTS, endpoint?: string) {
+  const table = `state-${randomUUID()}`;
+  await createTable(inject('dynamodbEndpoint'), table);
+  return new CallerShares({
+    client: dynamoDbAt(endpoint ?? inject('dynamodbEndpoint')),
+    table,
+    timeoutMs: 1_000,
+    config,
+    now: () => clock.now,
+  });
+}
+
+/** What a refusal tells the caller: its status, code and Retry-After. */
+const told = (error: unknown) => {
+  const refused = error as CallerRateLimitedError;
+  return { status: refused.httpStatus, code: refused.code, retryAfter: refused.headers?.['Retry-After'] };
+};
+const as = (caller: CallerShareContext, work: () => Promise<void>) => callers.run(caller, work);
+const refusal = (work: Promise<unknown>) =>
+  work.then(
+    () => undefined,
+    (error: unknown) => error,
+  );
+
+describe('a customer’s share', () => {
+  it('is 3 PayHere calls per 10 s; the 4th is refused until the window ends, and other customers are not', async () => {
+    const clock = { now: START };
+    const shares = await sharesAt(clock);
+    const alice = { id: 'alice', kind: 'customer' } as const;
+
+    for (let i = 0; i < 3; i++) await as(alice, () => shares.take(false));
+    const refused = await refusal(as(alice, () => shares.take(false)));
+    await as({ id: 'bob', kind: 'customer' }, () => shares.take(false));
+
+    expect(refused).toBeInstanceOf(CallerRateLimitedError);
+    expect(told(refused)).toEqual({ status: 429, code: 'caller_rate_limited', retryAfter: '8' });
+    clock.now = START + 8_000;
+    await as(alice, () => shares.take(false));
+  });
+
+  it('is 6 money requests a minute across call windows; the 7th waits for the minute', async () => {
+    const clock = { now: START };
+    const shares = await sharesAt(clock);
+    const alice = { id: 'alice', kind: 'customer' } as const;
+
+    for (let i = 0; i < 6; i++) {
+      clock.now = START + i * 10_000;
+      await as(alice, () => shares.take(true));
+    }
+    // A read still fits this window; another money request does not fit this minute.
+    await as(alice, () => shares.take(false));
+    const refused = await refusal(as(alice, () => shares.take(true)));
+
+    expect(told(refused)).toEqual({ status: 429, code: 'caller_rate_limited', retryAfter: '8' });
+    clock.now = START + 58_000;
+    await as(alice, () => shares.take(true));
+  });
+
+  it('refuses a money request for the call window alone with the call window’s wait, not the minute’s', async () => {
+    const clock = { now: START };
+    const shares = await sharesAt(clock);
+    const alice = { id: 'alice', kind: 'customer' } as const;
+
+    for (let i = 0; i < 3; i++) await as(alice, () => shares.take(false));
+    const refused = await refusal(as(alice, () => shares.take(true)));
+
+    expect(told(refused)).toEqual({ status: 429, code: 'caller_rate_limited', retryAfter: '8' });
+  });
+});
+
+describe('the merchant’s share and the notifications’', () => {
+  it('the merchant makes 10 calls per 10 s where a customer makes 3', async () => {
+    const clock = { now: START };
+    const shares = await sharesAt(clock);
+    const merchant = { id: 'backoffice', kind: 'merchant' } as const;
+
+    for (let i = 0; i < 10; i++) await as(merchant, () => shares.take(false));
+
+    expect(await refusal(as(merchant, () => shares.take(false)))).toBeInstanceOf(CallerRateLimitedError);
+  });
+
+  it('a customer whose id is the merchant’s has a share of its own: the kinds are counted apart', async () => {
+    const clock = { now: START };
+    const shares = await sharesAt(clock);
+
+    for (let i = 0; i < 3; i++) await as({ id: 'same', kind: 'customer' }, () => shares.take(false));
+
+    await as({ id: 'same', kind: 'merchant' }, () => shares.take(false));
+  });
+
+  it('PayHere’s notifications confirm at most 4 reads per 10 s together', async () => {
+    const clock = { now: START };
+    const shares = await sharesAt(clock);
+    const notifications = { id: 'payhere', kind: 'notifications' } as const;
+
+    for (let i = 0; i < 4; i++) await as(notifications, () => shares.take(false));
+
+    expect(await refusal(as(notifications, () => shares.take(false)))).toBeInstanceOf(CallerRateLimitedError);
+  });
+});
+
+describe('what is not counted', () => {
+  it('work with no caller (the settle job) takes nothing from anyone', async () => {
+    const clock = { now: START };
+    const shares = await sharesAt(clock);
+
+    for (let i = 0; i < 20; i++) await shares.take(true);
+  });
+
+  it('a table that cannot be reached counts nothing and refuses nothing: PayHere’s budget still bounds the calls', async () => {
+    const clock = { now: START };
+    const shares = await sharesAt(clock, DEFAULTS, 'http://127.0.0.1:9');
+
+    for (let i = 0; i < 5; i++) await as({ id: 'alice', kind: 'customer' }, () => shares.take(true));
+  });
+});
+
+describe('loadSharesConfig', () => {
+  it('has the issue’s defaults', () => {
+    expect(DEFAULTS).toEqual({
+      customer: { calls: 3, callWindowMs: 10_000, money: 6, moneyWindowMs: 60_000 },
+      merchant: { calls: 10, callWindowMs: 10_000, money: 120, moneyWindowMs: 60_000 },
+      notifications: { calls: 4, callWindowMs: 10_000, money: 4, moneyWindowMs: 10_000 },
+    });
+  });
+
+  it('reads each share from its variable', () => {
+    const config = loadSharesConfig({ CALLER_RATE_LIMIT: '5/10000', CALLER_MONEY_RATE_LIMIT: '20/120000' });
+
+    expect(config.customer).toEqual({ calls: 5, callWindowMs: 10_000, money: 20, moneyWindowMs: 120_000 });
+  });
+
+  it.each([
+    ['CALLER_RATE_LIMIT', '3 per 10s', /CALLER_RATE_LIMIT must be <requests>\/<milliseconds>/],
+    ['MERCHANT_RATE_LIMIT', '0/10000', /MERCHANT_RATE_LIMIT must be/],
+    [
+      'CALLER_MONEY_RATE_LIMIT',
+      '6/15000',
+      /CALLER_MONEY_RATE_LIMIT's window must be a multiple of CALLER_RATE_LIMIT's/,
+    ],
+  ])('refuses %s=%s at start-up', (name, value, message) => {
+    expect(() => loadSharesConfig({ [name]: value })).toThrow(ConfigError);
+    expect(() => loadSharesConfig({ [name]: value })).toThrow(message);
+  });
+});
