@@ -311,6 +311,13 @@ describe('the stage', () => {
       budgetRoute('/~1gateway~1api~1subscriptions'),
       budgetRoute('/~1gateway~1api~1subscriptions~1{id}'),
       budgetRoute('/~1gateway~1api~1subscriptions~1{id}~1payments'),
+      // PayHere's notifications: limits of their own, not the app's (README "Strangers at the edge").
+      {
+        ResourcePath: '/~1gateway~1notify',
+        HttpMethod: 'POST',
+        ThrottlingRateLimit: 20,
+        ThrottlingBurstLimit: 100,
+      },
     ]);
     expect(stage.Properties.MethodSettings[0].ThrottlingRateLimit).toBeGreaterThan(0);
     expect(stage.Properties.MethodSettings[0].ThrottlingBurstLimit).toBeGreaterThan(0);

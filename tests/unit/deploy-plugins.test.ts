@@ -36,6 +36,7 @@ function serverless({
     processedInput: { commands },
     getProvider: () => ({ getStage: () => stage }),
     service: {
+      service: 'payhere-payments-api',
       custom,
       provider: {
         environment,
@@ -63,6 +64,60 @@ async function refusal(
 }
 
 const LIVE = { GATEWAY_BASE_URL: 'https://www.payhere.lk' };
+
+/**
+ * What osls compiles `routes` ("POST /gateway/notify") into, as the plugins read it: a resource per
+ * path segment under the API's root, a method per route, a deployment of the stage `prod`.
+ */
+function apiTemplate(routes: string[]): Record<string, any> {
+  const resources: Record<string, any> = {
+    ApiGatewayDeployment1: {
+      Type: 'AWS::ApiGateway::Deployment',
+      Properties: { RestApiId: { Ref: 'ApiGatewayRestApi' }, StageName: 'prod' },
+    },
+  };
+  const root = { 'Fn::GetAtt': ['ApiGatewayRestApi', 'RootResourceId'] };
+  // osls's logical ids: each segment capitalized, a path parameter `{id}` as `IdVar`.
+  const logical = (text: string) => {
+    const word = text.replace(/^\{(.*)\}$/, '$1Var').replace(/[^A-Za-z0-9]/g, '');
+    return `${word[0]!.toUpperCase()}${word.slice(1)}`;
+  };
+  for (const route of routes) {
+    const [method, path] = route.split(' ') as [string, string];
+    let parent: unknown = root;
+    let id = 'ApiGatewayResource';
+    for (const part of path.split('/').slice(1)) {
+      id += logical(part);
+      resources[id] ??= {
+        Type: 'AWS::ApiGateway::Resource',
+        Properties: { ParentId: parent, PathPart: part, RestApiId: { Ref: 'ApiGatewayRestApi' } },
+      };
+      parent = { Ref: id };
+    }
+    resources[`ApiGatewayMethod${id.slice('ApiGatewayResource'.length)}${logical(method.toLowerCase())}`] = {
+      Type: 'AWS::ApiGateway::Method',
+      Properties: {
+        HttpMethod: method,
+        RequestParameters: {},
+        ResourceId: parent,
+        RestApiId: { Ref: 'ApiGatewayRestApi' },
+      },
+    };
+  }
+  return resources;
+}
+
+/** A stand-in whose compiled template holds `routes`. */
+function withRoutes(routes: string[], custom: Record<string, unknown>) {
+  const stand = serverless({ custom });
+  stand.service.provider.compiledCloudFormationTemplate.Resources = apiTemplate(routes);
+  return stand;
+}
+
+const PACKAGED = 'after:aws:package:finalize:mergeCustomProviderResources';
+const CHARGE = 'POST /gateway/api/payments/charge';
+const NOTIFY = 'POST /gateway/notify';
+const SUBSCRIPTION_PAYMENTS = 'GET /gateway/api/subscriptions/{id}/payments';
 
 describe('plugins/deploy-guard.cjs', () => {
   it.each([[['deploy']], [['deploy', 'function']]])('refuses `%s` of the stage local', async (commands) => {
@@ -304,17 +359,9 @@ describe('plugins/vpc.cjs', () => {
 
 describe('plugins/api-stage.cjs', () => {
   const ApiStagePlugin = require('../../plugins/api-stage.cjs');
-  const HOOK = 'after:aws:package:finalize:mergeCustomProviderResources';
-  const withDeployment = (custom: Record<string, unknown>) => {
-    const stand = serverless({ custom });
-    stand.service.provider.compiledCloudFormationTemplate.Resources = {
-      ApiGatewayDeployment1: {
-        Type: 'AWS::ApiGateway::Deployment',
-        Properties: { RestApiId: { Ref: 'ApiGatewayRestApi' }, StageName: 'prod' },
-      },
-    };
-    return stand;
-  };
+  const HOOK = PACKAGED;
+  const withDeployment = (custom: Record<string, unknown>) =>
+    withRoutes([CHARGE, NOTIFY, SUBSCRIPTION_PAYMENTS], custom);
   const throttle = { rateLimit: 10, burstLimit: 20 };
 
   it('throttles the routes that spend PayHere’s budget apart, their paths encoded as API Gateway wants', async () => {
@@ -343,12 +390,51 @@ describe('plugins/api-stage.cjs', () => {
     ]);
   });
 
+  it("gives PayHere's notifications limits of their own, apart from the stage's and the reads'", async () => {
+    const stand = withDeployment({
+      apiStage: {
+        throttle,
+        budgetRoutes: { rateLimit: 2, burstLimit: 15, routes: [SUBSCRIPTION_PAYMENTS] },
+        notifyRoutes: { rateLimit: 20, burstLimit: 100, routes: [NOTIFY] },
+      },
+    });
+
+    await new ApiStagePlugin(stand).hooks[HOOK]();
+
+    const stage = stand.service.provider.compiledCloudFormationTemplate.Resources.ApiGatewayStage as any;
+    expect(stage.Properties.MethodSettings.at(-1)).toEqual({
+      ResourcePath: '/~1gateway~1notify',
+      HttpMethod: 'POST',
+      ThrottlingRateLimit: 20,
+      ThrottlingBurstLimit: 100,
+    });
+    expect(stage.Properties.MethodSettings).toHaveLength(3);
+  });
+
   it.each([
     [{ rateLimit: 0, burstLimit: 15, routes: [] }, 'custom.apiStage.budgetRoutes needs rateLimit'],
     [{ rateLimit: 2, burstLimit: 15, routes: ['/gateway/api/subscriptions'] }, 'must look like'],
+    [
+      { rateLimit: 2, burstLimit: 15, routes: ['GET /gateway/api/subscription'] },
+      'custom.apiStage.budgetRoutes: "GET /gateway/api/subscription" is no route of this service.',
+    ],
   ])('refuses budget routes %j', async (budgetRoutes, message) => {
     const stand = withDeployment({ apiStage: { throttle, budgetRoutes } });
 
     expect(await refusal(new ApiStagePlugin(stand), HOOK)).toContain(message);
+  });
+
+  it('refuses a route throttled by two groups', async () => {
+    const stand = withDeployment({
+      apiStage: {
+        throttle,
+        budgetRoutes: { rateLimit: 2, burstLimit: 15, routes: [NOTIFY] },
+        notifyRoutes: { rateLimit: 20, burstLimit: 100, routes: [NOTIFY] },
+      },
+    });
+
+    expect(await refusal(new ApiStagePlugin(stand), HOOK)).toBe(
+      'custom.apiStage.notifyRoutes: "POST /gateway/notify" is throttled by another group too.',
+    );
   });
 });
