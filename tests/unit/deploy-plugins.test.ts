@@ -438,3 +438,74 @@ describe('plugins/api-stage.cjs', () => {
     );
   });
 });
+
+describe('plugins/bearer-gate.cjs', () => {
+  const BearerGatePlugin = require('../../plugins/bearer-gate.cjs');
+  const ROUTES = [CHARGE, SUBSCRIPTION_PAYMENTS, NOTIFY];
+  const methods = (stand: ReturnType<typeof serverless>) =>
+    Object.fromEntries(
+      Object.entries(stand.service.provider.compiledCloudFormationTemplate.Resources as Record<string, any>)
+        .filter(([, r]) => r.Type === 'AWS::ApiGateway::Method')
+        .map(([id, r]) => [id, r.Properties]),
+    );
+
+  it('requires the Authorization header on every route but the open ones, with a validator of parameters only', async () => {
+    const stand = withRoutes(ROUTES, { bearerGate: { open: [NOTIFY] } });
+
+    await new BearerGatePlugin(stand).hooks[PACKAGED]();
+
+    const gated = { 'method.request.header.Authorization': true };
+    const validator = { Ref: 'ApiGatewayBearerHeaderValidator' };
+    expect(methods(stand)).toMatchObject({
+      ApiGatewayMethodGatewayApiPaymentsChargePost: {
+        RequestParameters: gated,
+        RequestValidatorId: validator,
+      },
+      ApiGatewayMethodGatewayApiSubscriptionsIdVarPaymentsGet: {
+        RequestParameters: gated,
+        RequestValidatorId: validator,
+      },
+    });
+    expect(methods(stand).ApiGatewayMethodGatewayNotifyPost).toEqual(
+      expect.objectContaining({ RequestParameters: {} }),
+    );
+    expect(methods(stand).ApiGatewayMethodGatewayNotifyPost.RequestValidatorId).toBeUndefined();
+    expect(stand.service.provider.compiledCloudFormationTemplate.Resources).toMatchObject({
+      ApiGatewayBearerHeaderValidator: {
+        Type: 'AWS::ApiGateway::RequestValidator',
+        Properties: {
+          RestApiId: { Ref: 'ApiGatewayRestApi' },
+          ValidateRequestParameters: true,
+          ValidateRequestBody: false,
+        },
+      },
+    });
+  });
+
+  it('gates every route, PayHere’s too, when none is open', async () => {
+    const stand = withRoutes(ROUTES, {});
+
+    await new BearerGatePlugin(stand).hooks[PACKAGED]();
+
+    for (const method of Object.values(methods(stand))) {
+      expect(method.RequestValidatorId).toEqual({ Ref: 'ApiGatewayBearerHeaderValidator' });
+    }
+  });
+
+  it('refuses an open route the service does not have, rather than gate the one it meant', async () => {
+    const stand = withRoutes(ROUTES, { bearerGate: { open: ['POST /gateway/notfy'] } });
+
+    expect(await refusal(new BearerGatePlugin(stand), PACKAGED)).toBe(
+      'custom.bearerGate.open: "POST /gateway/notfy" is no route of this service.',
+    );
+  });
+
+  it('refuses to replace a request validator a route already has', async () => {
+    const stand = withRoutes(ROUTES, { bearerGate: { open: [NOTIFY] } });
+    methods(stand).ApiGatewayMethodGatewayApiPaymentsChargePost.RequestValidatorId = { Ref: 'Other' };
+
+    expect(await refusal(new BearerGatePlugin(stand), PACKAGED)).toMatch(
+      /ApiGatewayMethodGatewayApiPaymentsChargePost already has a request validator/,
+    );
+  });
+});
