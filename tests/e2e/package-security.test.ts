@@ -38,6 +38,8 @@ const OPTIONAL_ENV = [
   'VPC_SECURITY_GROUP_IDS',
   'VPC_ID',
   'VPC_ROUTE_TABLE_IDS',
+  'WAF_ENABLED',
+  'WAF_RATE_LIMIT',
 ];
 
 type Template = { Resources: Record<string, { Type: string; Properties: any; DependsOn?: string[] }> };
@@ -396,6 +398,12 @@ describe('the bearer gate (README "Strangers at the edge")', () => {
 });
 
 describe('a deployed stage by default', () => {
+  it('has no AWS WAF web ACL: it is one setting away (WAF_ENABLED)', () => {
+    expect(
+      Object.values(defaultTemplate.Resources).filter((resource) => resource.Type.startsWith('AWS::WAFv2::')),
+    ).toEqual([]);
+  });
+
   it('talks to the gateway it was given, never the sandbox', () => {
     for (const fn of functions(defaultTemplate)) {
       expect(fn.Properties.Environment.Variables.GATEWAY_BASE_URL).toBe('https://www.payhere.lk');

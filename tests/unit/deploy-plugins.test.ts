@@ -1,5 +1,8 @@
 import { createRequire } from 'node:module';
 import { describe, expect, it } from 'vitest';
+import { errorResponse } from '../../lib/envelope/error-response.ts';
+import { PayloadTooLargeError, RateLimitedError } from '../../lib/envelope/errors.ts';
+import { MAX_BODY_BYTES } from '../../lib/http/request-guard.ts';
 
 /**
  * The deploy plugins' refusals, called through their hooks as osls calls them, on a stand-in for
@@ -506,6 +509,138 @@ describe('plugins/bearer-gate.cjs', () => {
 
     expect(await refusal(new BearerGatePlugin(stand), PACKAGED)).toMatch(
       /ApiGatewayMethodGatewayApiPaymentsChargePost already has a request validator/,
+    );
+  });
+});
+
+describe('plugins/waf.cjs', () => {
+  const WafPlugin = require('../../plugins/waf.cjs');
+  const ApiStagePlugin = require('../../plugins/api-stage.cjs');
+  const custom = (waf: Record<string, unknown>) => ({
+    apiStage: { throttle: { rateLimit: 10, burstLimit: 20 } },
+    waf: { enabled: 'false', rateLimit: 300, commonRuleSetSkips: [NOTIFY], ...waf },
+  });
+  /** Both plugins' finalize hooks, in serverless.yml's order: the stage first, then the web ACL. */
+  async function packaged(waf: Record<string, unknown>) {
+    const stand = withRoutes([CHARGE, NOTIFY], custom(waf));
+    await new ApiStagePlugin(stand).hooks[PACKAGED]();
+    const plugin = new WafPlugin(stand);
+    await plugin.hooks['before:package:initialize']();
+    await plugin.hooks[PACKAGED]();
+    return stand.service.provider.compiledCloudFormationTemplate.Resources as Record<string, any>;
+  }
+
+  it('declares nothing unless turned on', async () => {
+    const resources = await packaged({});
+
+    expect(Object.values(resources).filter((r) => r.Type.startsWith('AWS::WAFv2::'))).toEqual([]);
+  });
+
+  it('puts a web ACL on the stage: per-address rate, body size, then AWS’s common rule set', async () => {
+    const resources = await packaged({ enabled: 'true', rateLimit: '600' });
+
+    expect(resources.WebAclAssociation).toEqual({
+      Type: 'AWS::WAFv2::WebACLAssociation',
+      DependsOn: ['ApiGatewayStage'],
+      Properties: {
+        ResourceArn: {
+          'Fn::Sub': `arn:\${AWS::Partition}:apigateway:\${AWS::Region}::/restapis/\${ApiGatewayRestApi}/stages/prod`,
+        },
+        WebACLArn: { 'Fn::GetAtt': ['WebAcl', 'Arn'] },
+      },
+    });
+    const acl = resources.WebAcl.Properties;
+    expect(acl).toMatchObject({
+      Name: 'payhere-payments-api-prod',
+      Scope: 'REGIONAL',
+      DefaultAction: { Allow: {} },
+    });
+    expect(acl.Rules.map((rule: any) => [rule.Priority, rule.Name])).toEqual([
+      [0, 'per-address-rate'],
+      [1, 'body-size'],
+      [2, 'aws-common-rule-set'],
+    ]);
+    expect(acl.Rules[0].Statement).toEqual({
+      RateBasedStatement: { Limit: 600, EvaluationWindowSec: 60, AggregateKeyType: 'IP' },
+    });
+    expect(acl.Rules[1].Statement.SizeConstraintStatement).toMatchObject({
+      FieldToMatch: { Body: { OversizeHandling: 'MATCH' } },
+      ComparisonOperator: 'GT',
+      Size: MAX_BODY_BYTES,
+    });
+  });
+
+  it('answers what it blocks as a function would: the envelope, its status and headers', async () => {
+    const acl = (await packaged({ enabled: 'true' })).WebAcl.Properties;
+    /** What AWS WAF answers for a rule: its status, body and headers, Content-Type from the body's type. */
+    const answerOf = (rule: any) => {
+      const response = rule.Action.Block.CustomResponse;
+      const body = acl.CustomResponseBodies[response.CustomResponseBodyKey];
+      expect(body.ContentType).toBe('APPLICATION_JSON');
+      // AWS WAF refuses a custom response header named Content-Type.
+      expect(response.ResponseHeaders.map((h: any) => h.Name.toLowerCase())).not.toContain('content-type');
+      return {
+        statusCode: response.ResponseCode,
+        headers: {
+          'Content-Type': 'application/json',
+          ...Object.fromEntries(response.ResponseHeaders.map((h: any) => [h.Name, h.Value])),
+        },
+        body: body.Content,
+      };
+    };
+
+    expect(answerOf(acl.Rules[1])).toEqual(errorResponse(new PayloadTooLargeError(MAX_BODY_BYTES)));
+    expect(answerOf(acl.Rules[0])).toEqual(
+      errorResponse(
+        new RateLimitedError('Too many requests from this address: wait a minute, then retry.', 60),
+      ),
+    );
+  });
+
+  it("skips PayHere's signed notifications in the common rule set, whose 8 KB body rule only counts", async () => {
+    const [, , common] = (await packaged({ enabled: 'true' })).WebAcl.Properties.Rules;
+
+    expect(common.OverrideAction).toEqual({ None: {} });
+    expect(common.Statement.ManagedRuleGroupStatement).toEqual({
+      VendorName: 'AWS',
+      Name: 'AWSManagedRulesCommonRuleSet',
+      RuleActionOverrides: [{ Name: 'SizeRestrictions_BODY', ActionToUse: { Count: {} } }],
+      ScopeDownStatement: {
+        NotStatement: {
+          Statement: {
+            ByteMatchStatement: {
+              FieldToMatch: { UriPath: {} },
+              PositionalConstraint: 'ENDS_WITH',
+              SearchString: '/gateway/notify',
+              TextTransformations: [{ Priority: 0, Type: 'NONE' }],
+            },
+          },
+        },
+      },
+    });
+  });
+
+  it.each([
+    [
+      'a switch that is not true or false',
+      { enabled: 'yes' },
+      /^WAF_ENABLED \(custom\.waf\.enabled\) is "yes"/,
+    ],
+    ['a rate below AWS WAF’s lowest, 10', { enabled: 'true', rateLimit: '5' }, /^WAF_RATE_LIMIT .* is "5"/],
+    [
+      'a rate that is not a whole number',
+      { enabled: 'true', rateLimit: '2.5' },
+      /^WAF_RATE_LIMIT .* is "2\.5"/,
+    ],
+  ])('refuses %s before anything is built', async (_, waf, message) => {
+    const plugin = new WafPlugin(withRoutes([CHARGE, NOTIFY], custom(waf)));
+
+    expect(await refusal(plugin, 'before:package:initialize')).toMatch(message);
+  });
+
+  it('refuses a skipped route the service does not have', async () => {
+    await expect(packaged({ enabled: 'true', commonRuleSetSkips: ['POST /gateway/notice'] })).rejects.toThrow(
+      'custom.waf.commonRuleSetSkips: "POST /gateway/notice" is no route of this service.',
     );
   });
 });
