@@ -7,7 +7,7 @@ import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { errorResponse } from '../../lib/envelope/error-response.ts';
 import { bearerToken } from '../../lib/http/auth/middleware.ts';
-import { FUNCTIONS, NOTIFY_ROUTE } from '../helpers/routes.ts';
+import { FUNCTIONS, NOTIFY_ROUTE, ROUTES } from '../helpers/routes.ts';
 
 /**
  * The deployable CloudFormation template (`osls package`, no AWS account): every function carries
@@ -360,7 +360,7 @@ describe('the bearer gate (README "Strangers at the edge")', () => {
   it('has API Gateway refuse a request without Authorization on every route but PayHere’s, before any function runs', () => {
     const gated = methods().filter((method) => !isNotify(method));
 
-    expect(gated).toHaveLength(FUNCTIONS.length - 1);
+    expect(gated).toHaveLength(Object.keys(ROUTES).length);
     for (const method of gated) {
       expect(method.RequestParameters).toEqual({ 'method.request.header.Authorization': true });
       expect(method.RequestValidatorId).toEqual({ Ref: 'ApiGatewayBearerHeaderValidator' });
