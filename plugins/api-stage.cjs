@@ -1,11 +1,20 @@
 'use strict';
 
+const { namedMethods } = require('./routes.cjs');
+
+/**
+ * The groups of routes throttled apart: the reads that each cost PayHere a call, at about what
+ * its budget serves; PayHere's notifications, at what PayHere sends rather than what the app does.
+ */
+const ROUTE_GROUPS = ['budgetRoutes', 'notifyRoutes'];
+
 /**
  * osls lets the REST API's Deployment create the stage, which leaves no place for stage settings
  * in CloudFormation (a Deployment's StageDescription is not applied when a later deploy reuses
  * the stage). This plugin declares the stage as its own AWS::ApiGateway::Stage with throttling
  * for every method (`custom.apiStage.throttle`), tighter for the routes that spend PayHere's
- * budget (`custom.apiStage.budgetRoutes`), and makes the Deployment wait for the gateway
+ * budget (`custom.apiStage.budgetRoutes`), apart for PayHere's notifications
+ * (`custom.apiStage.notifyRoutes`), and makes the Deployment wait for the gateway
  * responses, which otherwise go live only with the deploy after the one that created them.
  *
  * A stack whose stage was already created by a Deployment cannot adopt it this way; this
@@ -36,28 +45,32 @@ class ApiStagePlugin {
   }
 
   /**
-   * The routes each request of which costs PayHere a call (`custom.apiStage.budgetRoutes`): each
-   * throttled to about what PayHere's budget serves, instead of the stage's default.
+   * The routes throttled apart from the stage's default (`custom.apiStage.<group>` of ROUTE_GROUPS):
+   * each method its own bucket of the group's limits. A route named by no method of the API, or by
+   * two groups, is refused.
    */
-  budgetRouteSettings() {
-    const group = this.serverless.service.custom?.apiStage?.budgetRoutes;
-    if (!group) return [];
-    const { rateLimit, burstLimit } = this.limits(group, 'custom.apiStage.budgetRoutes');
-    return (group.routes ?? []).map((route) => {
-      const match = /^(GET|POST|PUT|PATCH|DELETE) (\/\S+)$/.exec(String(route));
-      if (!match) {
-        throw new this.serverless.classes.Error(
-          `custom.apiStage.budgetRoutes: "${route}" must look like "GET /gateway/api/subscriptions".`,
-        );
-      }
-      return {
-        // API Gateway's encoding of a resource path in method settings: "/" + the path with every "/"
-        // as "~1" (/a/b is /~1a~1b).
-        ResourcePath: `/${match[2].replaceAll('/', '~1')}`,
-        HttpMethod: match[1],
-        ThrottlingRateLimit: rateLimit,
-        ThrottlingBurstLimit: burstLimit,
-      };
+  routeSettings() {
+    const seen = new Set();
+    return ROUTE_GROUPS.flatMap((key) => {
+      const group = this.serverless.service.custom?.apiStage?.[key];
+      if (!group) return [];
+      const where = `custom.apiStage.${key}`;
+      const { rateLimit, burstLimit } = this.limits(group, where);
+      return namedMethods(this.serverless, group.routes, where).map(({ method, path }) => {
+        const route = `${method} ${path}`;
+        if (seen.has(route)) {
+          throw new this.serverless.classes.Error(`${where}: "${route}" is throttled by another group too.`);
+        }
+        seen.add(route);
+        return {
+          // API Gateway's encoding of a resource path in method settings: "/" + the path with every
+          // "/" as "~1" (/a/b is /~1a~1b).
+          ResourcePath: `/${path.replaceAll('/', '~1')}`,
+          HttpMethod: method,
+          ThrottlingRateLimit: rateLimit,
+          ThrottlingBurstLimit: burstLimit,
+        };
+      });
     });
   }
 
@@ -92,7 +105,7 @@ class ApiStagePlugin {
             ThrottlingRateLimit: rateLimit,
             ThrottlingBurstLimit: burstLimit,
           },
-          ...this.budgetRouteSettings(),
+          ...this.routeSettings(),
         ],
       },
     };

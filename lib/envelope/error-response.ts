@@ -11,6 +11,11 @@ export function errorResponse(error: unknown): APIGatewayProxyResult {
   } else {
     log.info('request refused', { code: apiError.code, httpStatus: apiError.httpStatus });
   }
+  return apiErrorAnswer(apiError);
+}
+
+/** A refusal's answer, without logging it: also what plugins/waf.cjs has AWS WAF answer in its stead. */
+export function apiErrorAnswer(apiError: ApiError): APIGatewayProxyResult {
   return respond(
     apiError.httpStatus,
     { status: apiError.status, msg: apiError.message, data: { code: apiError.code, ...apiError.details } },

@@ -9,8 +9,8 @@ import { FUNCTIONS } from '../helpers/routes.ts';
 /**
  * What a production deploy can be configured with, and what it refuses (`osls package` and
  * `osls deploy`, no AWS account): the configuration that fails safe, the live network path (a VPC
- * behind a fixed egress address) and CORS for browser apps. tests/e2e/package-security.test.ts
- * checks the default template: no VPC, no CORS.
+ * behind a fixed egress address), CORS for browser apps and AWS WAF on the stage.
+ * tests/e2e/package-security.test.ts checks the default template: no VPC, no CORS, no WAF.
  */
 const DEPLOY_ENV = {
   GATEWAY_BASE_URL: 'https://www.payhere.lk',
@@ -25,6 +25,7 @@ const NETWORK_ENV = {
   VPC_ROUTE_TABLE_IDS: 'rtb-0123abcd,rtb-4567ef01',
 };
 const CORS_ENV = { CORS_ORIGINS: 'https://app.example.com, https://admin.example.com:8443' };
+const WAF_ENV = { WAF_ENABLED: 'true', WAF_RATE_LIMIT: '600' };
 const OPERATIONS_ENV = {
   LOG_RETENTION_DAYS: '731',
   ALARM_TOPIC_ARN: 'arn:aws:sns:ap-south-1:123456789012:payments-alarms',
@@ -63,7 +64,7 @@ beforeAll(async () => {
   scratch = await mkdtemp(path.join(tmpdir(), 'payhere-package-production-'));
   const artifacts = (i: number) => ['--package', path.join(scratch, `refused-${i}`)];
   const [configured, ...outputs] = await Promise.all([
-    packageCopy({ ...DEPLOY_ENV, ...NETWORK_ENV, ...CORS_ENV, ...OPERATIONS_ENV }),
+    packageCopy({ ...DEPLOY_ENV, ...NETWORK_ENV, ...CORS_ENV, ...WAF_ENV, ...OPERATIONS_ENV }),
     ...REFUSED.map(([, args, env], i) =>
       slsRefusal(args[0] === 'package' ? [...args, ...artifacts(i)] : args, env),
     ),
@@ -205,6 +206,48 @@ describe('CORS, given CORS_ORIGINS', () => {
     for (const fn of functions()) {
       expect(fn.Properties.Environment.Variables.CORS_ORIGINS).toBe(CORS_ENV.CORS_ORIGINS);
     }
+  });
+});
+
+describe('AWS WAF, given WAF_ENABLED (README "Strangers at the edge")', () => {
+  it("guards the API's one stage with one web ACL", () => {
+    const [[stageId, stage]] = resourcesOf('AWS::ApiGateway::Stage') as [[string, any]];
+    const acls = resourcesOf('AWS::WAFv2::WebACL');
+    const associations = resourcesOf('AWS::WAFv2::WebACLAssociation');
+
+    expect(acls).toHaveLength(1);
+    expect(associations).toHaveLength(1);
+    const [[aclId, acl]] = acls as [[string, any]];
+    const [[, association]] = associations as [[string, any]];
+    expect(acl.Properties).toMatchObject({ Scope: 'REGIONAL', DefaultAction: { Allow: {} } });
+    expect(association.Properties).toEqual({
+      ResourceArn: {
+        'Fn::Sub': `arn:\${AWS::Partition}:apigateway:\${AWS::Region}::/restapis/\${ApiGatewayRestApi}/stages/${stage.Properties.StageName}`,
+      },
+      WebACLArn: { 'Fn::GetAtt': [aclId, 'Arn'] },
+    });
+    // The association names the stage by its name: it must wait for the stage to exist.
+    expect(association.DependsOn).toEqual([stageId]);
+  });
+
+  it('limits each address to WAF_RATE_LIMIT requests a minute, then bodies, then AWS’s common rule set', () => {
+    const [[, acl]] = resourcesOf('AWS::WAFv2::WebACL') as [[string, any]];
+    const rules = acl.Properties.Rules;
+
+    expect(rules.map((rule: any) => rule.Name)).toEqual([
+      'per-address-rate',
+      'body-size',
+      'aws-common-rule-set',
+    ]);
+    expect(rules[0].Statement.RateBasedStatement).toEqual({
+      Limit: 600,
+      EvaluationWindowSec: 60,
+      AggregateKeyType: 'IP',
+    });
+    expect(rules[2].Statement.ManagedRuleGroupStatement).toMatchObject({
+      VendorName: 'AWS',
+      Name: 'AWSManagedRulesCommonRuleSet',
+    });
   });
 });
 

@@ -5,7 +5,9 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { FUNCTIONS } from '../helpers/routes.ts';
+import { errorResponse } from '../../lib/envelope/error-response.ts';
+import { bearerToken } from '../../lib/http/auth/middleware.ts';
+import { FUNCTIONS, NOTIFY_ROUTE, ROUTES } from '../helpers/routes.ts';
 
 /**
  * The deployable CloudFormation template (`osls package`, no AWS account): every function carries
@@ -36,6 +38,8 @@ const OPTIONAL_ENV = [
   'VPC_SECURITY_GROUP_IDS',
   'VPC_ID',
   'VPC_ROUTE_TABLE_IDS',
+  'WAF_ENABLED',
+  'WAF_RATE_LIMIT',
 ];
 
 type Template = { Resources: Record<string, { Type: string; Properties: any; DependsOn?: string[] }> };
@@ -224,7 +228,8 @@ describe("API Gateway's own answers", () => {
     INVALID_API_KEY: ['403', -2, 'forbidden'],
     WAF_FILTERED: ['403', -2, 'forbidden'],
     BAD_REQUEST_BODY: ['400', -1, 'invalid_request'],
-    BAD_REQUEST_PARAMETERS: ['400', -1, 'invalid_request'],
+    // The Authorization header is the one parameter any method requires (the bearer gate, below).
+    BAD_REQUEST_PARAMETERS: ['401', -2, 'unauthorized'],
     UNSUPPORTED_MEDIA_TYPE: ['415', -1, 'unsupported_media_type'],
     REQUEST_TOO_LARGE: ['413', -1, 'payload_too_large'],
     THROTTLED: ['429', -1, 'rate_limited'],
@@ -268,10 +273,27 @@ describe("API Gateway's own answers", () => {
     },
   );
 
-  it('asks for a bearer token on 401', () => {
-    expect(responses().UNAUTHORIZED.ResponseParameters['gatewayresponse.header.WWW-Authenticate']).toBe(
-      "'Bearer'",
+  it.each(['UNAUTHORIZED', 'BAD_REQUEST_PARAMETERS'])('asks for a bearer token on 401 (%s)', (type) => {
+    expect(responses()[type].ResponseParameters['gatewayresponse.header.WWW-Authenticate']).toBe("'Bearer'");
+  });
+
+  it('answer a request without Authorization exactly as a function does', () => {
+    let refusal: unknown;
+    try {
+      bearerToken({ headers: {}, multiValueHeaders: {} });
+    } catch (error) {
+      refusal = error;
+    }
+    const fromFunction = errorResponse(refusal);
+    const fromGateway = responses().BAD_REQUEST_PARAMETERS;
+
+    expect(fromGateway.StatusCode).toBe(String(fromFunction.statusCode));
+    expect(JSON.parse(fromGateway.ResponseTemplates['application/json'])).toEqual(
+      JSON.parse(fromFunction.body as string),
     );
+    for (const [header, value] of Object.entries(fromFunction.headers!)) {
+      expect(fromGateway.ResponseParameters[`gatewayresponse.header.${header}`], header).toBe(`'${value}'`);
+    }
   });
 
   it('go live with the deployment that creates them', () => {
@@ -312,6 +334,13 @@ describe('the stage', () => {
       budgetRoute('/~1gateway~1api~1subscriptions~1{id}'),
       budgetRoute('/~1gateway~1api~1subscriptions~1{id}~1payments'),
       budgetRoute('/~1gateway~1api~1checkouts~1{order_id}'),
+      // PayHere's notifications: limits of their own, not the app's (README "Strangers at the edge").
+      {
+        ResourcePath: '/~1gateway~1notify',
+        HttpMethod: 'POST',
+        ThrottlingRateLimit: 20,
+        ThrottlingBurstLimit: 100,
+      },
     ]);
     expect(stage.Properties.MethodSettings[0].ThrottlingRateLimit).toBeGreaterThan(0);
     expect(stage.Properties.MethodSettings[0].ThrottlingBurstLimit).toBeGreaterThan(0);
@@ -320,7 +349,62 @@ describe('the stage', () => {
   });
 });
 
+describe('the bearer gate (README "Strangers at the edge")', () => {
+  const methods = () =>
+    resourcesOf(template, 'AWS::ApiGateway::Method')
+      .map(([, method]) => method.Properties)
+      .filter((method) => method.HttpMethod !== 'OPTIONS');
+  const isNotify = (method: any) =>
+    method.HttpMethod === NOTIFY_ROUTE.method &&
+    template.Resources[method.ResourceId.Ref]!.Properties.PathPart === 'notify';
+
+  it('has API Gateway refuse a request without Authorization on every route but PayHere’s, before any function runs', () => {
+    const gated = methods().filter((method) => !isNotify(method));
+
+    expect(gated).toHaveLength(Object.keys(ROUTES).length);
+    for (const method of gated) {
+      expect(method.RequestParameters).toEqual({ 'method.request.header.Authorization': true });
+      expect(method.RequestValidatorId).toEqual({ Ref: 'ApiGatewayBearerHeaderValidator' });
+    }
+    expect(template.Resources.ApiGatewayBearerHeaderValidator).toEqual({
+      Type: 'AWS::ApiGateway::RequestValidator',
+      Properties: {
+        RestApiId: { Ref: 'ApiGatewayRestApi' },
+        Name: 'bearer-header',
+        ValidateRequestParameters: true,
+        ValidateRequestBody: false,
+      },
+    });
+  });
+
+  it('leaves PayHere’s notifications open: their signature authenticates them', () => {
+    const [notify, ...others] = methods().filter(isNotify);
+
+    expect(others).toEqual([]);
+    expect(notify!.RequestParameters).toEqual({});
+    expect(notify!.RequestValidatorId).toBeUndefined();
+  });
+
+  it('is the only request validator, and the header the only required parameter: its 401 never lies', () => {
+    expect(resourcesOf(template, 'AWS::ApiGateway::RequestValidator').map(([id]) => id)).toEqual([
+      'ApiGatewayBearerHeaderValidator',
+    ]);
+    for (const method of methods()) {
+      const required = Object.entries(method.RequestParameters ?? {}).filter(([, needed]) => needed === true);
+      expect(required.map(([name]) => name)).toEqual(
+        isNotify(method) ? [] : ['method.request.header.Authorization'],
+      );
+    }
+  });
+});
+
 describe('a deployed stage by default', () => {
+  it('has no AWS WAF web ACL: it is one setting away (WAF_ENABLED)', () => {
+    expect(
+      Object.values(defaultTemplate.Resources).filter((resource) => resource.Type.startsWith('AWS::WAFv2::')),
+    ).toEqual([]);
+  });
+
   it('talks to the gateway it was given, never the sandbox', () => {
     for (const fn of functions(defaultTemplate)) {
       expect(fn.Properties.Environment.Variables.GATEWAY_BASE_URL).toBe('https://www.payhere.lk');

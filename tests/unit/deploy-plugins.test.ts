@@ -1,5 +1,8 @@
 import { createRequire } from 'node:module';
 import { describe, expect, it } from 'vitest';
+import { errorResponse } from '../../lib/envelope/error-response.ts';
+import { PayloadTooLargeError, RateLimitedError } from '../../lib/envelope/errors.ts';
+import { MAX_BODY_BYTES } from '../../lib/http/request-guard.ts';
 
 /**
  * The deploy plugins' refusals, called through their hooks as osls calls them, on a stand-in for
@@ -36,6 +39,7 @@ function serverless({
     processedInput: { commands },
     getProvider: () => ({ getStage: () => stage }),
     service: {
+      service: 'payhere-payments-api',
       custom,
       provider: {
         environment,
@@ -63,6 +67,60 @@ async function refusal(
 }
 
 const LIVE = { GATEWAY_BASE_URL: 'https://www.payhere.lk' };
+
+/**
+ * What osls compiles `routes` ("POST /gateway/notify") into, as the plugins read it: a resource per
+ * path segment under the API's root, a method per route, a deployment of the stage `prod`.
+ */
+function apiTemplate(routes: string[]): Record<string, any> {
+  const resources: Record<string, any> = {
+    ApiGatewayDeployment1: {
+      Type: 'AWS::ApiGateway::Deployment',
+      Properties: { RestApiId: { Ref: 'ApiGatewayRestApi' }, StageName: 'prod' },
+    },
+  };
+  const root = { 'Fn::GetAtt': ['ApiGatewayRestApi', 'RootResourceId'] };
+  // osls's logical ids: each segment capitalized, a path parameter `{id}` as `IdVar`.
+  const logical = (text: string) => {
+    const word = text.replace(/^\{(.*)\}$/, '$1Var').replace(/[^A-Za-z0-9]/g, '');
+    return `${word[0]!.toUpperCase()}${word.slice(1)}`;
+  };
+  for (const route of routes) {
+    const [method, path] = route.split(' ') as [string, string];
+    let parent: unknown = root;
+    let id = 'ApiGatewayResource';
+    for (const part of path.split('/').slice(1)) {
+      id += logical(part);
+      resources[id] ??= {
+        Type: 'AWS::ApiGateway::Resource',
+        Properties: { ParentId: parent, PathPart: part, RestApiId: { Ref: 'ApiGatewayRestApi' } },
+      };
+      parent = { Ref: id };
+    }
+    resources[`ApiGatewayMethod${id.slice('ApiGatewayResource'.length)}${logical(method.toLowerCase())}`] = {
+      Type: 'AWS::ApiGateway::Method',
+      Properties: {
+        HttpMethod: method,
+        RequestParameters: {},
+        ResourceId: parent,
+        RestApiId: { Ref: 'ApiGatewayRestApi' },
+      },
+    };
+  }
+  return resources;
+}
+
+/** A stand-in whose compiled template holds `routes`. */
+function withRoutes(routes: string[], custom: Record<string, unknown>) {
+  const stand = serverless({ custom });
+  stand.service.provider.compiledCloudFormationTemplate.Resources = apiTemplate(routes);
+  return stand;
+}
+
+const PACKAGED = 'after:aws:package:finalize:mergeCustomProviderResources';
+const CHARGE = 'POST /gateway/api/payments/charge';
+const NOTIFY = 'POST /gateway/notify';
+const SUBSCRIPTION_PAYMENTS = 'GET /gateway/api/subscriptions/{id}/payments';
 
 describe('plugins/deploy-guard.cjs', () => {
   it.each([[['deploy']], [['deploy', 'function']]])('refuses `%s` of the stage local', async (commands) => {
@@ -304,17 +362,9 @@ describe('plugins/vpc.cjs', () => {
 
 describe('plugins/api-stage.cjs', () => {
   const ApiStagePlugin = require('../../plugins/api-stage.cjs');
-  const HOOK = 'after:aws:package:finalize:mergeCustomProviderResources';
-  const withDeployment = (custom: Record<string, unknown>) => {
-    const stand = serverless({ custom });
-    stand.service.provider.compiledCloudFormationTemplate.Resources = {
-      ApiGatewayDeployment1: {
-        Type: 'AWS::ApiGateway::Deployment',
-        Properties: { RestApiId: { Ref: 'ApiGatewayRestApi' }, StageName: 'prod' },
-      },
-    };
-    return stand;
-  };
+  const HOOK = PACKAGED;
+  const withDeployment = (custom: Record<string, unknown>) =>
+    withRoutes([CHARGE, NOTIFY, SUBSCRIPTION_PAYMENTS], custom);
   const throttle = { rateLimit: 10, burstLimit: 20 };
 
   it('throttles the routes that spend PayHere’s budget apart, their paths encoded as API Gateway wants', async () => {
@@ -343,12 +393,254 @@ describe('plugins/api-stage.cjs', () => {
     ]);
   });
 
+  it("gives PayHere's notifications limits of their own, apart from the stage's and the reads'", async () => {
+    const stand = withDeployment({
+      apiStage: {
+        throttle,
+        budgetRoutes: { rateLimit: 2, burstLimit: 15, routes: [SUBSCRIPTION_PAYMENTS] },
+        notifyRoutes: { rateLimit: 20, burstLimit: 100, routes: [NOTIFY] },
+      },
+    });
+
+    await new ApiStagePlugin(stand).hooks[HOOK]();
+
+    const stage = stand.service.provider.compiledCloudFormationTemplate.Resources.ApiGatewayStage as any;
+    expect(stage.Properties.MethodSettings.at(-1)).toEqual({
+      ResourcePath: '/~1gateway~1notify',
+      HttpMethod: 'POST',
+      ThrottlingRateLimit: 20,
+      ThrottlingBurstLimit: 100,
+    });
+    expect(stage.Properties.MethodSettings).toHaveLength(3);
+  });
+
   it.each([
     [{ rateLimit: 0, burstLimit: 15, routes: [] }, 'custom.apiStage.budgetRoutes needs rateLimit'],
     [{ rateLimit: 2, burstLimit: 15, routes: ['/gateway/api/subscriptions'] }, 'must look like'],
+    [
+      { rateLimit: 2, burstLimit: 15, routes: ['GET /gateway/api/subscription'] },
+      'custom.apiStage.budgetRoutes: "GET /gateway/api/subscription" is no route of this service.',
+    ],
   ])('refuses budget routes %j', async (budgetRoutes, message) => {
     const stand = withDeployment({ apiStage: { throttle, budgetRoutes } });
 
     expect(await refusal(new ApiStagePlugin(stand), HOOK)).toContain(message);
+  });
+
+  it('refuses a route throttled by two groups', async () => {
+    const stand = withDeployment({
+      apiStage: {
+        throttle,
+        budgetRoutes: { rateLimit: 2, burstLimit: 15, routes: [NOTIFY] },
+        notifyRoutes: { rateLimit: 20, burstLimit: 100, routes: [NOTIFY] },
+      },
+    });
+
+    expect(await refusal(new ApiStagePlugin(stand), HOOK)).toBe(
+      'custom.apiStage.notifyRoutes: "POST /gateway/notify" is throttled by another group too.',
+    );
+  });
+});
+
+describe('plugins/bearer-gate.cjs', () => {
+  const BearerGatePlugin = require('../../plugins/bearer-gate.cjs');
+  const ROUTES = [CHARGE, SUBSCRIPTION_PAYMENTS, NOTIFY];
+  const methods = (stand: ReturnType<typeof serverless>) =>
+    Object.fromEntries(
+      Object.entries(stand.service.provider.compiledCloudFormationTemplate.Resources as Record<string, any>)
+        .filter(([, r]) => r.Type === 'AWS::ApiGateway::Method')
+        .map(([id, r]) => [id, r.Properties]),
+    );
+
+  it('requires the Authorization header on every route but the open ones, with a validator of parameters only', async () => {
+    const stand = withRoutes(ROUTES, { bearerGate: { open: [NOTIFY] } });
+
+    await new BearerGatePlugin(stand).hooks[PACKAGED]();
+
+    const gated = { 'method.request.header.Authorization': true };
+    const validator = { Ref: 'ApiGatewayBearerHeaderValidator' };
+    expect(methods(stand)).toMatchObject({
+      ApiGatewayMethodGatewayApiPaymentsChargePost: {
+        RequestParameters: gated,
+        RequestValidatorId: validator,
+      },
+      ApiGatewayMethodGatewayApiSubscriptionsIdVarPaymentsGet: {
+        RequestParameters: gated,
+        RequestValidatorId: validator,
+      },
+    });
+    expect(methods(stand).ApiGatewayMethodGatewayNotifyPost).toEqual(
+      expect.objectContaining({ RequestParameters: {} }),
+    );
+    expect(methods(stand).ApiGatewayMethodGatewayNotifyPost.RequestValidatorId).toBeUndefined();
+    expect(stand.service.provider.compiledCloudFormationTemplate.Resources).toMatchObject({
+      ApiGatewayBearerHeaderValidator: {
+        Type: 'AWS::ApiGateway::RequestValidator',
+        Properties: {
+          RestApiId: { Ref: 'ApiGatewayRestApi' },
+          ValidateRequestParameters: true,
+          ValidateRequestBody: false,
+        },
+      },
+    });
+  });
+
+  it('gates every route, PayHere’s too, when none is open', async () => {
+    const stand = withRoutes(ROUTES, {});
+
+    await new BearerGatePlugin(stand).hooks[PACKAGED]();
+
+    for (const method of Object.values(methods(stand))) {
+      expect(method.RequestValidatorId).toEqual({ Ref: 'ApiGatewayBearerHeaderValidator' });
+    }
+  });
+
+  it('refuses an open route the service does not have, rather than gate the one it meant', async () => {
+    const stand = withRoutes(ROUTES, { bearerGate: { open: ['POST /gateway/notfy'] } });
+
+    expect(await refusal(new BearerGatePlugin(stand), PACKAGED)).toBe(
+      'custom.bearerGate.open: "POST /gateway/notfy" is no route of this service.',
+    );
+  });
+
+  it('refuses to replace a request validator a route already has', async () => {
+    const stand = withRoutes(ROUTES, { bearerGate: { open: [NOTIFY] } });
+    methods(stand).ApiGatewayMethodGatewayApiPaymentsChargePost.RequestValidatorId = { Ref: 'Other' };
+
+    expect(await refusal(new BearerGatePlugin(stand), PACKAGED)).toMatch(
+      /ApiGatewayMethodGatewayApiPaymentsChargePost already has a request validator/,
+    );
+  });
+});
+
+describe('plugins/waf.cjs', () => {
+  const WafPlugin = require('../../plugins/waf.cjs');
+  const ApiStagePlugin = require('../../plugins/api-stage.cjs');
+  const custom = (waf: Record<string, unknown>) => ({
+    apiStage: { throttle: { rateLimit: 10, burstLimit: 20 } },
+    waf: { enabled: 'false', rateLimit: 300, commonRuleSetSkips: [NOTIFY], ...waf },
+  });
+  /** Both plugins' finalize hooks, in serverless.yml's order: the stage first, then the web ACL. */
+  async function packaged(waf: Record<string, unknown>) {
+    const stand = withRoutes([CHARGE, NOTIFY], custom(waf));
+    await new ApiStagePlugin(stand).hooks[PACKAGED]();
+    const plugin = new WafPlugin(stand);
+    await plugin.hooks['before:package:initialize']();
+    await plugin.hooks[PACKAGED]();
+    return stand.service.provider.compiledCloudFormationTemplate.Resources as Record<string, any>;
+  }
+
+  it('declares nothing unless turned on', async () => {
+    const resources = await packaged({});
+
+    expect(Object.values(resources).filter((r) => r.Type.startsWith('AWS::WAFv2::'))).toEqual([]);
+  });
+
+  it('puts a web ACL on the stage: per-address rate, body size, then AWS’s common rule set', async () => {
+    const resources = await packaged({ enabled: 'true', rateLimit: '600' });
+
+    expect(resources.WebAclAssociation).toEqual({
+      Type: 'AWS::WAFv2::WebACLAssociation',
+      DependsOn: ['ApiGatewayStage'],
+      Properties: {
+        ResourceArn: {
+          'Fn::Sub': `arn:\${AWS::Partition}:apigateway:\${AWS::Region}::/restapis/\${ApiGatewayRestApi}/stages/prod`,
+        },
+        WebACLArn: { 'Fn::GetAtt': ['WebAcl', 'Arn'] },
+      },
+    });
+    const acl = resources.WebAcl.Properties;
+    expect(acl).toMatchObject({
+      Name: 'payhere-payments-api-prod',
+      Scope: 'REGIONAL',
+      DefaultAction: { Allow: {} },
+    });
+    expect(acl.Rules.map((rule: any) => [rule.Priority, rule.Name])).toEqual([
+      [0, 'per-address-rate'],
+      [1, 'body-size'],
+      [2, 'aws-common-rule-set'],
+    ]);
+    expect(acl.Rules[0].Statement).toEqual({
+      RateBasedStatement: { Limit: 600, EvaluationWindowSec: 60, AggregateKeyType: 'IP' },
+    });
+    expect(acl.Rules[1].Statement.SizeConstraintStatement).toMatchObject({
+      FieldToMatch: { Body: { OversizeHandling: 'MATCH' } },
+      ComparisonOperator: 'GT',
+      Size: MAX_BODY_BYTES,
+    });
+  });
+
+  it('answers what it blocks as a function would: the envelope, its status and headers', async () => {
+    const acl = (await packaged({ enabled: 'true' })).WebAcl.Properties;
+    /** What AWS WAF answers for a rule: its status, body and headers, Content-Type from the body's type. */
+    const answerOf = (rule: any) => {
+      const response = rule.Action.Block.CustomResponse;
+      const body = acl.CustomResponseBodies[response.CustomResponseBodyKey];
+      expect(body.ContentType).toBe('APPLICATION_JSON');
+      // AWS WAF refuses a custom response header named Content-Type.
+      expect(response.ResponseHeaders.map((h: any) => h.Name.toLowerCase())).not.toContain('content-type');
+      return {
+        statusCode: response.ResponseCode,
+        headers: {
+          'Content-Type': 'application/json',
+          ...Object.fromEntries(response.ResponseHeaders.map((h: any) => [h.Name, h.Value])),
+        },
+        body: body.Content,
+      };
+    };
+
+    expect(answerOf(acl.Rules[1])).toEqual(errorResponse(new PayloadTooLargeError(MAX_BODY_BYTES)));
+    expect(answerOf(acl.Rules[0])).toEqual(
+      errorResponse(
+        new RateLimitedError('Too many requests from this address: wait a minute, then retry.', 60),
+      ),
+    );
+  });
+
+  it("skips PayHere's signed notifications in the common rule set, whose 8 KB body rule only counts", async () => {
+    const [, , common] = (await packaged({ enabled: 'true' })).WebAcl.Properties.Rules;
+
+    expect(common.OverrideAction).toEqual({ None: {} });
+    expect(common.Statement.ManagedRuleGroupStatement).toEqual({
+      VendorName: 'AWS',
+      Name: 'AWSManagedRulesCommonRuleSet',
+      RuleActionOverrides: [{ Name: 'SizeRestrictions_BODY', ActionToUse: { Count: {} } }],
+      ScopeDownStatement: {
+        NotStatement: {
+          Statement: {
+            ByteMatchStatement: {
+              FieldToMatch: { UriPath: {} },
+              PositionalConstraint: 'ENDS_WITH',
+              SearchString: '/gateway/notify',
+              TextTransformations: [{ Priority: 0, Type: 'NONE' }],
+            },
+          },
+        },
+      },
+    });
+  });
+
+  it.each([
+    [
+      'a switch that is not true or false',
+      { enabled: 'yes' },
+      /^WAF_ENABLED \(custom\.waf\.enabled\) is "yes"/,
+    ],
+    ['a rate below AWS WAF’s lowest, 10', { enabled: 'true', rateLimit: '5' }, /^WAF_RATE_LIMIT .* is "5"/],
+    [
+      'a rate that is not a whole number',
+      { enabled: 'true', rateLimit: '2.5' },
+      /^WAF_RATE_LIMIT .* is "2\.5"/,
+    ],
+  ])('refuses %s before anything is built', async (_, waf, message) => {
+    const plugin = new WafPlugin(withRoutes([CHARGE, NOTIFY], custom(waf)));
+
+    expect(await refusal(plugin, 'before:package:initialize')).toMatch(message);
+  });
+
+  it('refuses a skipped route the service does not have', async () => {
+    await expect(packaged({ enabled: 'true', commonRuleSetSkips: ['POST /gateway/notice'] })).rejects.toThrow(
+      'custom.waf.commonRuleSetSkips: "POST /gateway/notice" is no route of this service.',
+    );
   });
 });
