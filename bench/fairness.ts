@@ -8,14 +8,15 @@
  */
 import { randomUUID } from 'node:crypto';
 import { setTimeout as delay } from 'node:timers/promises';
-import { dynamoDbClient, loadDynamoDbConfig } from '../lib/config/dynamodb.ts';
 import { LedgerStore } from '../lib/ledger/store.ts';
 import { type Sandbox, SEED, sandboxGatewayEnv, startSandbox } from '../sandbox/server.ts';
+import { createTable, LOCAL_IDEMPOTENCY_TABLE } from '../scripts/local-dynamodb.ts';
 import { type Offline, startOffline } from '../scripts/offline.ts';
 import { MERCHANT_SCOPES, TEST_AUTH_ENV, tokenFor } from '../tests/helpers/auth.ts';
 import { signed } from '../tests/helpers/notifications.ts';
 import { customer, customerToken, payingCustomer, saveCard } from '../tests/helpers/orders.ts';
 import { freePort } from '../tests/helpers/ports.ts';
+import { dynamoDbAt } from '../tests/helpers/state-table.ts';
 import { busiestWindow } from '../tests/helpers/windows.ts';
 
 /** The shares of this run: a customer may charge every second (10 per 10 s, with room for jitter). */
@@ -62,8 +63,19 @@ export async function runFairness(options: { env: Record<string, string>; durati
   const sandbox = await startSandbox({ rateLimit: { limit: 20, windowMs: 10_000 } });
   let offline: Offline | undefined;
   try {
+    // A budget and token of the run's own, with PayHere's real size.
+    const stateTable = `fairness-state-${randomUUID()}`;
+    await createTable(options.env.DYNAMODB_ENDPOINT!, stateTable);
+    // serverless-offline's functions keep keys in the local stage's idempotency table, whatever
+    // the environment names: the tests' run has it, the bench's does not yet.
+    await createTable(options.env.DYNAMODB_ENDPOINT!, LOCAL_IDEMPOTENCY_TABLE, { settleIndex: true }).catch(
+      (error: { name?: string }) => {
+        if (error.name !== 'ResourceInUseException') throw error;
+      },
+    );
     const env = {
       ...options.env,
+      STATE_TABLE: stateTable,
       ...TEST_AUTH_ENV,
       ...sandboxGatewayEnv(sandbox.url),
       ...FAIRNESS_SHARES,
@@ -85,7 +97,7 @@ async function hammer(
   durationMs: number,
 ): Promise<FairnessFigures> {
   const ledger = new LedgerStore({
-    client: dynamoDbClient(loadDynamoDbConfig(env)),
+    client: dynamoDbAt(env.DYNAMODB_ENDPOINT!),
     table: env.LEDGER_TABLE!,
   });
   const merchant = `Bearer ${await tokenFor(MERCHANT_SCOPES)}`;
@@ -231,4 +243,48 @@ async function hammer(
       ),
     },
   };
+}
+
+/** The bench's table of a run, and what it must show (the same as the test's). */
+export function fairnessSection(figures: FairnessFigures): { lines: string[]; failures: string[] } {
+  const seconds = Math.round(figures.durationMs / 1000);
+  const failures: string[] = [];
+  const victimOk = Object.keys(figures.victim.statuses).every((status) => status === '200');
+  if (!victimOk)
+    failures.push(`fairness: the charging customer got ${JSON.stringify(figures.victim.statuses)}`);
+  if (figures.arrivals.busiestWindow > 20)
+    failures.push(`fairness: ${figures.arrivals.busiestWindow} PayHere arrivals in one 10 s window`);
+  const format = (statuses: Record<string, number>) =>
+    Object.entries(statuses)
+      .map(([status, n]) => `${status}: ${n}`)
+      .join(', ');
+  const others = figures.arrivals.total - figures.arrivals.victimCharges;
+  const lines = [
+    '## Fairness: one customer against everyone',
+    '',
+    `One customer hammers every vector below for ${seconds} s (each in a loop of its own, one request at a time, ${PAUSE_MS} ms apart) while a second customer charges its own priced order every second, through serverless-offline (npm start's stack, several function workers) against the sandbox with PayHere's limit (20 per 10 s), shares as deployed but a customer's: ${FAIRNESS_SHARES.CALLER_RATE_LIMIT} calls and ${FAIRNESS_SHARES.CALLER_MONEY_RATE_LIMIT} money requests (ms), so that a charge a second fits. Budgets: every charge of the second customer 200; no 10 s window of PayHere arrivals over 20.`,
+    '',
+    '| caller | what | answers |',
+    '|---|---|---|',
+    `| the second customer | a charge every second | ${format(figures.victim.statuses)} (slowest ${Math.round(figures.victim.slowestMs)} ms) |`,
+    ...VECTORS.map(
+      (vector) => `| the first customer | ${vector} | ${format(figures.attacker[vector] ?? {})} |`,
+    ),
+    '',
+    '| PayHere calls | count |',
+    '|---|---|',
+    `| the second customer's charges | ${figures.arrivals.victimCharges} |`,
+    `| everything else (the first customer's vectors, tokens) | ${others}: ${format(
+      Object.fromEntries(
+        Object.entries(figures.arrivals.byEndpoint)
+          .map(
+            ([endpoint, n]) =>
+              [endpoint, endpoint === 'charge' ? n - figures.arrivals.victimCharges : n] as const,
+          )
+          .filter(([, n]) => n > 0),
+      ),
+    )} |`,
+    `| most in any 10 s window | ${figures.arrivals.busiestWindow} |`,
+  ];
+  return { lines, failures };
 }

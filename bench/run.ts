@@ -20,6 +20,7 @@ import {
 import { type ColdRequest, DYNAMODB_READS, DYNAMODB_WRITES, dynamodbCount, measureCold } from './cold.ts';
 import { customerReadsSection, measureCustomerReads } from './customers.ts';
 import { startBenchEnvironment } from './environment.ts';
+import { fairnessSection, runFairness } from './fairness.ts';
 import { measureSettle } from './settle.ts';
 import { kib, median, percentile, round } from './stats.ts';
 import { measureWarm, type WarmSamples } from './warm.ts';
@@ -561,6 +562,13 @@ try {
   say();
   for (const line of settleSection.lines) say(line);
   failures.push(...settleSection.failures);
+
+  // 9. Fairness: one customer hammering every vector while another charges every second.
+  console.error('fairness: 30 s of one customer against another, through serverless-offline...');
+  const fairness = fairnessSection(await runFairness({ env: environment.env, durationMs: 30_000 }));
+  say();
+  for (const line of fairness.lines) say(line);
+  failures.push(...fairness.failures);
 } finally {
   await environment.close();
 }
