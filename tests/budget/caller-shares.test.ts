@@ -7,10 +7,12 @@ import {
   loadSharesConfig,
   type SharesConfig,
 } from '../../lib/budget/caller-shares.ts';
-import { ConfigError } from '../../lib/config/config.ts';
+import { ConfigError, loadConfig } from '../../lib/config/config.ts';
 import { CallerRateLimitedError } from '../../lib/envelope/errors.ts';
+import { createPayHere } from '../../lib/gateway/index.ts';
+import { SANDBOX_CREDENTIALS, SEED, startSandbox } from '../../sandbox/server.ts';
 import { createTable } from '../../scripts/local-dynamodb.ts';
-import { dynamoDbAt } from '../helpers/state-table.ts';
+import { dynamoDbAt, freshStateTable } from '../helpers/state-table.ts';
 
 /**
  * SPEC.md "PayHere's budget" (issue "No one caller … can take the service from everyone else"):
@@ -164,5 +166,52 @@ describe('loadSharesConfig', () => {
   ])('refuses %s=%s at start-up', (name, value, message) => {
     expect(() => loadSharesConfig({ [name]: value })).toThrow(ConfigError);
     expect(() => loadSharesConfig({ [name]: value })).toThrow(message);
+  });
+});
+
+describe('the reserved share', () => {
+  it('is never taken by a customer’s money call: with the rest of the budget used, a customer is refused and the merchant charges', async () => {
+    const sandbox = await startSandbox({ rateLimit: false });
+    try {
+      const { table } = await freshStateTable();
+      // 4 calls a minute, 1 of them reserved for money calls and tokens.
+      const payhere = createPayHere(
+        {
+          ...loadConfig({
+            GATEWAY_BASE_URL: sandbox.url,
+            GATEWAY_APP_ID: SANDBOX_CREDENTIALS.appId,
+            GATEWAY_APP_SECRET: SANDBOX_CREDENTIALS.appSecret,
+          }),
+          rateLimit: { limit: 4, windowMs: 60_000 },
+        },
+        { sharedState: table },
+      );
+      // The token and two reads: the three slots every call may take are used.
+      await payhere.listSubscriptions(Date.now() + 5_000);
+      await payhere.listSubscriptions(Date.now() + 5_000);
+      const used = sandbox.counters();
+      const charge = (orderId: string) =>
+        payhere.charge(
+          {
+            type: 'PAYMENT',
+            order_id: orderId,
+            items: 'Reserved',
+            currency: 'LKR',
+            amount: 10,
+            customer_token: SEED.customerTokens.success,
+          },
+          Date.now() + 1_500,
+        );
+
+      const customers = await refusal(callers.run({ id: 'alice', kind: 'customer' }, () => charge('C-1')));
+      const merchants = await callers.run({ id: 'shop', kind: 'merchant' }, () => charge('M-1'));
+
+      expect((used.token ?? 0) + (used.listSubscriptions ?? 0)).toBe(3);
+      expect(customers).toMatchObject({ httpStatus: 429, code: 'rate_limited' });
+      expect(merchants.data).toMatchObject({ order_id: 'M-1', status_code: 2 });
+      expect(sandbox.counters().charge).toBe(1);
+    } finally {
+      await sandbox.close();
+    }
   });
 });
