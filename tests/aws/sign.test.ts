@@ -1,28 +1,7 @@
-import { createHash, createHmac } from 'node:crypto';
+import { Sha256 } from '@smithy/core/checksum';
 import { SignatureV4 } from '@smithy/signature-v4';
 import { describe, expect, it } from 'vitest';
 import { amzDate, signRequest } from '../../lib/aws/sign.ts';
-
-/** node:crypto under the hash interface the SDK's signer takes (an HMAC when given a key). */
-class NodeSha256 {
-  readonly #hash;
-  constructor(secret?: string | ArrayBuffer | ArrayBufferView) {
-    const key = secret === undefined ? undefined : toBuffer(secret);
-    this.#hash = key ? createHmac('sha256', key) : createHash('sha256');
-  }
-  update(data: string | ArrayBuffer | ArrayBufferView): void {
-    this.#hash.update(toBuffer(data));
-  }
-  async digest(): Promise<Uint8Array> {
-    return new Uint8Array(this.#hash.digest());
-  }
-}
-
-function toBuffer(data: string | ArrayBuffer | ArrayBufferView): Buffer {
-  if (typeof data === 'string') return Buffer.from(data, 'utf8');
-  if (ArrayBuffer.isView(data)) return Buffer.from(data.buffer, data.byteOffset, data.byteLength);
-  return Buffer.from(data);
-}
 
 const HEADERS = { 'content-type': 'application/x-amz-json-1.0', 'x-amz-target': 'DynamoDB_20120810.PutItem' };
 const BODY = JSON.stringify({
@@ -31,9 +10,13 @@ const BODY = JSON.stringify({
   ConditionExpression: 'attribute_not_exists(pk)',
 });
 
-/** What the AWS SDK's own signer sends for the same request. */
+/**
+ * What AWS's own signer sends for the same request, set up as the SDK sets it up (its Node SHA-256),
+ * given the path as it goes on the wire and the query's names and values as they are meant.
+ */
 async function sdkSignature(
   url: URL,
+  query: Record<string, string | string[]>,
   credentials: { accessKeyId: string; secretAccessKey: string; sessionToken?: string },
   region: string,
   now: Date,
@@ -43,7 +26,7 @@ async function sdkSignature(
     credentials,
     region,
     service: 'dynamodb',
-    sha256: NodeSha256,
+    sha256: Sha256,
     applyChecksum: false,
   });
   const signed = await signer.sign(
@@ -52,8 +35,8 @@ async function sdkSignature(
       protocol: url.protocol,
       hostname: url.hostname,
       ...(url.port ? { port: Number(url.port) } : {}),
-      path: '/',
-      query: {},
+      path: url.pathname,
+      query,
       headers: { ...HEADERS, host: url.host },
       body: BODY,
     },
@@ -62,24 +45,53 @@ async function sdkSignature(
   return signed.headers as Record<string, string>;
 }
 
+/** A query as a client puts it on the wire: each name and value URI-encoded (a space as %20, never +). */
+const onTheWire = (query: Record<string, string | string[]>) =>
+  Object.entries(query)
+    .flatMap(([name, values]) =>
+      [values].flat().map((value) => `${encodeURIComponent(name)}=${encodeURIComponent(value)}`),
+    )
+    .join('&');
+
 describe('SigV4 signing of a DynamoDB request', () => {
   const now = new Date('2026-11-23T09:15:42.123Z');
 
   it.each([
-    [
-      'long-term credentials on the regional endpoint',
-      'https://dynamodb.ap-south-1.amazonaws.com/',
-      undefined,
-    ],
-    [
-      'a session token (Lambda role credentials)',
-      'https://dynamodb.ap-south-1.amazonaws.com/',
-      'FwoGZXIvYXdzEXAMPLE//token==',
-    ],
-    ['a local endpoint with a port', 'http://127.0.0.1:4567', undefined],
-  ])('agrees with the AWS SDK signer: %s', async (_case, endpoint, sessionToken) => {
+    {
+      case: 'long-term credentials on the regional endpoint',
+      endpoint: 'https://dynamodb.ap-south-1.amazonaws.com/',
+    },
+    {
+      case: 'a session token (Lambda role credentials)',
+      endpoint: 'https://dynamodb.ap-south-1.amazonaws.com/',
+      sessionToken: 'FwoGZXIvYXdzEXAMPLE//token==',
+    },
+    { case: 'a local endpoint with a port', endpoint: 'http://127.0.0.1:4567' },
+    {
+      // Spaces, reserved and non-ASCII characters in the path (an empty segment, a trailing slash)
+      // and in the query; `a` sorts before `a-b` (by name, not by `name=value`), `a%3A` before `a0`
+      // (once encoded).
+      case: 'a path and a query that need encoding, with a session token',
+      endpoint: "https://dynamodb.ap-south-1.amazonaws.com/tables//ledger 2026/ünï:cödé/it's(*)/",
+      query: {
+        'b name': 'two words',
+        a: ['x/y*', '(é)', ''],
+        'a-b': '1',
+        'a:': '~ok-_.',
+        a0: 'plus+sign',
+        é: '=&?',
+      },
+      sessionToken: 'FwoGZXIvYXdzEXAMPLE//token==',
+    },
+  ] as Array<{
+    case: string;
+    endpoint: string;
+    query?: Record<string, string | string[]>;
+    sessionToken?: string;
+  }>)('agrees with the AWS SDK signer: $case', async ({ endpoint, query = {}, sessionToken }) => {
     // Prepare
     const url = new URL(endpoint);
+    url.search = onTheWire(query);
     const credentials = {
       accessKeyId: 'AKIDEXAMPLE',
       secretAccessKey: 'wJalrXUtnFEMI/K7MDENG+bPxRfiCYEXAMPLEKEY',
@@ -96,7 +108,7 @@ describe('SigV4 signing of a DynamoDB request', () => {
         now,
       },
     );
-    const sdk = await sdkSignature(url, credentials, 'ap-south-1', now);
+    const sdk = await sdkSignature(url, query, credentials, 'ap-south-1', now);
 
     // Assess
     expect(ours.authorization).toBe(sdk.authorization);
