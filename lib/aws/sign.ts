@@ -1,11 +1,13 @@
 import { createHash, createHmac } from 'node:crypto';
 
 /**
- * AWS Signature Version 4 for one POST, over node:crypto. Written here rather than taken from
- * a library: the SDK's signer drags in the SDK's middleware stack (the cold start this layer
- * exists to avoid), and `aws4fetch` signs through WebCrypto's async API with a retry policy of its
- * own to switch off. tests/aws/sign.test.ts checks it against AWS's own signer: session tokens, a
- * path and a query that need encoding, a body with non-ASCII characters.
+ * AWS Signature Version 4 for one POST, over node:crypto. Ours, not AWS's own signer
+ * (`@smithy/signature-v4`): built as the functions are built, its import and first signature cost a
+ * cold start tens of milliseconds more than these lines, where 5 would have been worth paying for
+ * AWS's code ("The candidates" in bench/RESULTS.md, README "Performance"). Not `aws4fetch`: it
+ * signs through WebCrypto's async API, with a retry policy of its own to switch off.
+ * tests/aws/sign.test.ts holds every signature to AWS's signer: session tokens, a path and a query
+ * that need encoding, a body with non-ASCII characters.
  */
 
 export interface AwsCredentials {
