@@ -9,6 +9,7 @@ import { BUDGET_KEY, TOKEN_KEY } from '../lib/budget/state-table.ts';
 import { GATEWAY_ROUTES, type GatewayRouteName, IDEMPOTENT_ROUTES } from '../tests/helpers/routes.ts';
 import { measureBurst, measureLimiterCost, PAYHERE_LIMIT } from './budget.ts';
 import {
+  type BuildChanges,
   bundle,
   CLASSIC_LIBRARIES,
   EMPTY_HANDLER,
@@ -16,6 +17,7 @@ import {
   LIBRARIES,
   packageFunctions,
   ROOT,
+  withAwsSigner,
 } from './build.ts';
 import { type ColdRequest, DYNAMODB_READS, DYNAMODB_WRITES, dynamodbCount, measureCold } from './cold.ts';
 import { customerReadsSection, measureCustomerReads } from './customers.ts';
@@ -94,32 +96,79 @@ for (const fn of packaged) {
 const empty = await bundle('empty', { source: EMPTY_HANDLER });
 const classic = await bundle('classic', { source: CLASSIC_LIBRARIES });
 /**
- * The candidates for the tables' client and for PayHere's transport, each alone, constructed as
- * the functions construct them, the tables' clients each answering its requests with one
- * consistent GetItem on the state table (the kind of read a cold request makes): the choice of
- * lib/dynamodb/ over the SDK, @aws-lite and aws4fetch, and of undici's main entry (the one its
- * documentation supports), are made by these figures.
+ * The candidates for the tables' client, its signer and PayHere's transport, each alone,
+ * constructed as the functions construct them, the tables' clients each answering its requests
+ * with one consistent GetItem on the state table (the kind of read a cold request makes), the
+ * signers with one signature of that GetItem: the choice of lib/dynamodb/ over the SDK, @aws-lite
+ * and aws4fetch, of our signer over AWS's (@smithy/signature-v4, adopted if it cost at most 5 ms
+ * more, import and first signature), and of undici's main entry (the one its documentation
+ * supports), are made by these figures.
  */
 const GET_ITEM = `const input = {
   TableName: process.env.STATE_TABLE, Key: { pk: { S: 'bench-candidate' } }, ConsistentRead: true,
 };`;
-const CANDIDATES = {
-  'AWS SDK DynamoDB client': `import { DynamoDBClient, GetItemCommand } from '@aws-sdk/client-dynamodb';
+const OUR_CLIENT = `import { DynamoDBClient, GetItemCommand } from './lib/dynamodb/index.ts';
+${GET_ITEM}
+const client = new DynamoDBClient({ region: process.env.AWS_REGION, endpoint: process.env.DYNAMODB_ENDPOINT });
+export const handler = async () => { await client.send(new GetItemCommand(input)); return { statusCode: 200, body: '' }; };`;
+/** The GetItem as lib/aws/client.ts signs it: the same URL, headers, body and credentials. */
+const TO_SIGN = `${GET_ITEM}
+const url = new URL(process.env.DYNAMODB_ENDPOINT);
+const headers = { 'content-type': 'application/x-amz-json-1.0', 'x-amz-target': 'DynamoDB_20120810.GetItem' };
+const credentials = { accessKeyId: process.env.AWS_ACCESS_KEY_ID, secretAccessKey: process.env.AWS_SECRET_ACCESS_KEY, sessionToken: process.env.AWS_SESSION_TOKEN };`;
+const AWS_SIGNATURE = `import { Sha256 } from '@smithy/core/checksum';
+import { SignatureV4 } from '@smithy/signature-v4';
+${TO_SIGN}
+const signer = new SignatureV4({ credentials: async () => credentials, region: process.env.AWS_REGION, service: 'dynamodb', sha256: Sha256, applyChecksum: false });
+export const handler = async () => {
+  await signer.sign({ method: 'POST', protocol: url.protocol, hostname: url.hostname, port: Number(url.port) || undefined, path: url.pathname, query: {}, headers: { ...headers, host: url.host }, body: JSON.stringify(input) });
+  return { statusCode: 200, body: '' };
+};`;
+/**
+ * @smithy/signature-v4 has no `exports` map: by its `main` field, the functions' build takes its
+ * CommonJS files, whose requires of @smithy/core's parts bring each part whole. Its ES modules
+ * (`mainFields` module first) let tree-shaking keep only what signing uses; shown beside it, with
+ * our client, for what that resolution would change (it changes none of the functions' bundles
+ * today), not to decide by.
+ */
+const ES_MODULES: BuildChanges = { mainFields: ['module', 'main'] };
+const SIGNERS = {
+  ours: 'lib/aws/sign.ts (ours), one signature',
+  aws: "@smithy/signature-v4 with the SDK's SHA-256, one signature",
+  awsModules: "@smithy/signature-v4 with the SDK's SHA-256, one signature, its ES modules",
+  ourClient: 'lib/dynamodb/ (ours, over node:http)',
+  ourClientAws: 'lib/dynamodb/ signed by @smithy/signature-v4',
+  ourClientAwsModules: 'lib/dynamodb/ signed by @smithy/signature-v4, its ES modules',
+};
+const CANDIDATES: Record<string, { source: string; call?: 'GetItem' | 'signature'; changes?: BuildChanges }> =
+  {
+    'AWS SDK DynamoDB client': {
+      call: 'GetItem',
+      source: `import { DynamoDBClient, GetItemCommand } from '@aws-sdk/client-dynamodb';
 ${GET_ITEM}
 const client = new DynamoDBClient({ region: process.env.AWS_REGION, endpoint: process.env.DYNAMODB_ENDPOINT });
 export const handler = async () => { await client.send(new GetItemCommand(input)); return { statusCode: 200, body: '' }; };`,
-  'lib/dynamodb/ (ours, over node:http)': `import { DynamoDBClient, GetItemCommand } from './lib/dynamodb/index.ts';
-${GET_ITEM}
-const client = new DynamoDBClient({ region: process.env.AWS_REGION, endpoint: process.env.DYNAMODB_ENDPOINT });
-export const handler = async () => { await client.send(new GetItemCommand(input)); return { statusCode: 200, body: '' }; };`,
-  '@aws-lite/client with @aws-lite/dynamodb': `import awsLite from '@aws-lite/client';
+    },
+    [SIGNERS.ourClient]: { call: 'GetItem', source: OUR_CLIENT },
+    [SIGNERS.ourClientAws]: { call: 'GetItem', source: OUR_CLIENT, changes: { plugins: [withAwsSigner] } },
+    [SIGNERS.ourClientAwsModules]: {
+      call: 'GetItem',
+      source: OUR_CLIENT,
+      changes: { ...ES_MODULES, plugins: [withAwsSigner] },
+    },
+    '@aws-lite/client with @aws-lite/dynamodb': {
+      call: 'GetItem',
+      source: `import awsLite from '@aws-lite/client';
 import dynamodb from '@aws-lite/dynamodb';
 const aws = await awsLite({ region: process.env.AWS_REGION, endpoint: process.env.DYNAMODB_ENDPOINT, plugins: [dynamodb], autoloadPlugins: false, awsConfigFile: false, keepAlive: true });
 export const handler = async () => {
   await aws.DynamoDB.GetItem({ TableName: process.env.STATE_TABLE, Key: { pk: 'bench-candidate' }, ConsistentRead: true });
   return { statusCode: 200, body: '' };
 };`,
-  "aws4fetch's signature, sent over Node's fetch": `import { AwsClient } from 'aws4fetch';
+    },
+    "aws4fetch's signature, sent over Node's fetch": {
+      call: 'GetItem',
+      source: `import { AwsClient } from 'aws4fetch';
 ${GET_ITEM}
 const aws = new AwsClient({ accessKeyId: process.env.AWS_ACCESS_KEY_ID, secretAccessKey: process.env.AWS_SECRET_ACCESS_KEY, region: process.env.AWS_REGION, service: 'dynamodb' });
 export const handler = async () => {
@@ -128,7 +177,10 @@ export const handler = async () => {
   await response.json();
   return { statusCode: 200, body: '' };
 };`,
-  "aws4fetch's signature, sent over undici's Pool": `import { AwsV4Signer } from 'aws4fetch';
+    },
+    "aws4fetch's signature, sent over undici's Pool": {
+      call: 'GetItem',
+      source: `import { AwsV4Signer } from 'aws4fetch';
 import { Pool } from 'undici';
 ${GET_ITEM}
 const pool = new Pool(process.env.DYNAMODB_ENDPOINT);
@@ -140,15 +192,27 @@ export const handler = async () => {
   if (response.statusCode !== 200) throw new Error(text);
   return { statusCode: 200, body: '' };
 };`,
-  "undici's main entry (Pool), what a first PayHere call loads": `import { Pool } from 'undici';
+    },
+    [SIGNERS.ours]: {
+      call: 'signature',
+      source: `import { signRequest } from './lib/aws/sign.ts';
+${TO_SIGN}
+export const handler = async () => {
+  signRequest({ url, headers, body: JSON.stringify(input) }, { region: process.env.AWS_REGION, service: 'dynamodb', credentials, now: new Date() });
+  return { statusCode: 200, body: '' };
+};`,
+    },
+    [SIGNERS.aws]: { call: 'signature', source: AWS_SIGNATURE },
+    [SIGNERS.awsModules]: { call: 'signature', source: AWS_SIGNATURE, changes: ES_MODULES },
+    "undici's main entry (Pool), what a first PayHere call loads": {
+      source: `import { Pool } from 'undici';
 export const pool = new Pool('https://sandbox.payhere.lk');
 export const handler = async () => ({ statusCode: 200, body: '' });`,
-};
-/** The candidates that answer with a GetItem (the last, undici alone, answers at once). */
-const TABLE_CLIENTS = Object.keys(CANDIDATES).slice(0, -1);
+    },
+  };
 const candidates = new Map<string, Awaited<ReturnType<typeof bundle>>>();
-for (const [label, source] of Object.entries(CANDIDATES)) {
-  candidates.set(label, await bundle(`candidate-${candidates.size}`, { source }));
+for (const [label, { source, changes }] of Object.entries(CANDIDATES)) {
+  candidates.set(label, await bundle(`candidate-${candidates.size}`, { source }, changes));
 }
 
 say('# Benchmark results');
@@ -287,22 +351,35 @@ try {
   }
   say();
   say(
-    "The candidates, each alone in a bundle built the same way, constructed as the functions construct them. The tables' clients answer each of their two requests with one consistent GetItem on the local DynamoDB (loopback, no TLS): the first is what a cold container pays for its first read, the load of anything the client loads on first use included. Every figure from the same fresh processes, in turns with the functions.",
+    "The candidates, each alone in a bundle built the same way, constructed as the functions construct them. The tables' clients answer each of their two requests with one consistent GetItem on the local DynamoDB (loopback, no TLS): the first is what a cold container pays for its first read, the load of anything the client loads on first use included. The signers sign that GetItem, as lib/aws/client.ts would, and send nothing. Every figure from the same fresh processes, in turns with the functions.",
   );
   say();
   say(
-    '| candidate | JavaScript | import p25 | import median | first GetItem median | second GetItem median | import and first GetItem, median |',
+    '| candidate | JavaScript | import p25 | import median | each call | first call median | second call median | import and first call, median |',
   );
-  say('|---|---|---|---|---|---|---|');
+  say('|---|---|---|---|---|---|---|---|');
+  /** Import and first call, per fresh process. */
+  const coldFirst = (label: string) => cold.get(label)!.map((s) => s.importMs + s.first.ms);
   for (const [label, built] of candidates) {
     const samples = cold.get(label)!;
-    const requests = TABLE_CLIENTS.includes(label)
-      ? `${round(median(samples.map((s) => s.first.ms)))} ms | ${round(median(samples.map((s) => s.second.ms)))} ms | ${round(median(samples.map((s) => s.importMs + s.first.ms)))} ms`
-      : '| |';
+    const { call } = CANDIDATES[label]!;
+    const calls = call
+      ? `${call} | ${round(median(samples.map((s) => s.first.ms)))} ms | ${round(median(samples.map((s) => s.second.ms)))} ms | ${round(median(coldFirst(label)))} ms`
+      : '| | |';
     say(
-      `| ${label} | ${kib(built.jsBytes)} | ${round(importP25(label))} ms | ${round(importMedian(label))} ms | ${requests} |`,
+      `| ${label} | ${kib(built.jsBytes)} | ${round(importP25(label))} ms | ${round(importMedian(label))} ms | ${calls} |`,
     );
   }
+  /** AWS's signer over ours: the difference of the medians, and the median of each round's difference. */
+  const overOurs = (theirs: string, ours: string) => {
+    const base = coldFirst(ours);
+    const paired = coldFirst(theirs).map((ms, round) => ms - base[round]!);
+    return `${round(median(coldFirst(theirs)) - median(base))} ms (each round's difference, median: ${round(median(paired))} ms)`;
+  };
+  say();
+  say(
+    `AWS's signer over ours, import and first call (issue 25: adopted if its import and first signature cost at most 5 ms more): one signature ${overOurs(SIGNERS.aws, SIGNERS.ours)}; a first GetItem through lib/dynamodb/ ${overOurs(SIGNERS.ourClientAws, SIGNERS.ourClient)}. Resolved to its ES modules, not as the functions are built: ${overOurs(SIGNERS.awsModules, SIGNERS.ours)} and ${overOurs(SIGNERS.ourClientAwsModules, SIGNERS.ourClient)}.`,
+  );
   say();
 
   // 3. Warm overhead: each function in a process of its own, as a warm container holds it.

@@ -1,11 +1,13 @@
 import { createHash, createHmac } from 'node:crypto';
 
 /**
- * AWS Signature Version 4 for one JSON POST, over node:crypto. Written here rather than taken from
- * a library: the SDK's signer drags in the SDK's middleware stack (the cold start this layer
- * exists to avoid), and `aws4fetch` signs through WebCrypto's async API with a retry policy of its
- * own to switch off; what the JSON APIs need (no query string, a handful of headers, a body in
- * memory) is the few lines below, checked against the SDK's signer in tests/aws/sign.test.ts.
+ * AWS Signature Version 4 for one POST, over node:crypto. Ours, not AWS's own signer
+ * (`@smithy/signature-v4`): built as the functions are built, its import and first signature cost a
+ * cold start tens of milliseconds more than these lines, where 5 would have been worth paying for
+ * AWS's code ("The candidates" in bench/RESULTS.md, README "Performance"). Not `aws4fetch`: it
+ * signs through WebCrypto's async API, with a retry policy of its own to switch off.
+ * tests/aws/sign.test.ts holds every signature to AWS's signer: session tokens, a path and a query
+ * that need encoding, a body with non-ASCII characters.
  */
 
 export interface AwsCredentials {
@@ -16,6 +18,7 @@ export interface AwsCredentials {
 }
 
 export interface SignableRequest {
+  /** Sent as it is: its path and query are signed as they go on the wire. */
   url: URL;
   /** Header names in lower case; `host` is added from the URL (lib/aws/client.ts sends the same). */
   headers: Record<string, string>;
@@ -34,6 +37,37 @@ const ALGORITHM = 'AWS4-HMAC-SHA256';
 
 const sha256Hex = (text: string) => createHash('sha256').update(text, 'utf8').digest('hex');
 const hmac = (key: Buffer | string, text: string) => createHmac('sha256', key).update(text, 'utf8').digest();
+
+/** SigV4's UriEncode: every byte but RFC 3986's unreserved characters (A-Z a-z 0-9 - . _ ~) as %XX. */
+const uriEncode = (text: string) =>
+  encodeURIComponent(text).replace(/[!'()*]/g, (c) => `%${c.charCodeAt(0).toString(16).toUpperCase()}`);
+
+/**
+ * The path as it goes on the wire (the URL has resolved `.` and `..`), empty segments dropped,
+ * each segment encoded once more: AWS signs a path encoded twice, S3's alone excepted.
+ */
+function canonicalPath(url: URL): string {
+  const segments = url.pathname.split('/').filter((segment) => segment !== '');
+  if (segments.length === 0) return '/';
+  return `/${segments.map(uriEncode).join('/')}${url.pathname.endsWith('/') ? '/' : ''}`;
+}
+
+/**
+ * Each name and value of the query as it goes on the wire, decoded and encoded again by UriEncode,
+ * sorted by name, then by value (`a` before `a-b`, whatever their values).
+ */
+function canonicalQuery(url: URL): string {
+  const pairs: Array<[name: string, value: string]> = [];
+  for (const pair of url.search.slice(1).split('&')) {
+    if (pair === '') continue;
+    const at = pair.indexOf('=');
+    const [name, value] = at < 0 ? [pair, ''] : [pair.slice(0, at), pair.slice(at + 1)];
+    pairs.push([uriEncode(decodeURIComponent(name)), uriEncode(decodeURIComponent(value))]);
+  }
+  const byCodeUnit = (a: string, b: string) => (a < b ? -1 : a > b ? 1 : 0);
+  pairs.sort(([nameA, valueA], [nameB, valueB]) => byCodeUnit(nameA, nameB) || byCodeUnit(valueA, valueB));
+  return pairs.map(([name, value]) => `${name}=${value}`).join('&');
+}
 
 /** 20150830T123600Z: ISO 8601 basic format, as SigV4 wants it. */
 export function amzDate(now: Date): string {
@@ -75,8 +109,8 @@ export function signRequest(request: SignableRequest, scope: SigningScope): Reco
   const signedHeaders = names.join(';');
   const canonicalRequest = [
     'POST',
-    request.url.pathname || '/',
-    '',
+    canonicalPath(request.url),
+    canonicalQuery(request.url),
     canonicalHeaders,
     signedHeaders,
     sha256Hex(request.body),

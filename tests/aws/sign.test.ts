@@ -1,28 +1,6 @@
-import { createHash, createHmac } from 'node:crypto';
-import { SignatureV4 } from '@smithy/signature-v4';
 import { describe, expect, it } from 'vitest';
 import { amzDate, signRequest } from '../../lib/aws/sign.ts';
-
-/** node:crypto under the hash interface the SDK's signer takes (an HMAC when given a key). */
-class NodeSha256 {
-  readonly #hash;
-  constructor(secret?: string | ArrayBuffer | ArrayBufferView) {
-    const key = secret === undefined ? undefined : toBuffer(secret);
-    this.#hash = key ? createHmac('sha256', key) : createHash('sha256');
-  }
-  update(data: string | ArrayBuffer | ArrayBufferView): void {
-    this.#hash.update(toBuffer(data));
-  }
-  async digest(): Promise<Uint8Array> {
-    return new Uint8Array(this.#hash.digest());
-  }
-}
-
-function toBuffer(data: string | ArrayBuffer | ArrayBufferView): Buffer {
-  if (typeof data === 'string') return Buffer.from(data, 'utf8');
-  if (ArrayBuffer.isView(data)) return Buffer.from(data.buffer, data.byteOffset, data.byteLength);
-  return Buffer.from(data);
-}
+import { signRequest as awsSignRequest } from '../helpers/aws-signer.ts';
 
 const HEADERS = { 'content-type': 'application/x-amz-json-1.0', 'x-amz-target': 'DynamoDB_20120810.PutItem' };
 const BODY = JSON.stringify({
@@ -31,78 +9,73 @@ const BODY = JSON.stringify({
   ConditionExpression: 'attribute_not_exists(pk)',
 });
 
-/** What the AWS SDK's own signer sends for the same request. */
-async function sdkSignature(
-  url: URL,
-  credentials: { accessKeyId: string; secretAccessKey: string; sessionToken?: string },
-  region: string,
-  now: Date,
-) {
-  // applyChecksum off: the signer would add x-amz-content-sha256, which only S3 requires.
-  const signer = new SignatureV4({
-    credentials,
-    region,
-    service: 'dynamodb',
-    sha256: NodeSha256,
-    applyChecksum: false,
-  });
-  const signed = await signer.sign(
-    {
-      method: 'POST',
-      protocol: url.protocol,
-      hostname: url.hostname,
-      ...(url.port ? { port: Number(url.port) } : {}),
-      path: '/',
-      query: {},
-      headers: { ...HEADERS, host: url.host },
-      body: BODY,
-    },
-    { signingDate: now },
-  );
-  return signed.headers as Record<string, string>;
-}
+/** A query as a client puts it on the wire: each name and value URI-encoded (a space as %20, never +). */
+const onTheWire = (query: Record<string, string | string[]>) =>
+  Object.entries(query)
+    .flatMap(([name, values]) =>
+      [values].flat().map((value) => `${encodeURIComponent(name)}=${encodeURIComponent(value)}`),
+    )
+    .join('&');
 
 describe('SigV4 signing of a DynamoDB request', () => {
   const now = new Date('2026-11-23T09:15:42.123Z');
 
   it.each([
-    [
-      'long-term credentials on the regional endpoint',
-      'https://dynamodb.ap-south-1.amazonaws.com/',
-      undefined,
-    ],
-    [
-      'a session token (Lambda role credentials)',
-      'https://dynamodb.ap-south-1.amazonaws.com/',
-      'FwoGZXIvYXdzEXAMPLE//token==',
-    ],
-    ['a local endpoint with a port', 'http://127.0.0.1:4567', undefined],
-  ])('agrees with the AWS SDK signer: %s', async (_case, endpoint, sessionToken) => {
-    // Prepare
-    const url = new URL(endpoint);
-    const credentials = {
-      accessKeyId: 'AKIDEXAMPLE',
-      secretAccessKey: 'wJalrXUtnFEMI/K7MDENG+bPxRfiCYEXAMPLEKEY',
-      ...(sessionToken ? { sessionToken } : {}),
-    };
-
-    // Act
-    const ours = signRequest(
-      { url, headers: HEADERS, body: BODY },
-      {
-        region: 'ap-south-1',
-        service: 'dynamodb',
-        credentials,
-        now,
+    {
+      case: 'long-term credentials on the regional endpoint',
+      endpoint: 'https://dynamodb.ap-south-1.amazonaws.com/',
+    },
+    {
+      case: 'a session token (Lambda role credentials)',
+      endpoint: 'https://dynamodb.ap-south-1.amazonaws.com/',
+      sessionToken: 'FwoGZXIvYXdzEXAMPLE//token==',
+    },
+    { case: 'a local endpoint with a port', endpoint: 'http://127.0.0.1:4567' },
+    {
+      // Spaces, reserved and non-ASCII characters in the path (an empty segment, a trailing slash)
+      // and in the query; `a` sorts before `a-b` (by name, not by `name=value`), `a%3A` before `a0`
+      // (once encoded).
+      case: 'a path and a query that need encoding, with a session token',
+      endpoint: "https://dynamodb.ap-south-1.amazonaws.com/tables//ledger 2026/ünï:cödé/it's(*)/",
+      query: {
+        'b name': 'two words',
+        a: ['x/y*', '(é)', ''],
+        'a-b': '1',
+        'a:': '~ok-_.',
+        a0: 'plus+sign',
+        é: '=&?',
       },
-    );
-    const sdk = await sdkSignature(url, credentials, 'ap-south-1', now);
+      sessionToken: 'FwoGZXIvYXdzEXAMPLE//token==',
+    },
+  ] as Array<{
+    case: string;
+    endpoint: string;
+    query?: Record<string, string | string[]>;
+    sessionToken?: string;
+  }>)(
+    "agrees with AWS's signer, set up as the SDK sets it up: $case",
+    async ({ endpoint, query = {}, sessionToken }) => {
+      // Prepare
+      const url = new URL(endpoint);
+      url.search = onTheWire(query);
+      const credentials = {
+        accessKeyId: 'AKIDEXAMPLE',
+        secretAccessKey: 'wJalrXUtnFEMI/K7MDENG+bPxRfiCYEXAMPLEKEY',
+        ...(sessionToken ? { sessionToken } : {}),
+      };
 
-    // Assess
-    expect(ours.authorization).toBe(sdk.authorization);
-    expect(ours['x-amz-date']).toBe(sdk['x-amz-date']);
-    expect(ours['x-amz-security-token']).toBe(sdk['x-amz-security-token']);
-  });
+      // Act
+      const request = { url, headers: HEADERS, body: BODY };
+      const scope = { region: 'ap-south-1', service: 'dynamodb', credentials, now };
+      const ours = signRequest(request, scope);
+      const aws = await awsSignRequest(request, scope);
+
+      // Assess
+      expect(ours.authorization).toBe(aws.authorization);
+      expect(ours['x-amz-date']).toBe(aws['x-amz-date']);
+      expect(ours['x-amz-security-token']).toBe(aws['x-amz-security-token']);
+    },
+  );
 
   it('changes the signature with the body, the region, the secret and the day', () => {
     const url = new URL('https://dynamodb.ap-south-1.amazonaws.com/');
