@@ -20,7 +20,7 @@ const deliverySchema = z.strictObject({
   signWith: z.optional(identifier),
 });
 
-/** How a notification departs from PayHere's normal delivery (README "Delivery faults"). */
+/** How a notification departs from PayHere's normal delivery (sandbox/README.md "Delivery options"). */
 export type DeliveryOptions = z.infer<typeof deliverySchema>;
 
 const checkoutSchema = z.strictObject({

@@ -19,7 +19,7 @@ import { startOffline } from './offline.ts';
 
 const port = Number(process.env.PORT ?? 3000);
 const lambdaPort = Number(process.env.OFFLINE_LAMBDA_PORT ?? port + 2);
-/** Beside the API, so that the README's curls to its control routes work as written. */
+/** Beside the API, so that the curls of docs/app.md to its control routes work as written. */
 const sandboxPort = Number(process.env.SANDBOX_PORT ?? port + 1);
 /** PayHere's notifications come back to this API (the sandbox posts them to every notify_url it is given). */
 const publicBaseUrl = process.env.PUBLIC_BASE_URL ?? `http://127.0.0.1:${port}`;
@@ -74,7 +74,7 @@ async function main(): Promise<void> {
     stdio: 'inherit',
     readyTimeoutMs: 120_000,
   });
-  // The same environment for `sls invoke local` in another shell (README "Invoke a function locally").
+  // The same environment for `sls invoke local` in another shell (docs/maintaining.md "Invoke a function locally").
   await writeStackEnvironment(functionsEnv);
   const base = `${offline.baseUrl}/gateway/api`;
   const token = await issuer.sign({ scope: ALL_SCOPES });

@@ -1,17 +1,18 @@
 import { type ChildProcess, execFile, spawn } from 'node:child_process';
 import { once } from 'node:events';
-import { mkdtemp, readFile, rm } from 'node:fs/promises';
+import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { ALL_SCOPES } from '../../scripts/issuer.ts';
+import { documentedShBlocks, root } from '../helpers/doc-blocks.ts';
 import { freePort } from '../helpers/ports.ts';
 
 /**
- * What a newcomer does: `npm start`, then the README's curls as written. The README block is run
- * by bash with only the port changed; curl's own status code is appended to each answer.
+ * What a newcomer does: `npm start`, then the curls of README.md and docs/ as written. Each block is
+ * run by bash with only the ports (and the stack file's place) changed.
  */
-const root = path.resolve(import.meta.dirname, '../..');
 const run = promisify(execFile);
 
 let start: ChildProcess;
@@ -65,19 +66,134 @@ afterAll(async () => {
   await rm(scratch, { recursive: true, force: true });
 });
 
-/** The sh block of a README section, with the documented port replaced by the test's. */
-async function readmeBlock(heading: string): Promise<string> {
-  const readme = await readFile(path.join(root, 'README.md'), 'utf8');
-  const section = readme.slice(readme.indexOf(heading));
-  const block = /```sh\n([\s\S]*?)```/.exec(section)?.[1];
-  if (!block) throw new Error(`no sh block under ${heading}`);
-  return block
+/**
+ * Every sh block of README.md and docs/*.md, by `<file> "<section>"`: run against the stack above
+ * and held to what its text says, or named below with why it cannot run here. A block that is
+ * neither fails the first test, so a new curl in the documentation cannot go unchecked.
+ */
+const blocks = await documentedShBlocks();
+
+const notRunHere: Record<string, string> = {
+  'README.md "Run it"': 'the commands that start this stack and run this suite',
+  'README.md "Run it" #2': "PayHere's own sandbox is on the internet, beyond what tests may reach",
+  'README.md "Deploy"': 'a deploy needs an AWS account (tests/e2e/package*.test.ts package the stage)',
+  'docs/operator.md "Deploy"': 'a deploy needs an AWS account (tests/e2e/package*.test.ts package the stage)',
+  'docs/operator.md "The live network path"':
+    'a deploy needs an AWS account (package-production.test.ts packages it)',
+  'docs/operator.md "Strangers at the edge"':
+    'a deploy needs an AWS account (package-production.test.ts packages it)',
+  'docs/maintaining.md "Checks"': 'the checks this suite is part of',
+};
+
+/** The sh block under `key`, with the documented ports and stack file replaced by the test's. */
+function documented(key: string): string {
+  const block = blocks.find((candidate) => candidate.key === key);
+  if (!block) throw new Error(`no sh block ${key}`);
+  return block.text
     .replaceAll('127.0.0.1:3000', `127.0.0.1:${port}`)
-    .replaceAll('127.0.0.1:3001', `127.0.0.1:${sandboxPort}`);
+    .replaceAll('127.0.0.1:3001', `127.0.0.1:${sandboxPort}`)
+    .replaceAll('.local/stack.env', path.join(scratch, 'stack.env'));
 }
 
-describe('the README, as written', () => {
-  it('npm start prints the base URL, a token and a first curl that works', async () => {
+/** Run a block with bash, one answer per line: curl prints no newline after a body, one is added. */
+async function runLines(block: string, timeout: number): Promise<string[]> {
+  const script = `set -euo pipefail\ncurl() { command curl "$@"; echo; }\n${block}`;
+  const { stdout } = await run('bash', ['-c', script], { cwd: root, env, timeout });
+  return stdout.trim().split('\n');
+}
+
+const runHere: Record<string, () => Promise<void>> = {
+  'README.md "The first curl"': async () => {
+    const answers = await runCurls(documented('README.md "The first curl"'));
+
+    expect(answers.map(({ status }) => status)).toEqual([200]);
+    expect(JSON.parse(answers[0]!.body)).toMatchObject({
+      status: 1,
+      msg: 'Payments with order_id:LP8006126139',
+    });
+  },
+
+  'docs/app.md "Tokens"': async () => {
+    const [merchant, customer] = (await runLines(documented('docs/app.md "Tokens"'), 30_000)).map(claims);
+
+    // "the merchant: every scope, one hour"
+    expect(merchant!.scope.split(' ').sort()).toEqual([...ALL_SCOPES.split(' ')].sort());
+    expect(merchant!.exp - merchant!.iat).toBe(3600);
+    // "a customer": the scopes, lifetime and subject asked for, no merchant scope.
+    expect(customer).toMatchObject({ sub: 'alice', scope: 'payments:read payments:charge' });
+    expect(customer!.exp - customer!.iat).toBe(600);
+  },
+
+  'docs/app.md "The routes, with the seeded sandbox data"': async () => {
+    const answers = await runCurls(documented('docs/app.md "The routes, with the seeded sandbox data"'));
+
+    for (const { body, status } of answers) {
+      expect({ status, envelope: JSON.parse(body).status }, body.slice(0, 300)).toEqual({
+        status: 200,
+        envelope: 1,
+      });
+    }
+  },
+
+  'docs/app.md "Customers and the merchant"': async () => {
+    const answers = await runCurls(documented('docs/app.md "Customers and the merchant"'));
+
+    expect(answers.map((answer) => answer.status)).toEqual([201, 200, 404, 201, 200, 403]);
+    expect(JSON.parse(answers[4]!.body).msg).toBe('Found 0 subscriptions');
+  },
+
+  // The pre-approval flow: saves Alice's card through the sandbox's checkout and notification, and charges it.
+  'docs/app.md "Notifications: saving a card, holds, payments in the app, subscriptions"': async () => {
+    const lines = await runLines(
+      documented('docs/app.md "Notifications: saving a card, holds, payments in the app, subscriptions"'),
+      60_000,
+    );
+
+    const answers = lines.map((line) => JSON.parse(line));
+    expect(answers.at(-1)).toMatchObject({ status: 1, data: { order_id: 'Order-3001', status_code: 2 } });
+    expect(answers[0]).toMatchObject({
+      status: 1,
+      data: { outcome: 'success', customer_token: expect.any(String) },
+    });
+    expect(answers[0].data.deliveries).toEqual([expect.objectContaining({ status: 200 })]);
+  },
+
+  // The settlement of a lost charge, as not processed, and a notified hold shown unverified.
+  'docs/app.md "Every unknown resolves"': async () => {
+    const lines = await runLines(documented('docs/app.md "Every unknown resolves"'), 90_000);
+
+    const [fault, lost, repeat, order, hold] = lines.map((line) => JSON.parse(line));
+    expect(fault).toMatchObject({ status: 1 });
+    expect(lost).toMatchObject({ status: 0, data: { code: 'outcome_unknown' } });
+    expect(repeat).toMatchObject({ status: -1, data: { status_code: -2, payment_id: null } });
+    expect(repeat.msg).toMatch(/not processed/);
+    expect(order).toMatchObject({ data: { order_id: 'Order-4001', status: 'failed' } });
+    expect(hold).toMatchObject({ data: { order_id: 'Hold-4002', status: 'succeeded', verified: false } });
+  },
+
+  // sls invoke local of one function, with the addresses npm start wrote and a fresh token.
+  'docs/maintaining.md "Invoke a function locally"': async () => {
+    const { stdout } = await run(
+      'bash',
+      ['-c', `set -euo pipefail\n${documented('docs/maintaining.md "Invoke a function locally"')}`],
+      {
+        cwd: root,
+        env,
+        timeout: 90_000,
+      },
+    );
+
+    const printed = JSON.parse(stdout.slice(stdout.indexOf('{'))) as { statusCode: number; body: unknown };
+    expect(printed.statusCode).toBe(200);
+    expect(printed.body).toMatchObject({
+      status: 1,
+      msg: expect.stringMatching(/^Found \d+ subscriptions$/),
+    });
+  },
+};
+
+describe('npm start, as the README says', () => {
+  it('prints the base URL, a token and a first curl that works', async () => {
     const curl = /curl -s -H "Authorization: Bearer (\S+)" (\S+)/.exec(output);
 
     expect(output).toContain(`API ready at http://127.0.0.1:${port}/gateway/api`);
@@ -86,76 +202,31 @@ describe('the README, as written', () => {
     expect(answer.status).toBe(200);
     expect(((await answer.json()) as { status: number }).status).toBe(1);
   });
-
-  it('every curl of "The routes" answers 200 with status 1', async () => {
-    const block = await readmeBlock('## The routes');
-
-    const answers = await runCurls(block);
-
-    for (const { body, status } of answers) {
-      expect({ status, envelope: JSON.parse(body).status }, body.slice(0, 300)).toEqual({
-        status: 200,
-        envelope: 1,
-      });
-    }
-  });
-
-  it('the curls of "Customers and the merchant" answer as their comments say', async () => {
-    const block = await readmeBlock('## Customers and the merchant');
-
-    const answers = await runCurls(block);
-
-    expect(answers.map((answer) => answer.status)).toEqual([201, 200, 404, 201, 200, 403]);
-    expect(JSON.parse(answers[4]!.body).msg).toBe('Found 0 subscriptions');
-  });
 });
 
-describe('the pre-approval flow of "Notifications", as written', () => {
-  it('saves Alice’s card through the sandbox’s checkout and notification, and charges it', async () => {
-    const block = await readmeBlock('## Notifications');
+describe('the documentation, as written', () => {
+  it('runs every sh block of README.md and docs/, or says why it cannot', () => {
+    const named = [...Object.keys(runHere), ...Object.keys(notRunHere)].sort();
 
-    // curl prints no newline after a body: one is added, so that each answer is a line.
-    const script = `set -euo pipefail\ncurl() { command curl "$@"; echo; }\n${block}`;
-    const { stdout } = await run('bash', ['-c', script], {
-      cwd: root,
-      env,
-      timeout: 60_000,
-    });
-
-    const answers = stdout
-      .trim()
-      .split('\n')
-      .map((line) => JSON.parse(line));
-    expect(answers.at(-1)).toMatchObject({ status: 1, data: { order_id: 'Order-3001', status_code: 2 } });
-    expect(answers[0]).toMatchObject({
-      status: 1,
-      data: { outcome: 'success', customer_token: expect.any(String) },
-    });
-    expect(answers[0].data.deliveries).toEqual([expect.objectContaining({ status: 200 })]);
+    expect(blocks.map((block) => block.key).sort()).toEqual(named);
   });
+
+  it.each(blocks.filter((block) => block.key in runHere).map((block) => block.key))(
+    '%s answers as its text says',
+    async (key) => {
+      await runHere[key]!();
+    },
+    150_000,
+  );
 });
 
-describe('the settlement and the unverified hold of "Every unknown resolves", as written', () => {
-  it('settles a lost charge as not processed, and shows a notified hold unverified', async () => {
-    const block = await readmeBlock('## Every unknown resolves');
+/** A token's claims, read without checking its signature: what npm run token put in it. */
+function claims(token: string): { sub: string; scope: string; iat: number; exp: number } {
+  expect(token).toMatch(/^[\w-]+\.[\w-]+\.[\w-]+$/);
+  return JSON.parse(Buffer.from(token.split('.')[1]!, 'base64url').toString('utf8'));
+}
 
-    const script = `set -euo pipefail\ncurl() { command curl "$@"; echo; }\n${block}`;
-    const { stdout } = await run('bash', ['-c', script], { cwd: root, env, timeout: 90_000 });
-
-    const [fault, lost, repeat, order, hold] = stdout
-      .trim()
-      .split('\n')
-      .map((line) => JSON.parse(line));
-    expect(fault).toMatchObject({ status: 1 });
-    expect(lost).toMatchObject({ status: 0, data: { code: 'outcome_unknown' } });
-    expect(repeat).toMatchObject({ status: -1, data: { status_code: -2, payment_id: null } });
-    expect(repeat.msg).toMatch(/not processed/);
-    expect(order).toMatchObject({ data: { order_id: 'Order-4001', status: 'failed' } });
-    expect(hold).toMatchObject({ data: { order_id: 'Hold-4002', status: 'succeeded', verified: false } });
-  }, 120_000);
-});
-
-/** Run a README block with bash, curl's HTTP status appended to each answer; one answer per curl. */
+/** Run a block with bash, curl's HTTP status appended to each answer; one answer per curl. */
 async function runCurls(block: string): Promise<Array<{ body: string; status: number }>> {
   const script = `set -e\ncurl() { command curl -w '\\n@@%{http_code}\\n' "$@"; }\n${block}`;
   const { stdout } = await run('bash', ['-c', script], { cwd: root, env, timeout: 60_000 });
