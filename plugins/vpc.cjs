@@ -2,7 +2,7 @@
 
 /**
  * PayHere's live API answers only allow-listed IP addresses, so a live deployment runs its functions
- * in private subnets whose traffic leaves through a NAT gateway with an Elastic IP (README "The live
+ * in private subnets whose traffic leaves through a NAT gateway with an Elastic IP (docs/operator.md "The live
  * network path"). From `custom.vpc`, all comma-separated lists, empty by default:
  *
  *   vpc:

@@ -4,7 +4,7 @@ const { namedMethods } = require('./routes.cjs');
 
 /**
  * An AWS WAF web ACL on the API's stage, off unless `custom.waf.enabled` (WAF_ENABLED=true). AWS
- * WAF looks at a request before anything of API Gateway's (README "Strangers at the edge"):
+ * WAF looks at a request before anything of API Gateway's (docs/operator.md "Strangers at the edge"):
  *
  *   waf:
  *     enabled: true                          # WAF_ENABLED

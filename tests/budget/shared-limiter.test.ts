@@ -358,7 +358,7 @@ describe('when the shared table cannot be reached', () => {
 
   it('keeps every container together within the limit when the table fails mid-way', async () => {
     // Prepare: four containers on one table that answers 30 requests, then fails for all of them.
-    // Their own shares together (4 × 2 per window) are the limit, as the README says to size them.
+    // Their own shares together (4 × 2 per window) are the limit, as docs/budget.md says to size them.
     const { table } = await freshStateTable();
     let requests = 0;
     const failing = new Proxy(table, {

@@ -209,7 +209,7 @@ describe('CORS, given CORS_ORIGINS', () => {
   });
 });
 
-describe('AWS WAF, given WAF_ENABLED (README "Strangers at the edge")', () => {
+describe('AWS WAF, given WAF_ENABLED (docs/operator.md "Strangers at the edge")', () => {
   it("guards the API's one stage with one web ACL", () => {
     const [[stageId, stage]] = resourcesOf('AWS::ApiGateway::Stage') as [[string, any]];
     const acls = resourcesOf('AWS::WAFv2::WebACL');

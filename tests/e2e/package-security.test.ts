@@ -328,13 +328,13 @@ describe('the stage', () => {
         ThrottlingRateLimit: expect.any(Number),
         ThrottlingBurstLimit: expect.any(Number),
       },
-      // The reads that each cost PayHere a call: about what its budget serves (README "PayHere's budget").
+      // The reads that each cost PayHere a call: about what its budget serves (docs/budget.md "PayHere's budget").
       budgetRoute('/~1gateway~1api~1payments~1{id}'),
       budgetRoute('/~1gateway~1api~1subscriptions'),
       budgetRoute('/~1gateway~1api~1subscriptions~1{id}'),
       budgetRoute('/~1gateway~1api~1subscriptions~1{id}~1payments'),
       budgetRoute('/~1gateway~1api~1checkouts~1{order_id}'),
-      // PayHere's notifications: limits of their own, not the app's (README "Strangers at the edge").
+      // PayHere's notifications: limits of their own, not the app's (docs/operator.md "Strangers at the edge").
       {
         ResourcePath: '/~1gateway~1notify',
         HttpMethod: 'POST',
@@ -349,7 +349,7 @@ describe('the stage', () => {
   });
 });
 
-describe('the bearer gate (README "Strangers at the edge")', () => {
+describe('the bearer gate (docs/operator.md "Strangers at the edge")', () => {
   const methods = () =>
     resourcesOf(template, 'AWS::ApiGateway::Method')
       .map(([, method]) => method.Properties)

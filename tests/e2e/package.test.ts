@@ -318,7 +318,7 @@ describe('deployed defaults', () => {
     }
   });
 
-  it('give each caller its share (README "PayHere\'s budget"), limit an order\'s declined charges, and look for an unknown at most every 30 s', () => {
+  it('give each caller its share (docs/budget.md "PayHere\'s budget"), limit an order\'s declined charges, and look for an unknown at most every 30 s', () => {
     const functions = Object.values(template.Resources).filter((r) => r.Type === 'AWS::Lambda::Function');
 
     for (const fn of functions) {
@@ -335,7 +335,7 @@ describe('deployed defaults', () => {
   });
 });
 
-describe('operating it: logs, metrics and alarms (README "Operating it")', () => {
+describe('operating it: logs, metrics and alarms (docs/operator.md "Operating it")', () => {
   const SERVICE = 'payhere-payments-api-test';
 
   it("keeps every function's logs, and so the audit trail, a year", () => {

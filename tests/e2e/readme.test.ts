@@ -65,18 +65,76 @@ afterAll(async () => {
   await rm(scratch, { recursive: true, force: true });
 });
 
-/** The sh block of a README section, with the documented port replaced by the test's. */
-async function readmeBlock(heading: string): Promise<string> {
-  const readme = await readFile(path.join(root, 'README.md'), 'utf8');
-  const section = readme.slice(readme.indexOf(heading));
+/** The front door and the docs it maps: every file whose curls a newcomer may run as written. */
+const DOCUMENTS = [
+  'README.md',
+  'docs/app.md',
+  'docs/budget.md',
+  'docs/operator.md',
+  'docs/performance.md',
+  'docs/maintainer.md',
+];
+
+/** Every sh block of `file` that calls the local API, under its section's heading. */
+async function localCurlBlocks(file: string): Promise<Array<{ heading: string; block: string }>> {
+  const text = await readFile(path.join(root, file), 'utf8');
+  const blocks: Array<{ heading: string; block: string }> = [];
+  for (const match of text.matchAll(/```sh\n([\s\S]*?)```/g)) {
+    if (!/^curl |\$\(curl /m.test(match[1]!)) continue;
+    const heading = text
+      .slice(0, match.index)
+      .split('\n')
+      .filter((line) => line.startsWith('#'))
+      .at(-1)!;
+    blocks.push({ heading, block: match[1]! });
+  }
+  return blocks;
+}
+
+/** The sh block of a section of `file`, with the documented ports replaced by the test's. */
+async function readmeBlock(heading: string, file = 'docs/app.md'): Promise<string> {
+  const text = await readFile(path.join(root, file), 'utf8');
+  const section = text.slice(text.indexOf(heading));
   const block = /```sh\n([\s\S]*?)```/.exec(section)?.[1];
-  if (!block) throw new Error(`no sh block under ${heading}`);
+  if (!block) throw new Error(`no sh block under ${heading} in ${file}`);
   return block
     .replaceAll('127.0.0.1:3000', `127.0.0.1:${port}`)
     .replaceAll('127.0.0.1:3001', `127.0.0.1:${sandboxPort}`);
 }
 
-describe('the README, as written', () => {
+/** The sections whose curls the tests below run, by file: any other block of curls fails the first test. */
+const RUN = {
+  'README.md': ['## Run it'],
+  'docs/app.md': [
+    '## The routes, with the seeded sandbox data',
+    '## Customers and the merchant',
+    '## Notifications: saving a card, holds, payments in the app, subscriptions',
+    '## Every unknown resolves',
+  ],
+} as Record<string, string[]>;
+
+describe('the README and docs/, as written', () => {
+  it('has no block of curls against npm start that no test runs', async () => {
+    for (const file of DOCUMENTS) {
+      const headings = (await localCurlBlocks(file)).map((found) => found.heading);
+      expect(headings, file).toEqual(RUN[file] ?? []);
+    }
+  });
+
+  it('the README’s first curl answers 200 with status 1', async () => {
+    const readme = await readFile(path.join(root, 'README.md'), 'utf8');
+    const first = (await localCurlBlocks('README.md'))[0]!.block;
+
+    const answers = await runCurls(first.replaceAll('127.0.0.1:3000', `127.0.0.1:${port}`));
+
+    expect(readme.indexOf(first)).toBeLessThan(readme.indexOf('## The app'));
+    expect(answers).toHaveLength(1);
+    expect({ status: answers[0]!.status, envelope: JSON.parse(answers[0]!.body).status }).toEqual({
+      status: 200,
+      envelope: 1,
+    });
+  });
+
   it('npm start prints the base URL, a token and a first curl that works', async () => {
     const curl = /curl -s -H "Authorization: Bearer (\S+)" (\S+)/.exec(output);
 

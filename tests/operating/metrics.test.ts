@@ -18,7 +18,7 @@ import { customer, customerToken } from '../helpers/orders.ts';
 import { ROUTES, type RouteName } from '../helpers/routes.ts';
 
 /**
- * Metrics in CloudWatch's embedded metric format (issue "Ready to run in production", README
+ * Metrics in CloudWatch's embedded metric format (issue "Ready to run in production", docs/operator.md
  * "Operating it"): each request writes what it counted as one line when it ends, in the namespace
  * PayHerePaymentsApi with the dimensions service and route; one outcome per first answer.
  */
