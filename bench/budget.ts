@@ -27,7 +27,7 @@ export async function freshBudget(environment: BenchEnvironment): Promise<Record
     GATEWAY_RATE_LIMIT: `${PAYHERE_LIMIT.limit}/${PAYHERE_LIMIT.windowMs}`,
     // Nine processes and dynalite share two cores here: a table answering in a second is slow,
     // not down (DynamoDB answers in milliseconds). At 500 ms, containers fell back to shares of
-    // their own in the first burst, which come on top of the shared budget (docs/budget.md "PayHere's budget").
+    // their own in the first burst, which come on top of the shared budget (docs/budget.md).
     STATE_TABLE_TIMEOUT_MS: '3000',
     POWERTOOLS_METRICS_DISABLED: 'true',
     LOG_LEVEL: 'error',

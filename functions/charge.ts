@@ -1,39 +1,11 @@
-import { settleDelayMs } from '#lib/config/config.ts';
-import type { ValidRequest } from '#lib/http/route.ts';
 import { route } from '#lib/http/route.ts';
 import { idempotencyStoreFromEnvironment } from '#lib/idempotency/environment.ts';
-import { recordKey } from '#lib/idempotency/idempotent.ts';
 import { fieldOf } from '#lib/log/audit.ts';
-import { type ChargeAnswer, type ChargeInput, chargeResponse } from '#lib/orders/charge.ts';
-import { chargingFromEnvironment } from '#lib/orders/environment.ts';
+import { chargesFromEnvironment } from '#lib/orders/environment.ts';
 import { ChargeRequest } from '#lib/schemas/charge.ts';
-import type { MoneySubject } from '#lib/settle/money.ts';
 
-const charging = chargingFromEnvironment();
+const charges = chargesFromEnvironment();
 const store = idempotencyStoreFromEnvironment();
-const delayMs = settleDelayMs(process.env);
-
-type Charge = ValidRequest<ChargeRequest, undefined>;
-
-const input = (request: Charge): ChargeInput => ({
-  actor: request.caller,
-  owner: request.owner,
-  body: request.body,
-  deadline: request.deadline,
-  chargeKey: recordKey('charge', request.caller.sub, request.idempotencyKey!),
-});
-
-const answer = ({ body, caller }: Charge, charged: ChargeAnswer) =>
-  chargeResponse(caller, body.type, charged);
-
-/** What the settle job settles an unknown charge with. */
-const subject = ({ caller, owner, body }: Charge): MoneySubject => ({
-  operation: 'charge',
-  role: caller.role,
-  sub: caller.sub,
-  owner,
-  body,
-});
 
 /**
  * POST /gateway/api/payments/charge: charge (PAYMENT) or hold (AUTHORIZE) a pre-approved customer.
@@ -59,10 +31,9 @@ export const handler = route(
     idempotency: {
       operation: 'charge',
       store,
-      subject,
-      reconcile: async (request, startedAt) =>
-        answer(request, await charging.settle(input(request), startedAt, delayMs)),
+      subject: (request) => charges.subject(request),
+      reconcile: (request, startedAt) => charges.settle(request, startedAt),
     },
   },
-  async (request) => answer(request, await charging.charge(input(request))),
+  (request) => charges.charge(request),
 );

@@ -74,7 +74,7 @@ async function main(): Promise<void> {
     stdio: 'inherit',
     readyTimeoutMs: 120_000,
   });
-  // The same environment for `sls invoke local` in another shell (docs/maintaining.md "Invoke a function locally").
+  // The same environment for `sls invoke local` in another shell (docs/operator.md "Invoke a function locally").
   await writeStackEnvironment(functionsEnv);
   const base = `${offline.baseUrl}/gateway/api`;
   const token = await issuer.sign({ scope: ALL_SCOPES });

@@ -13,7 +13,7 @@ import { type AwsCredentials, signRequest } from './sign.ts';
 /**
  * A client for one AWS service's JSON API (`POST /`, the operation in `X-Amz-Target`, the input as
  * the body, SigV4-signed), written here instead of using the AWS SDK: the SDK's clients are
- * 450-530 KB of minified code that every cold start parsed (docs/performance.md); this is a few
+ * 450-530 KB of minified code that every cold start parsed (docs/performance.md "Performance"); this is a few
  * KB over Node's own `node:http`/`node:https` (./http.ts) and node:crypto. It keeps the SDK's
  * standard retry rules (./retry.ts) and nothing else: no pagination, no marshalling, no endpoint
  * discovery, no clock-skew correction (Lambda's clock is synchronised).

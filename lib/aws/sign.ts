@@ -4,7 +4,7 @@ import { createHash, createHmac } from 'node:crypto';
  * AWS Signature Version 4 for one POST, over node:crypto. Ours, not AWS's own signer
  * (`@smithy/signature-v4`): built as the functions are built, its import and first signature cost a
  * cold start tens of milliseconds more than these lines, where 5 would have been worth paying for
- * AWS's code ("The candidates" in bench/RESULTS.md, docs/performance.md). Not `aws4fetch`: it
+ * AWS's code ("The candidates" in bench/RESULTS.md, docs/performance.md "Performance"). Not `aws4fetch`: it
  * signs through WebCrypto's async API, with a retry policy of its own to switch off.
  * tests/aws/sign.test.ts holds every signature to AWS's signer: session tokens, a path and a query
  * that need encoding, a body with non-ASCII characters.

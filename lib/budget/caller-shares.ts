@@ -196,7 +196,7 @@ function share(env: Env, calls: [string, string], money: [string, string]): Shar
 }
 
 /**
- * The shares (docs/budget.md "Each caller's share"): a customer 3 PayHere calls per 10 s and 6 money requests
+ * The shares (docs/budget.md "PayHere's budget"): a customer 3 PayHere calls per 10 s and 6 money requests
  * a minute; the merchant 10 and 120; PayHere's notifications 4 calls per 10 s (what confirming
  * them may take of the budget's 20).
  */

@@ -417,7 +417,7 @@ export class LedgerStore {
   }
 
   /**
-   * Keep a notification that matched nothing apart, for the operator (docs/app.md "Notifications"), until
+   * Keep a notification that matched nothing apart, for the operator (docs/operator.md "Operating it"), until
    * `expiresAt` (epoch seconds: the table's TTL).
    */
   async recordUnmatched(notification: UnmatchedNotification, expiresAt: number): Promise<boolean> {
@@ -465,7 +465,7 @@ export class LedgerStore {
 
   /**
    * The notifications kept apart, for the operator (a scan: no function's role may send one; the
-   * operator runs it with their own credentials, docs/app.md "Notifications"), optionally of one order.
+   * operator runs it with their own credentials, docs/operator.md "Operating it"), optionally of one order.
    */
   async unmatched(orderId?: string): Promise<KeptNotification[]> {
     const found: KeptNotification[] = [];

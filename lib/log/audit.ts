@@ -1,7 +1,7 @@
 import { log } from './log.ts';
 
 /**
- * The audit trail (docs/operator.md "The audit trail"): one `info` line, message `audit`, per answer of a route
+ * The audit trail (docs/operator.md "Operating it"): one `info` line, message `audit`, per answer of a route
  * that moves money or creates an order, and per notification that changed an order. With the
  * request id, and the caller's `sub` and role, that every line of the request carries, it answers
  * "who refunded payment 320027150501, and when?". It goes through the log's redaction like every

@@ -15,7 +15,7 @@ const metrics = new Metrics({
 });
 
 /**
- * The metrics the service writes (docs/operator.md "Metrics" says what each means). Outcomes are
+ * The metrics the service writes (docs/operator.md "Operating it" says what each means). Outcomes are
  * counted once per first answer; a replayed answer counts as `Replayed`.
  */
 export type CountMetric =

@@ -66,7 +66,7 @@ export function checkoutHash(fields: {
   amountCents: number | null;
   currency: string;
 }): string {
-  // A pre-approval created without an amount is signed over 0.00 (docs/app.md "Customers and the merchant": an assumption).
+  // A pre-approval created without an amount is signed over 0.00 (docs/app.md: an assumption).
   const amount = ((fields.amountCents ?? 0) / 100).toFixed(2);
   return upperMd5(
     fields.merchantId + fields.orderId + amount + fields.currency + upperMd5(fields.merchantSecret),

@@ -1,18 +1,23 @@
 import { callerSharesFromEnvironment, sharedStateFromEnvironment } from '../budget/environment.ts';
-import { loadConfig, requireMerchantCredentials } from '../config/config.ts';
+import { loadConfig, requireMerchantCredentials, settleDelayMs } from '../config/config.ts';
 import { credentialsFor } from '../config/secrets.ts';
 import { createPayHere, type PayHere, payHereFromEnvironment } from '../gateway/index.ts';
 import { ledgerFromEnvironment } from '../ledger/environment.ts';
 import { Confirmations } from '../notifications/confirm.ts';
 import { sharedReadStoreFromEnvironment } from '../reads/environment.ts';
 import { SharedReads } from '../reads/shared-reads.ts';
+import { settleDepsFromEnvironment } from '../settle/environment.ts';
 import { Ownership } from './access.ts';
+import { Captures } from './captures.ts';
 import { Charging } from './charge.ts';
+import { Charges } from './charges.ts';
 import { Checkouts } from './checkout.ts';
 import { loadOrdersConfig } from './config.ts';
 import { Holds } from './holds.ts';
 import { OrderPayments } from './payments.ts';
+import { Refunds } from './refunds.ts';
 import { OrderReports } from './reports.ts';
+import { SubscriptionRetries } from './retries.ts';
 import { SubscriptionCancels } from './subscriptions.ts';
 
 /** Cancelling subscriptions over the container's PayHere client: what cannot change anything costs PayHere nothing. */
@@ -43,6 +48,11 @@ export function chargingFromEnvironment(): Charging {
     config: loadOrdersConfig(process.env),
     invalidation: sharedReadStoreFromEnvironment(),
   });
+}
+
+/** The charge route's work, with the settle delay a repeat of an unknown charge settles by. */
+export function chargesFromEnvironment(): Charges {
+  return new Charges({ charging: chargingFromEnvironment(), settleDelayMs: settleDelayMs(process.env) });
 }
 
 /** retrievePayments' reads, and what a refund drops, over the container's PayHere client. */
@@ -83,3 +93,35 @@ export function checkoutsFromEnvironment(): Checkouts {
 
 /** PayHere's live Merchant API host (GATEWAY.md "Hosts"); every other gateway is a sandbox. */
 const LIVE_HOST = 'www.payhere.lk';
+
+/** Captures of holds over the container's PayHere client. */
+export function capturesFromEnvironment(payhere: PayHere): Captures {
+  return new Captures({
+    payhere,
+    ownership: ownershipFromEnvironment(),
+    holds: holdsFromEnvironment(),
+    reads: sharedReadStoreFromEnvironment(),
+    settling: settleDepsFromEnvironment(payhere),
+  });
+}
+
+/** Refunds and releases over the container's PayHere client. */
+export function refundsFromEnvironment(payhere: PayHere): Refunds {
+  return new Refunds({
+    payhere,
+    ownership: ownershipFromEnvironment(),
+    holds: holdsFromEnvironment(),
+    payments: orderPaymentsFromEnvironment(payhere),
+    settling: settleDepsFromEnvironment(payhere),
+  });
+}
+
+/** Retries of failed subscriptions over the container's PayHere client. */
+export function subscriptionRetriesFromEnvironment(payhere: PayHere): SubscriptionRetries {
+  return new SubscriptionRetries({
+    payhere,
+    ownership: ownershipFromEnvironment(),
+    invalidation: sharedReadStoreFromEnvironment(),
+    settling: settleDepsFromEnvironment(payhere),
+  });
+}

@@ -318,7 +318,7 @@ describe('deployed defaults', () => {
     }
   });
 
-  it('give each caller its share (docs/budget.md "Each caller\'s share"), limit an order\'s declined charges, and look for an unknown at most every 30 s', () => {
+  it('give each caller its share (docs/budget.md "PayHere\'s budget"), limit an order\'s declined charges, and look for an unknown at most every 30 s', () => {
     const functions = Object.values(template.Resources).filter((r) => r.Type === 'AWS::Lambda::Function');
 
     for (const fn of functions) {

@@ -82,7 +82,7 @@ const notRunHere: Record<string, string> = {
     'a deploy needs an AWS account (package-production.test.ts packages it)',
   'docs/operator.md "Strangers at the edge"':
     'a deploy needs an AWS account (package-production.test.ts packages it)',
-  'docs/maintaining.md "Checks"': 'the checks this suite is part of',
+  'docs/performance.md "Checks"': 'the checks this suite is part of',
 };
 
 /** The sh block under `key`, with the documented ports and stack file replaced by the test's. */
@@ -103,8 +103,13 @@ async function runLines(block: string, timeout: number): Promise<string[]> {
 }
 
 const runHere: Record<string, () => Promise<void>> = {
-  'README.md "The first curl"': async () => {
-    const answers = await runCurls(documented('README.md "The first curl"'));
+  'README.md "Run it" #4': async () => {
+    const block = documented('README.md "Run it" #4');
+    // "it prints the same with a token filled in"
+    const printed = /curl -s -H "Authorization: Bearer \S+" (\S+)/.exec(output)?.[1];
+    expect(block.trim()).toBe(`curl -s -H "Authorization: Bearer $(npm run -s token)" ${printed}`);
+
+    const answers = await runCurls(block);
 
     expect(answers.map(({ status }) => status)).toEqual([200]);
     expect(JSON.parse(answers[0]!.body)).toMatchObject({
@@ -113,8 +118,8 @@ const runHere: Record<string, () => Promise<void>> = {
     });
   },
 
-  'docs/app.md "Tokens"': async () => {
-    const [merchant, customer] = (await runLines(documented('docs/app.md "Tokens"'), 30_000)).map(claims);
+  'README.md "Run it" #3': async () => {
+    const [merchant, customer] = (await runLines(documented('README.md "Run it" #3'), 30_000)).map(claims);
 
     // "the merchant: every scope, one hour"
     expect(merchant!.scope.split(' ').sort()).toEqual([...ALL_SCOPES.split(' ')].sort());
@@ -172,10 +177,10 @@ const runHere: Record<string, () => Promise<void>> = {
   },
 
   // sls invoke local of one function, with the addresses npm start wrote and a fresh token.
-  'docs/maintaining.md "Invoke a function locally"': async () => {
+  'docs/operator.md "Invoke a function locally"': async () => {
     const { stdout } = await run(
       'bash',
-      ['-c', `set -euo pipefail\n${documented('docs/maintaining.md "Invoke a function locally"')}`],
+      ['-c', `set -euo pipefail\n${documented('docs/operator.md "Invoke a function locally"')}`],
       {
         cwd: root,
         env,

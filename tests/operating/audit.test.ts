@@ -9,7 +9,7 @@ import { customer, customerToken } from '../helpers/orders.ts';
 import type { RouteName } from '../helpers/routes.ts';
 
 /**
- * The audit trail (issue "Ready to run in production", docs/operator.md "The audit trail"): one `info` line
+ * The audit trail (issue "Ready to run in production", docs/operator.md "Operating it"): one `info` line
  * `audit` per answer of a route that moves money or creates an order, and per notification that
  * changed an order, naming who did what to which object; never a token or a card number.
  */

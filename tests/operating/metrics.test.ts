@@ -19,7 +19,7 @@ import { ROUTES, type RouteName } from '../helpers/routes.ts';
 
 /**
  * Metrics in CloudWatch's embedded metric format (issue "Ready to run in production", docs/operator.md
- * "Metrics"): each request writes what it counted as one line when it ends, in the namespace
+ * "Operating it"): each request writes what it counted as one line when it ends, in the namespace
  * PayHerePaymentsApi with the dimensions service and route; one outcome per first answer.
  */
 const sandbox = useTestGateway({ beforeEachTest: 'keepTokens' });

@@ -4,7 +4,7 @@ import { SEED } from '../../sandbox/server.ts';
 import { call, useTestGateway } from '../helpers/gateway.ts';
 import { customer, customerToken, saveCard, testLedger } from '../helpers/orders.ts';
 
-// Read when the handlers load: the app prices its own orders (docs/app.md "Customers and the merchant": what that risks).
+// Read when the handlers load: the app prices its own orders (docs/app.md: what that risks).
 process.env.CHARGE_PRICING = 'client';
 
 const sandbox = useTestGateway({ beforeEachTest: 'keepTokens' });

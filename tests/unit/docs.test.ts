@@ -1,5 +1,5 @@
 import { existsSync } from 'node:fs';
-import { readFile } from 'node:fs/promises';
+import { readdir, readFile } from 'node:fs/promises';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { documentationFiles, documentedShBlocks, headingAnchor, root } from '../helpers/doc-blocks.ts';
@@ -27,6 +27,34 @@ function anchors(markdown: string): Set<string> {
   return found;
 }
 
+/** The headings and bold leads (`**Reads that scale.**`) of a markdown file, code left out. */
+function sectionNames(markdown: string): string[] {
+  const names: string[] = [];
+  let inCode = false;
+  for (const line of markdown.split('\n')) {
+    if (line.startsWith('```')) inCode = !inCode;
+    else if (!inCode && /^#{1,6} /.test(line)) names.push(line.replace(/^#+ /, '').trim());
+    else if (!inCode) for (const bold of line.matchAll(/\*\*([^*]+)\*\*/g)) names.push(bold[1]!.trim());
+  }
+  return names;
+}
+
+/** Every `docs/<file>.md "<section>"` in the code, tests and configuration, even across a comment's line break. */
+async function codeReferences(): Promise<Array<{ where: string; file: string; section: string }>> {
+  const folders = ['lib', 'functions', 'tests', 'bench', 'scripts', 'plugins', 'sandbox', 'openapi'];
+  const sources = ['serverless.yml'];
+  for (const folder of folders)
+    for (const entry of await readdir(path.join(root, folder), { recursive: true }))
+      if (/\.(ts|cjs|mjs|js)$/.test(entry)) sources.push(path.join(folder, entry));
+  const references: Array<{ where: string; file: string; section: string }> = [];
+  for (const source of sources) {
+    const text = await readFile(path.join(root, source), 'utf8');
+    for (const match of text.matchAll(/(docs\/[\w-]+\.md)\)?[\s*#/]*"([^"\n]+)"/g))
+      references.push({ where: source, file: match[1]!, section: match[2]!.replaceAll("\\'", "'") });
+  }
+  return references;
+}
+
 describe('the documentation', () => {
   it('has a README of at most 200 lines', () => {
     expect(readme.split('\n').length).toBeLessThanOrEqual(200);
@@ -44,7 +72,6 @@ describe('the documentation', () => {
     const links = [...text.matchAll(/\]\(([^)\s]+)\)/g)].map((match) => match[1]!);
     const local = links.filter((link) => !/^[a-z]+:/.test(link));
 
-    expect(local.length).toBeGreaterThan(0);
     for (const link of local) {
       const [target = '', anchor] = link.split('#');
       const resolved = target === '' ? path.join(root, file) : path.resolve(root, path.dirname(file), target);
@@ -54,6 +81,21 @@ describe('the documentation', () => {
         const headings = anchors(await readFile(resolved, 'utf8'));
         expect([...headings], `${file} links to ${link}, a heading that does not exist`).toContain(anchor);
       }
+    }
+  });
+
+  it('names, wherever code or tests point at docs/<file>.md "<section>", a file and section that exist', async () => {
+    const references = await codeReferences();
+
+    expect(references.length).toBeGreaterThan(10);
+    for (const { where, file, section } of references) {
+      const text = texts.get(file);
+      expect(text, `${where} names ${file}, which does not exist`).toBeDefined();
+      const sections = sectionNames(text!);
+      expect(
+        sections.some((name) => name.startsWith(section)),
+        `${where} names "${section}" in ${file}, which holds no such section`,
+      ).toBe(true);
     }
   });
 

@@ -3,7 +3,7 @@ import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 
 /**
- * lib/ is what the functions are built from: it never reaches back up into functions/ (docs/maintaining.md
+ * lib/ is what the functions are built from: it never reaches back up into functions/ (docs/maintainer.md
  * "Layout"; `npm run lint` refuses import cycles). Read from the sources, so a type-only import
  * counts too: tsc and esbuild erase it, but it still ties lib/ to a handler.
  */

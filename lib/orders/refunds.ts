@@ -1,0 +1,101 @@
+import type { APIGatewayProxyResult } from 'aws-lambda';
+import { ok } from '../envelope/envelope.ts';
+import { NotFoundError } from '../envelope/errors.ts';
+import type { PayHere } from '../gateway/payhere.ts';
+import { thenForget } from '../reads/invalidation.ts';
+import { type RefundRequest, refundUpstreamBody } from '../schemas/refund.ts';
+import { type MoneySubject, type SettleDeps, settleRefund } from '../settle/money.ts';
+import type { Actor, Ownership } from './access.ts';
+import type { Holds } from './holds.ts';
+import type { OrderPayments } from './payments.ts';
+
+/** A refund or release as the route hands it over. */
+export interface RefundInput {
+  caller: Actor;
+  body: RefundRequest;
+  deadline: number;
+}
+
+type RefundSubject = Extract<MoneySubject, { operation: 'refund' }>;
+
+/**
+ * Refunding a payment, fully or partly, or releasing a hold (POST /gateway/api/payments/refund):
+ * the customer's own only (else 404); what PayHere accepted drops the order's shared payments and
+ * its ledger copy, and a release proves the hold's token; a lost answer is settled from the
+ * payment's status.
+ */
+export class Refunds {
+  readonly #payhere: PayHere;
+  readonly #ownership: Ownership;
+  readonly #holds: Holds;
+  readonly #payments: OrderPayments;
+  readonly #settling: SettleDeps;
+
+  constructor(options: {
+    payhere: PayHere;
+    ownership: Ownership;
+    holds: Holds;
+    payments: OrderPayments;
+    settling: SettleDeps;
+  }) {
+    this.#payhere = options.payhere;
+    this.#ownership = options.ownership;
+    this.#holds = options.holds;
+    this.#payments = options.payments;
+    this.#settling = options.settling;
+  }
+
+  /** What the settle job settles an unknown refund with. */
+  subject({ caller, body }: RefundInput): RefundSubject {
+    return { operation: 'refund', role: caller.role, body: refundUpstreamBody(body) };
+  }
+
+  async refund(request: RefundInput): Promise<APIGatewayProxyResult> {
+    const orderId = await this.#refundedOrder(request);
+    const { msg, data } = await thenForget(
+      () => this.#payhere.refund(refundUpstreamBody(request.body), request.deadline, orderId),
+      // The merchant's refund looks its order up only now, after PayHere answered.
+      async (refunded) => {
+        const order = orderId ?? (await this.#refundedOrder(request, true).catch(() => undefined));
+        const token = request.body.authorization_token;
+        // A release PayHere accepted proves the hold's token, if it was only a notification's word.
+        await Promise.all([
+          this.#payments.refunded(order),
+          refunded && token && this.#holds.proven(order, token),
+        ]);
+      },
+    );
+    return ok(msg, data);
+  }
+
+  /** A lost answer, repeated: a refunded payment shows it in its status. */
+  async settle(request: RefundInput, startedAt: number): Promise<APIGatewayProxyResult> {
+    const subject = { ...this.subject(request), orderId: await this.#refundedOrder(request, true) };
+    return settleRefund(this.#settling, subject, { key: '', startedAt }, request.deadline);
+  }
+
+  /**
+   * The refunded payment's or released hold's order: the customer's own (else 404). The merchant's
+   * is looked up only to settle a lost answer (`always`): a first attempt pays no read for it.
+   */
+  async #refundedOrder({ body, caller }: RefundInput, always = false): Promise<string | undefined> {
+    const upstream = refundUpstreamBody(body);
+    const reference =
+      'payment_id' in upstream
+        ? await this.#ownership.reference(
+            caller,
+            'payment',
+            String(upstream.payment_id),
+            () => new NotFoundError(`Payment ${upstream.payment_id} was not found.`),
+            always,
+          )
+        : await this.#ownership.reference(
+            caller,
+            'authorization',
+            upstream.authorization_token,
+            () => new NotFoundError('The authorization was not found.'),
+            always,
+          );
+    return reference?.orderId;
+  }
+}

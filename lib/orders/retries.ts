@@ -1,0 +1,58 @@
+import type { APIGatewayProxyResult } from 'aws-lambda';
+import { ok } from '../envelope/envelope.ts';
+import type { PayHere } from '../gateway/payhere.ts';
+import { type ReadInvalidation, thenForget } from '../reads/invalidation.ts';
+import { type MoneySubject, type SettleDeps, settleRetry } from '../settle/money.ts';
+import type { Actor, Ownership } from './access.ts';
+
+/** A retry as the route hands it over: the subscription's id as the path gives it. */
+export interface RetryInput {
+  caller: Actor;
+  id: string;
+  deadline: number;
+}
+
+type RetrySubject = Extract<MoneySubject, { operation: 'retrySubscription' }>;
+
+/**
+ * Charging a failed subscription's installment again, now (POST /gateway/api/subscriptions/{id}/retry):
+ * the customer's own subscription only (else 404); a lost answer is settled from the subscription's
+ * payments.
+ */
+export class SubscriptionRetries {
+  readonly #payhere: PayHere;
+  readonly #ownership: Ownership;
+  readonly #invalidation: ReadInvalidation;
+  readonly #settling: SettleDeps;
+
+  constructor(options: {
+    payhere: PayHere;
+    ownership: Ownership;
+    invalidation: ReadInvalidation;
+    settling: SettleDeps;
+  }) {
+    this.#payhere = options.payhere;
+    this.#ownership = options.ownership;
+    this.#invalidation = options.invalidation;
+    this.#settling = options.settling;
+  }
+
+  /** What the settle job settles an unknown retry with (as PayHere receives it: 0420075032251 is 420075032251). */
+  subject({ caller, id }: RetryInput): RetrySubject {
+    return { operation: 'retrySubscription', role: caller.role, subscriptionId: String(Number(id)) };
+  }
+
+  async retry({ caller, id, deadline }: RetryInput): Promise<APIGatewayProxyResult> {
+    await this.#ownership.requireSubscription(caller, id);
+    const { msg, data } = await thenForget(
+      () => this.#payhere.retrySubscription(id, deadline),
+      () => this.#invalidation.forgetSubscription(id),
+    );
+    return ok(msg, data);
+  }
+
+  /** A lost answer, repeated: the subscription's payments show a new one if the card was charged. */
+  settle(request: RetryInput, startedAt: number): Promise<APIGatewayProxyResult> {
+    return settleRetry(this.#settling, this.subject(request), { key: '', startedAt }, request.deadline);
+  }
+}
