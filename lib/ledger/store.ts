@@ -1,30 +1,35 @@
-import { randomUUID } from 'node:crypto';
 import {
   type AttributeValue,
-  type DynamoDBClient,
-  GetItemCommand,
   PutItemCommand,
   QueryCommand,
-  ScanCommand,
   sendConditional,
   UpdateItemCommand,
 } from '../dynamodb/index.ts';
-import {
-  type Card,
-  type ChargeClaim,
-  type ChargeOutcome,
-  type NewOrder,
-  ORDER_KINDS,
-  ORDER_STATES,
-  type Order,
-  type OrderKind,
-  type OrderMove,
-  type OrderState,
-  type PaymentsCopy,
-  type Reference,
-  type ReferenceKind,
-  type UnmatchedNotification,
+import type {
+  ChargeClaim,
+  ChargeOutcome,
+  NewOrder,
+  Order,
+  OrderMove,
+  PaymentsCopy,
+  Reference,
+  ReferenceKind,
+  UnmatchedNotification,
 } from './model.ts';
+import { type KeptNotification, LedgerNotifications } from './notifications.ts';
+import { fromOrderItem, namesIn, orderKey, toOrderItem, valuesIn } from './order-item.ts';
+import { LedgerReferences } from './references.ts';
+import {
+  type LedgerStoreOptions,
+  LedgerTable,
+  nullableNumber,
+  nullableString,
+  number,
+  text,
+} from './table.ts';
+
+export type { KeptNotification } from './notifications.ts';
+export type { LedgerStoreOptions } from './table.ts';
 
 /**
  * The ledger: every order the service created, with its owner, its price and what PayHere reported
@@ -41,18 +46,12 @@ import {
  *
  * Every write is conditional, so concurrent requests cannot take one order's payment slot twice,
  * point one id at two orders, or move a state backwards.
+ *
+ * This file holds the writes of the order item (about 470 lines): each is a conditional move of one
+ * order whose condition reads what the others write (the charge slot, the report, the copy of its
+ * payments, its failed attempts), so they stay side by side. The references, the notifications and
+ * the item's mapping are files of their own (references.ts, notifications.ts, order-item.ts).
  */
-
-/** A notification kept apart, as the operator reads it; `expiresAt` in epoch seconds (null: kept before it expired). */
-export type KeptNotification = UnmatchedNotification & { receivedAt: number; expiresAt: number | null };
-
-export interface LedgerStoreOptions {
-  client: DynamoDBClient;
-  table: string;
-  now?: () => number;
-}
-
-const orderKey = (orderId: string) => `order#${orderId}`;
 
 /**
  * The ledger's settle index (serverless.yml): sparse, only items with a `settleQueue` are in it,
@@ -69,26 +68,22 @@ const REPORT_ATTRIBUTES = [
   '#settleQueue',
   '#settleAt',
 ] as const;
-const referenceKey = (kind: ReferenceKind, id: string) => `${kind}#${id}`;
-const ownerKey = (owner: string) => `owner#${owner}`;
-const notificationKey = (identity: string) => `notification#${identity}`;
 /** An order's failed charges in one window (card testing): one attribute a window. */
 const failedAttribute = (window: number) => `failed${window}`;
 
-export class LedgerStore {
-  readonly now: () => number;
-  readonly #client: DynamoDBClient;
-  readonly #table: string;
+export class LedgerStore extends LedgerTable {
+  readonly #references: LedgerReferences;
+  readonly #notifications: LedgerNotifications;
 
   constructor(options: LedgerStoreOptions) {
-    this.#client = options.client;
-    this.#table = options.table;
-    this.now = options.now ?? Date.now;
+    super(options);
+    this.#references = new LedgerReferences(options);
+    this.#notifications = new LedgerNotifications(options);
   }
 
   /** The order as last written, read strongly consistent. */
   async getOrder(orderId: string): Promise<Order | undefined> {
-    const item = await this.#get(orderKey(orderId));
+    const item = await this.get(orderKey(orderId));
     return item ? fromOrderItem(item) : undefined;
   }
 
@@ -110,9 +105,9 @@ export class LedgerStore {
       paymentsCopy: null,
       failedAttempts: {},
     };
-    const written = await this.#conditional(
+    const written = await this.conditional(
       new PutItemCommand({
-        TableName: this.#table,
+        TableName: this.table,
         Item: toOrderItem(created),
         ConditionExpression: 'attribute_not_exists(pk)',
       }),
@@ -173,9 +168,9 @@ export class LedgerStore {
     // Names used by the expressions that need them; DynamoDB refuses unused ones.
     const expression = `${set} ${condition}`;
     const written = await sendConditional(
-      this.#client,
+      this.client,
       new UpdateItemCommand({
-        TableName: this.#table,
+        TableName: this.table,
         Key: { pk: { S: orderKey(claim.orderId) } },
         UpdateExpression: `SET ${set}`,
         ConditionExpression: condition,
@@ -227,9 +222,9 @@ export class LedgerStore {
       names['#failed'] = failedAttribute(outcome.failedWindow);
       values[':one'] = number(1);
     }
-    return this.#conditional(
+    return this.conditional(
       new UpdateItemCommand({
-        TableName: this.#table,
+        TableName: this.table,
         Key: { pk: { S: orderKey(orderId) } },
         UpdateExpression: update,
         ConditionExpression: condition,
@@ -315,9 +310,9 @@ export class LedgerStore {
    * only, read again strongly before acting), oldest first, at most `limit`.
    */
   async reportedDue(now: number, limit: number): Promise<string[]> {
-    const { Items } = await this.#client.send(
+    const { Items } = await this.client.send(
       new QueryCommand({
-        TableName: this.#table,
+        TableName: this.table,
         IndexName: SETTLE_INDEX,
         KeyConditionExpression: '#settleQueue = :queue AND #settleAt <= :now',
         ExpressionAttributeNames: { '#settleQueue': 'settleQueue', '#settleAt': 'settleAt' },
@@ -337,9 +332,9 @@ export class LedgerStore {
 
   /** Keep installments a notification reported but PayHere could not confirm yet (only upwards). */
   async reportInstallments(orderId: string, installmentsPaid: number): Promise<boolean> {
-    return this.#conditional(
+    return this.conditional(
       new UpdateItemCommand({
-        TableName: this.#table,
+        TableName: this.table,
         Key: { pk: { S: orderKey(orderId) } },
         UpdateExpression: 'SET #reportedInstallmentsPaid = :installments',
         ConditionExpression:
@@ -361,9 +356,9 @@ export class LedgerStore {
     by: 'view' | 'notification' = 'view',
   ): Promise<boolean> {
     const now = this.now();
-    return this.#conditional(
+    return this.conditional(
       new UpdateItemCommand({
-        TableName: this.#table,
+        TableName: this.table,
         Key: { pk: { S: orderKey(orderId) } },
         UpdateExpression: 'SET #checkedAt = :now',
         ConditionExpression:
@@ -402,9 +397,9 @@ export class LedgerStore {
     const update =
       'SET #paymentsDroppedAt = :now REMOVE #paymentsCopy, #paymentsCopyState, #paymentsFetchedAt';
     const written = await sendConditional(
-      this.#client,
+      this.client,
       new UpdateItemCommand({
-        TableName: this.#table,
+        TableName: this.table,
         Key: { pk: { S: orderKey(orderId) } },
         UpdateExpression: update,
         ConditionExpression: 'attribute_exists(pk)',
@@ -416,98 +411,11 @@ export class LedgerStore {
     return written?.Attributes ? fromOrderItem(written.Attributes) : undefined;
   }
 
-  /**
-   * Keep a notification that matched nothing apart, for the operator (docs/operator.md "Operating it"), until
-   * `expiresAt` (epoch seconds: the table's TTL).
-   */
-  async recordUnmatched(notification: UnmatchedNotification, expiresAt: number): Promise<boolean> {
-    const now = this.now();
-    return this.#conditional(
-      new PutItemCommand({
-        TableName: this.#table,
-        Item: {
-          pk: { S: `unmatched#${new Date(now).toISOString()}#${randomUUID()}` },
-          reason: { S: notification.reason },
-          orderId: { S: notification.orderId },
-          statusCode: { S: notification.statusCode },
-          amount: { S: notification.amount },
-          currency: { S: notification.currency },
-          fields: { S: JSON.stringify(notification.fields) },
-          receivedAt: number(now),
-          expiresAt: number(expiresAt),
-        },
-        ConditionExpression: 'attribute_not_exists(pk)',
-      }),
-    );
-  }
-
-  /** What the notification with this identity did when it was received, if it was (and is not expired). */
-  async notificationOutcome(identity: string): Promise<string | undefined> {
-    const item = await this.#get(notificationKey(identity));
-    if (!item || Number(item.expiresAt?.N ?? 0) * 1000 <= this.now()) return undefined;
-    return optionalText(item, 'outcome') ?? undefined;
-  }
-
-  /** Remember that the notification with this identity was received, and what it did, until `expiresAt` (epoch seconds). */
-  async noteNotification(identity: string, outcome: string, expiresAt: number): Promise<void> {
-    await this.#client.send(
-      new PutItemCommand({
-        TableName: this.#table,
-        Item: {
-          pk: { S: notificationKey(identity) },
-          outcome: { S: outcome },
-          receivedAt: number(this.now()),
-          expiresAt: number(expiresAt),
-        },
-      }),
-    );
-  }
-
-  /**
-   * The notifications kept apart, for the operator (a scan: no function's role may send one; the
-   * operator runs it with their own credentials, docs/operator.md "Operating it"), optionally of one order.
-   */
-  async unmatched(orderId?: string): Promise<KeptNotification[]> {
-    const found: KeptNotification[] = [];
-    let start: Record<string, AttributeValue> | undefined;
-    do {
-      const page = await this.#client.send(
-        new ScanCommand({
-          TableName: this.#table,
-          FilterExpression: `begins_with(pk, :prefix)${orderId === undefined ? '' : ' AND #orderId = :orderId'}`,
-          ...(orderId === undefined ? {} : { ExpressionAttributeNames: { '#orderId': 'orderId' } }),
-          ExpressionAttributeValues: {
-            ':prefix': { S: 'unmatched#' },
-            ...(orderId === undefined ? {} : { ':orderId': { S: orderId } }),
-          },
-          ...(start ? { ExclusiveStartKey: start } : {}),
-        }),
-      );
-      for (const item of page.Items ?? []) {
-        // DynamoDB deletes expired items up to days late.
-        const expiresAt = optionalNumber(item, 'expiresAt');
-        if (expiresAt !== null && expiresAt * 1000 <= this.now()) continue;
-        found.push({
-          expiresAt,
-          reason: text(item, 'reason') as UnmatchedNotification['reason'],
-          orderId: text(item, 'orderId'),
-          statusCode: text(item, 'statusCode'),
-          amount: text(item, 'amount'),
-          currency: text(item, 'currency'),
-          fields: JSON.parse(text(item, 'fields')) as Record<string, string>,
-          receivedAt: optionalNumber(item, 'receivedAt') ?? 0,
-        });
-      }
-      start = page.LastEvaluatedKey;
-    } while (start);
-    return found.sort((a, b) => a.receivedAt - b.receivedAt);
-  }
-
   /** Free the slot of a charge that provably sent nothing: the order is as it was before. */
   async releaseCharge(orderId: string, key: string): Promise<boolean> {
-    return this.#conditional(
+    return this.conditional(
       new UpdateItemCommand({
-        TableName: this.#table,
+        TableName: this.table,
         Key: { pk: { S: orderKey(orderId) } },
         UpdateExpression: 'REMOVE #inflight',
         ConditionExpression: '#inflight = :key',
@@ -517,87 +425,6 @@ export class LedgerStore {
     );
   }
 
-  /**
-   * Point `kind`/`id` at its order. An id already pointing at the same order is fine; one pointing
-   * elsewhere is refused (false). With `chargeKey`, the id is also bound to that charge: a payment
-   * id is adopted by at most one charge.
-   */
-  async link(kind: ReferenceKind, id: string, reference: Reference, chargeKey?: string): Promise<boolean> {
-    const item: Record<string, AttributeValue> = {
-      pk: { S: referenceKey(kind, id) },
-      orderId: { S: reference.orderId },
-      owner: { S: reference.owner },
-      ...(chargeKey ? { chargeKey: { S: chargeKey } } : {}),
-    };
-    const condition = chargeKey
-      ? 'attribute_not_exists(pk) OR (#orderId = :orderId AND #chargeKey = :chargeKey)'
-      : 'attribute_not_exists(pk) OR (#orderId = :orderId AND #owner = :owner)';
-    return this.#conditional(
-      new PutItemCommand({
-        TableName: this.#table,
-        Item: item,
-        ConditionExpression: condition,
-        ExpressionAttributeNames: namesIn(condition),
-        ExpressionAttributeValues: {
-          ':orderId': { S: reference.orderId },
-          ...(chargeKey ? { ':chargeKey': { S: chargeKey } } : { ':owner': { S: reference.owner } }),
-        },
-      }),
-    );
-  }
-
-  /** The order and owner `kind`/`id` belongs to, if the ledger knows it (and a subscription's last known state). */
-  async lookup(kind: ReferenceKind, id: string): Promise<Reference | undefined> {
-    const item = await this.#get(referenceKey(kind, id));
-    if (!item) return undefined;
-    const status = optionalText(item, 'status');
-    return { orderId: text(item, 'orderId'), owner: text(item, 'owner'), ...(status ? { status } : {}) };
-  }
-
-  /**
-   * What PayHere said of a subscription the service cancelled (CANCELLED, or COMPLETED when it
-   * refused as already completed): a later cancel of it is answered without PayHere.
-   */
-  async setSubscriptionStatus(subscriptionId: string, status: string): Promise<boolean> {
-    return this.#conditional(
-      new UpdateItemCommand({
-        TableName: this.#table,
-        Key: { pk: { S: referenceKey('subscription', subscriptionId) } },
-        UpdateExpression: 'SET #status = :status',
-        ConditionExpression: 'attribute_exists(pk)',
-        ExpressionAttributeNames: { '#status': 'status' },
-        ExpressionAttributeValues: { ':status': { S: status } },
-      }),
-    );
-  }
-
-  /** Add a subscription to its owner's list (idempotent: the list is a set). */
-  async addSubscription(owner: string, subscriptionId: string): Promise<boolean> {
-    return this.#conditional(
-      new UpdateItemCommand({
-        TableName: this.#table,
-        Key: { pk: { S: ownerKey(owner) } },
-        UpdateExpression: 'SET #owner = :owner ADD #subscriptions :ids',
-        ConditionExpression: 'attribute_not_exists(pk) OR #owner = :owner',
-        ExpressionAttributeNames: { '#owner': 'owner', '#subscriptions': 'subscriptions' },
-        ExpressionAttributeValues: { ':owner': { S: owner }, ':ids': { SS: [subscriptionId] } },
-      }),
-    );
-  }
-
-  /** The subscription ids `owner` holds. */
-  async subscriptionsOf(owner: string): Promise<string[]> {
-    const item = await this.#get(ownerKey(owner));
-    return item?.subscriptions?.SS ?? [];
-  }
-
-  async #get(pk: string): Promise<Record<string, AttributeValue> | undefined> {
-    const { Item } = await this.#client.send(
-      new GetItemCommand({ TableName: this.#table, Key: { pk: { S: pk } }, ConsistentRead: true }),
-    );
-    return Item;
-  }
-
   /** A conditional update of an order item, with the attribute names its expressions use. */
   #updateOrder(
     orderId: string,
@@ -605,9 +432,9 @@ export class LedgerStore {
     condition: string,
     values: Record<string, AttributeValue>,
   ): Promise<boolean> {
-    return this.#conditional(
+    return this.conditional(
       new UpdateItemCommand({
-        TableName: this.#table,
+        TableName: this.table,
         Key: { pk: { S: orderKey(orderId) } },
         UpdateExpression: update,
         ConditionExpression: condition,
@@ -617,178 +444,42 @@ export class LedgerStore {
     );
   }
 
-  /** Send a conditional write: false when its condition failed, any other error thrown. */
-  async #conditional(command: PutItemCommand | UpdateItemCommand): Promise<boolean> {
-    return (await sendConditional(this.#client, command)) !== undefined;
+  // The references and notifications are items of their own (lib/ledger/references.ts,
+  // lib/ledger/notifications.ts); the ledger is one store to its callers.
+
+  link(kind: ReferenceKind, id: string, reference: Reference, chargeKey?: string): Promise<boolean> {
+    return this.#references.link(kind, id, reference, chargeKey);
   }
-}
 
-/** Every attribute name an expression may use, as `#name` placeholders (several are reserved words). */
-const ATTRIBUTES = [
-  'owner',
-  'kind',
-  'state',
-  'items',
-  'currency',
-  'amount',
-  'custom1',
-  'custom2',
-  'inflight',
-  'chargeKey',
-  'chargeSentAt',
-  'chargeUntil',
-  'createdAt',
-  'updatedAt',
-  'paymentId',
-  'authorizationToken',
-  'orderId',
-  'customerToken',
-  'subscriptionId',
-  'card',
-  'installmentsPaid',
-  'reportedPaymentId',
-  'reportedSubscriptionId',
-  'reportedInstallmentsPaid',
-  'reportedAt',
-  'holdVerified',
-  'settleQueue',
-  'settleAt',
-  'checkedAt',
-  'paymentsCopy',
-  'paymentsCopyState',
-  'paymentsFetchedAt',
-  'paymentsDroppedAt',
-] as const;
+  lookup(kind: ReferenceKind, id: string): Promise<Reference | undefined> {
+    return this.#references.lookup(kind, id);
+  }
 
-function namesIn(expression: string): Record<string, string> {
-  return Object.fromEntries(
-    ATTRIBUTES.filter((name) => new RegExp(`#${name}\\b`).test(expression)).map((name) => [`#${name}`, name]),
-  );
-}
+  setSubscriptionStatus(subscriptionId: string, status: string): Promise<boolean> {
+    return this.#references.setSubscriptionStatus(subscriptionId, status);
+  }
 
-function valuesIn(
-  expression: string,
-  values: Record<string, AttributeValue>,
-): Record<string, AttributeValue> {
-  return Object.fromEntries(
-    Object.entries(values).filter(([placeholder]) => new RegExp(`${placeholder}\\b`).test(expression)),
-  );
-}
+  addSubscription(owner: string, subscriptionId: string): Promise<boolean> {
+    return this.#references.addSubscription(owner, subscriptionId);
+  }
 
-function number(value: number): AttributeValue {
-  return { N: String(value) };
-}
+  subscriptionsOf(owner: string): Promise<string[]> {
+    return this.#references.subscriptionsOf(owner);
+  }
 
-function nullableNumber(value: number | null): AttributeValue {
-  return value === null ? { NULL: true } : number(value);
-}
+  recordUnmatched(notification: UnmatchedNotification, expiresAt: number): Promise<boolean> {
+    return this.#notifications.recordUnmatched(notification, expiresAt);
+  }
 
-function nullableString(value: string | null): AttributeValue {
-  return value === null ? { NULL: true } : { S: value };
-}
+  notificationOutcome(identity: string): Promise<string | undefined> {
+    return this.#notifications.notificationOutcome(identity);
+  }
 
-/** A new order as an item: what it does not have yet is absent (conditions test for absence). */
-function toOrderItem(order: Order): Record<string, AttributeValue> {
-  const optional = (name: string, value: string | null) => (value === null ? {} : { [name]: { S: value } });
-  return {
-    pk: { S: orderKey(order.orderId) },
-    orderId: { S: order.orderId },
-    owner: { S: order.owner },
-    kind: { S: order.kind },
-    state: { S: order.state },
-    items: { S: order.items },
-    currency: { S: order.currency },
-    ...(order.amountCents === null ? {} : { amount: number(order.amountCents) }),
-    ...optional('custom1', order.custom1),
-    ...optional('custom2', order.custom2),
-    ...optional('recurrence', order.recurrence),
-    ...optional('duration', order.duration),
-    ...optional('customerToken', order.customerToken),
-    ...optional('authorizationToken', order.authorizationToken),
-    ...optional('subscriptionId', order.subscriptionId),
-    ...optional('card', order.card === null ? null : JSON.stringify(order.card)),
-    createdAt: number(order.createdAt),
-    updatedAt: number(order.updatedAt),
-  };
-}
+  noteNotification(identity: string, outcome: string, expiresAt: number): Promise<void> {
+    return this.#notifications.noteNotification(identity, outcome, expiresAt);
+  }
 
-function text(item: Record<string, AttributeValue>, name: string): string {
-  const value = item[name]?.S;
-  if (value === undefined) throw new Error(`ledger item without ${name}`);
-  return value;
-}
-
-function optionalText(item: Record<string, AttributeValue>, name: string): string | null {
-  return item[name]?.S ?? null;
-}
-
-function optionalNumber(item: Record<string, AttributeValue>, name: string): number | null {
-  const value = item[name]?.N;
-  return value === undefined ? null : Number(value);
-}
-
-/** Read an order back; an item this module did not write is an error, not something to guess at. */
-function fromOrderItem(item: Record<string, AttributeValue>): Order {
-  const kind = text(item, 'kind');
-  const state = text(item, 'state');
-  if (!(ORDER_KINDS as readonly string[]).includes(kind))
-    throw new Error(`ledger order of unknown kind ${kind}`);
-  if (!(ORDER_STATES as readonly string[]).includes(state))
-    throw new Error(`ledger order in unknown state ${state}`);
-  const card = optionalText(item, 'card');
-  const chargeKey = optionalText(item, 'chargeKey');
-  return {
-    orderId: text(item, 'orderId'),
-    owner: text(item, 'owner'),
-    kind: kind as OrderKind,
-    state: state as OrderState,
-    items: text(item, 'items'),
-    currency: text(item, 'currency'),
-    amountCents: optionalNumber(item, 'amount'),
-    custom1: optionalText(item, 'custom1'),
-    custom2: optionalText(item, 'custom2'),
-    recurrence: optionalText(item, 'recurrence'),
-    duration: optionalText(item, 'duration'),
-    paymentId: optionalText(item, 'paymentId'),
-    customerToken: optionalText(item, 'customerToken'),
-    authorizationToken: optionalText(item, 'authorizationToken'),
-    subscriptionId: optionalText(item, 'subscriptionId'),
-    card: card === null ? null : (JSON.parse(card) as Card),
-    createdAt: optionalNumber(item, 'createdAt') ?? 0,
-    updatedAt: optionalNumber(item, 'updatedAt') ?? 0,
-    charge:
-      chargeKey === null
-        ? null
-        : {
-            key: chargeKey,
-            inflight: optionalText(item, 'inflight') !== null,
-            sentAt: optionalNumber(item, 'chargeSentAt') ?? 0,
-            until: optionalNumber(item, 'chargeUntil') ?? 0,
-          },
-    installmentsPaid: optionalNumber(item, 'installmentsPaid'),
-    reported: {
-      paymentId: optionalText(item, 'reportedPaymentId'),
-      subscriptionId: optionalText(item, 'reportedSubscriptionId'),
-      installmentsPaid: optionalNumber(item, 'reportedInstallmentsPaid'),
-    },
-    reportedAt: optionalNumber(item, 'reportedAt'),
-    settleAt: optionalNumber(item, 'settleAt'),
-    holdVerified: item.holdVerified?.BOOL ?? null,
-    paymentsCopy: paymentsCopyOf(item),
-    failedAttempts: Object.fromEntries(
-      Object.entries(item).flatMap(([name, value]) => {
-        const window = /^failed(\d+)$/.exec(name)?.[1];
-        return window !== undefined && value.N !== undefined ? [[Number(window), Number(value.N)]] : [];
-      }),
-    ),
-  };
-}
-
-function paymentsCopyOf(item: Record<string, AttributeValue>): PaymentsCopy | null {
-  const answer = optionalText(item, 'paymentsCopy');
-  const state = optionalText(item, 'paymentsCopyState');
-  const fetchedAt = optionalNumber(item, 'paymentsFetchedAt');
-  if (answer === null || fetchedAt === null || !(ORDER_STATES as readonly (string | null)[]).includes(state))
-    return null;
-  return { answer, state: state as OrderState, fetchedAt };
+  unmatched(orderId?: string): Promise<KeptNotification[]> {
+    return this.#notifications.unmatched(orderId);
+  }
 }

@@ -1,0 +1,157 @@
+import type { AttributeValue } from '../dynamodb/index.ts';
+import {
+  type Card,
+  ORDER_KINDS,
+  ORDER_STATES,
+  type Order,
+  type OrderKind,
+  type OrderState,
+  type PaymentsCopy,
+} from './model.ts';
+import { number, optionalNumber, optionalText, text } from './table.ts';
+
+/** An order's item, `order#<order_id>`: its key, its attributes, and the order read back from it. */
+export const orderKey = (orderId: string) => `order#${orderId}`;
+
+/** Every attribute name an expression may use, as `#name` placeholders (several are reserved words). */
+export const ATTRIBUTES = [
+  'owner',
+  'kind',
+  'state',
+  'items',
+  'currency',
+  'amount',
+  'custom1',
+  'custom2',
+  'inflight',
+  'chargeKey',
+  'chargeSentAt',
+  'chargeUntil',
+  'createdAt',
+  'updatedAt',
+  'paymentId',
+  'authorizationToken',
+  'orderId',
+  'customerToken',
+  'subscriptionId',
+  'card',
+  'installmentsPaid',
+  'reportedPaymentId',
+  'reportedSubscriptionId',
+  'reportedInstallmentsPaid',
+  'reportedAt',
+  'holdVerified',
+  'settleQueue',
+  'settleAt',
+  'checkedAt',
+  'paymentsCopy',
+  'paymentsCopyState',
+  'paymentsFetchedAt',
+  'paymentsDroppedAt',
+] as const;
+
+export function namesIn(expression: string): Record<string, string> {
+  return Object.fromEntries(
+    ATTRIBUTES.filter((name) => new RegExp(`#${name}\\b`).test(expression)).map((name) => [`#${name}`, name]),
+  );
+}
+
+export function valuesIn(
+  expression: string,
+  values: Record<string, AttributeValue>,
+): Record<string, AttributeValue> {
+  return Object.fromEntries(
+    Object.entries(values).filter(([placeholder]) => new RegExp(`${placeholder}\\b`).test(expression)),
+  );
+}
+
+/** A new order as an item: what it does not have yet is absent (conditions test for absence). */
+export function toOrderItem(order: Order): Record<string, AttributeValue> {
+  const optional = (name: string, value: string | null) => (value === null ? {} : { [name]: { S: value } });
+  return {
+    pk: { S: orderKey(order.orderId) },
+    orderId: { S: order.orderId },
+    owner: { S: order.owner },
+    kind: { S: order.kind },
+    state: { S: order.state },
+    items: { S: order.items },
+    currency: { S: order.currency },
+    ...(order.amountCents === null ? {} : { amount: number(order.amountCents) }),
+    ...optional('custom1', order.custom1),
+    ...optional('custom2', order.custom2),
+    ...optional('recurrence', order.recurrence),
+    ...optional('duration', order.duration),
+    ...optional('customerToken', order.customerToken),
+    ...optional('authorizationToken', order.authorizationToken),
+    ...optional('subscriptionId', order.subscriptionId),
+    ...optional('card', order.card === null ? null : JSON.stringify(order.card)),
+    createdAt: number(order.createdAt),
+    updatedAt: number(order.updatedAt),
+  };
+}
+
+/** Read an order back; an item this module did not write is an error, not something to guess at. */
+export function fromOrderItem(item: Record<string, AttributeValue>): Order {
+  const kind = text(item, 'kind');
+  const state = text(item, 'state');
+  if (!(ORDER_KINDS as readonly string[]).includes(kind))
+    throw new Error(`ledger order of unknown kind ${kind}`);
+  if (!(ORDER_STATES as readonly string[]).includes(state))
+    throw new Error(`ledger order in unknown state ${state}`);
+  const card = optionalText(item, 'card');
+  const chargeKey = optionalText(item, 'chargeKey');
+  return {
+    orderId: text(item, 'orderId'),
+    owner: text(item, 'owner'),
+    kind: kind as OrderKind,
+    state: state as OrderState,
+    items: text(item, 'items'),
+    currency: text(item, 'currency'),
+    amountCents: optionalNumber(item, 'amount'),
+    custom1: optionalText(item, 'custom1'),
+    custom2: optionalText(item, 'custom2'),
+    recurrence: optionalText(item, 'recurrence'),
+    duration: optionalText(item, 'duration'),
+    paymentId: optionalText(item, 'paymentId'),
+    customerToken: optionalText(item, 'customerToken'),
+    authorizationToken: optionalText(item, 'authorizationToken'),
+    subscriptionId: optionalText(item, 'subscriptionId'),
+    card: card === null ? null : (JSON.parse(card) as Card),
+    createdAt: optionalNumber(item, 'createdAt') ?? 0,
+    updatedAt: optionalNumber(item, 'updatedAt') ?? 0,
+    charge:
+      chargeKey === null
+        ? null
+        : {
+            key: chargeKey,
+            inflight: optionalText(item, 'inflight') !== null,
+            sentAt: optionalNumber(item, 'chargeSentAt') ?? 0,
+            until: optionalNumber(item, 'chargeUntil') ?? 0,
+          },
+    installmentsPaid: optionalNumber(item, 'installmentsPaid'),
+    reported: {
+      paymentId: optionalText(item, 'reportedPaymentId'),
+      subscriptionId: optionalText(item, 'reportedSubscriptionId'),
+      installmentsPaid: optionalNumber(item, 'reportedInstallmentsPaid'),
+    },
+    reportedAt: optionalNumber(item, 'reportedAt'),
+    settleAt: optionalNumber(item, 'settleAt'),
+    holdVerified: item.holdVerified?.BOOL ?? null,
+    paymentsCopy: paymentsCopyOf(item),
+    failedAttempts: Object.fromEntries(
+      Object.entries(item).flatMap(([name, value]) => {
+        const window = /^failed(\d+)$/.exec(name)?.[1];
+        return window !== undefined && value.N !== undefined ? [[Number(window), Number(value.N)]] : [];
+      }),
+    ),
+  };
+}
+
+export function paymentsCopyOf(item: Record<string, AttributeValue>): PaymentsCopy | null {
+  const answer = optionalText(item, 'paymentsCopy');
+  const state = optionalText(item, 'paymentsCopyState');
+  const fetchedAt = optionalNumber(item, 'paymentsFetchedAt');
+  if (answer === null || fetchedAt === null || !(ORDER_STATES as readonly (string | null)[]).includes(state))
+    return null;
+  return { answer, state: state as OrderState, fetchedAt };
+}

@@ -1,0 +1,88 @@
+import { type AttributeValue, PutItemCommand, UpdateItemCommand } from '../dynamodb/index.ts';
+import type { Reference, ReferenceKind } from './model.ts';
+import { namesIn } from './order-item.ts';
+import { LedgerTable, optionalText, text } from './table.ts';
+
+const referenceKey = (kind: ReferenceKind, id: string) => `${kind}#${id}`;
+const ownerKey = (owner: string) => `owner#${owner}`;
+
+/**
+ * The ledger's index from the ids PayHere hands out to their order and owner (`payment#<id>`,
+ * `authorization#<token>`, `subscription#<id>`, `customer_token#<token>`), and each customer's
+ * subscriptions (`owner#<sub>`).
+ */
+export class LedgerReferences extends LedgerTable {
+  /**
+   * Point `kind`/`id` at its order. An id already pointing at the same order is fine; one pointing
+   * elsewhere is refused (false). With `chargeKey`, the id is also bound to that charge: a payment
+   * id is adopted by at most one charge.
+   */
+  async link(kind: ReferenceKind, id: string, reference: Reference, chargeKey?: string): Promise<boolean> {
+    const item: Record<string, AttributeValue> = {
+      pk: { S: referenceKey(kind, id) },
+      orderId: { S: reference.orderId },
+      owner: { S: reference.owner },
+      ...(chargeKey ? { chargeKey: { S: chargeKey } } : {}),
+    };
+    const condition = chargeKey
+      ? 'attribute_not_exists(pk) OR (#orderId = :orderId AND #chargeKey = :chargeKey)'
+      : 'attribute_not_exists(pk) OR (#orderId = :orderId AND #owner = :owner)';
+    return this.conditional(
+      new PutItemCommand({
+        TableName: this.table,
+        Item: item,
+        ConditionExpression: condition,
+        ExpressionAttributeNames: namesIn(condition),
+        ExpressionAttributeValues: {
+          ':orderId': { S: reference.orderId },
+          ...(chargeKey ? { ':chargeKey': { S: chargeKey } } : { ':owner': { S: reference.owner } }),
+        },
+      }),
+    );
+  }
+
+  /** The order and owner `kind`/`id` belongs to, if the ledger knows it (and a subscription's last known state). */
+  async lookup(kind: ReferenceKind, id: string): Promise<Reference | undefined> {
+    const item = await this.get(referenceKey(kind, id));
+    if (!item) return undefined;
+    const status = optionalText(item, 'status');
+    return { orderId: text(item, 'orderId'), owner: text(item, 'owner'), ...(status ? { status } : {}) };
+  }
+
+  /**
+   * What PayHere said of a subscription the service cancelled (CANCELLED, or COMPLETED when it
+   * refused as already completed): a later cancel of it is answered without PayHere.
+   */
+  async setSubscriptionStatus(subscriptionId: string, status: string): Promise<boolean> {
+    return this.conditional(
+      new UpdateItemCommand({
+        TableName: this.table,
+        Key: { pk: { S: referenceKey('subscription', subscriptionId) } },
+        UpdateExpression: 'SET #status = :status',
+        ConditionExpression: 'attribute_exists(pk)',
+        ExpressionAttributeNames: { '#status': 'status' },
+        ExpressionAttributeValues: { ':status': { S: status } },
+      }),
+    );
+  }
+
+  /** Add a subscription to its owner's list (idempotent: the list is a set). */
+  async addSubscription(owner: string, subscriptionId: string): Promise<boolean> {
+    return this.conditional(
+      new UpdateItemCommand({
+        TableName: this.table,
+        Key: { pk: { S: ownerKey(owner) } },
+        UpdateExpression: 'SET #owner = :owner ADD #subscriptions :ids',
+        ConditionExpression: 'attribute_not_exists(pk) OR #owner = :owner',
+        ExpressionAttributeNames: { '#owner': 'owner', '#subscriptions': 'subscriptions' },
+        ExpressionAttributeValues: { ':owner': { S: owner }, ':ids': { SS: [subscriptionId] } },
+      }),
+    );
+  }
+
+  /** The subscription ids `owner` holds. */
+  async subscriptionsOf(owner: string): Promise<string[]> {
+    const item = await this.get(ownerKey(owner));
+    return item?.subscriptions?.SS ?? [];
+  }
+}
