@@ -1,3 +1,5 @@
+// About 400 lines, one file: it is data (every seeded payment, subscription, card and token), read
+// beside sandbox/README.md's table of it; split, the ids that tie records together would be apart.
 // The data the sandbox starts with (and returns to on reset). Values come from GATEWAY.md's samples
 // wherever a sample exists; sandbox/README.md documents every one.
 import { amountDetail } from './money.ts';

@@ -1,3 +1,6 @@
+// About 410 lines, one file: GatewayClient.call is one loop (share, slot, send, classify, retry,
+// token renewal, release), and every branch of it reads the same attempt's state; split, a retry's
+// rules would live away from the loop that applies them.
 import { type CallerShares, callers } from '../budget/caller-shares.ts';
 import type { GatewayLimiter, Permit } from '../budget/limiter.ts';
 import { defaultSleep } from '../budget/window-limiter.ts';

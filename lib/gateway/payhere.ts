@@ -1,17 +1,30 @@
 import {
-  type ApiError,
   ConflictError,
   GatewayError,
   GatewayRejectedError,
   NotFoundError,
-  OutcomeUnknownError,
-  reached,
+  type OutcomeUnknownError,
 } from '../envelope/errors.ts';
-import { log } from '../log/log.ts';
 import type { ChargeRequest } from '../schemas/charge.ts';
 import { outcomeUnknown } from './advice.ts';
+import {
+  type AdoptPayment,
+  ALREADY_SETTLED,
+  expectData,
+  findSubscription,
+  isRefusal,
+  NOTHING,
+  type ReadOptions,
+  type RefundBody,
+  type Result,
+  read,
+  refused,
+  rejection,
+  subscriptionRefusal,
+  V1,
+} from './answers.ts';
 import { type GatewayAnswer, type GatewayCall, type GatewayClient, LostAnswerError } from './client.ts';
-import { type ChargeWindow, chargeCandidates, gatewayDateToEpoch } from './reconcile.ts';
+import { type ChargeWindow, chargeDeadline, Reconciliation } from './reconcile.ts';
 import {
   type CaptureResult,
   ChargeResult,
@@ -22,34 +35,15 @@ import {
   SubscriptionRecord,
 } from './schemas.ts';
 
-const V1 = '/merchant/v1';
-
-/** A refund as PayHere takes it: a payment (fully or partly) or a hold (released whole). */
-export type RefundBody =
-  | { payment_id: number; description: string; amount?: number }
-  | { authorization_token: string; description: string };
-
-/** Claims a payment found by reconciliation for the lost charge; false when another charge holds it. */
-export type AdoptPayment = (payment: PaymentRecord) => Promise<boolean>;
-
-export interface Result<T> {
-  msg: string;
-  data: T;
-  /** The gateway's answer is not final yet (a search answering status 0: payment pending). */
-  pending?: true;
-}
-
-/** PayHere's records answered, and show nothing of the money request (its settlement decides when that means not done). */
-export const NOTHING = 'nothing';
-
-/** Time kept back from a charge's own deadline so a lost answer can still be reconciled. */
-const RECONCILE_RESERVE_MS = 4_000;
-
-/** A refusal PayHere answered: the request reached it and was not processed. */
-const refused = <E extends ApiError>(error: E): E => reached(error, 'answered');
-
-/** PayHere's documented capture refusals that are about state (GATEWAY.md "Capture"). */
-const ALREADY_SETTLED = /^Authorization is already (CAPTURED|REFUNDED)\.?$/i;
+export {
+  type AdoptPayment,
+  chargeDeadline,
+  findSubscription,
+  NOTHING,
+  type ReadOptions,
+  type RefundBody,
+  type Result,
+};
 
 /**
  * The Merchant API operations. Each money operation maps PayHere's answers in one place: the
@@ -58,9 +52,31 @@ const ALREADY_SETTLED = /^Authorization is already (CAPTURED|REFUNDED)\.?$/i;
  */
 export class PayHere {
   readonly #client: GatewayClient;
+  readonly #records: Reconciliation;
 
   constructor(client: GatewayClient) {
     this.#client = client;
+    this.#records = new Reconciliation(this);
+  }
+
+  /** A lost charge, from the order's payments (lib/gateway/reconcile.ts). */
+  reconcileCharge(...args: Parameters<Reconciliation['charge']>) {
+    return this.#records.charge(...args);
+  }
+
+  /** A lost capture, from the hold's order's payments. */
+  reconcileCapture(...args: Parameters<Reconciliation['capture']>) {
+    return this.#records.capture(...args);
+  }
+
+  /** A lost refund, from the payment's status. */
+  reconcileRefund(...args: Parameters<Reconciliation['refund']>) {
+    return this.#records.refund(...args);
+  }
+
+  /** A lost retry, from the subscription's payments. */
+  reconcileRetry(...args: Parameters<Reconciliation['retry']>) {
+    return this.#records.retry(...args);
   }
 
   /**
@@ -107,76 +123,6 @@ export class PayHere {
     return found;
   }
 
-  /**
-   * A charge whose answer was lost may have happened: the order's payments are the only record.
-   * Exactly one payment in the charge's window, received and adopted by no other charge, is its
-   * outcome; NOTHING when PayHere's records answered and show none. Anything else stays unknown
-   * (several candidates are logged as a possible duplicate; a search that fails says nothing). A
-   * payment refunded or charged back since is not reported as paid until the charge is settled for
-   * good (`final`, the settle delay passed): money moved, so it is the charge's outcome then.
-   */
-  async reconcileCharge(
-    request: ChargeRequest,
-    window: ChargeWindow,
-    deadline: number,
-    adopt: AdoptPayment = async () => true,
-    cause?: unknown,
-    final = false,
-  ): Promise<Result<ChargeResult> | typeof NOTHING> {
-    // A hold is no payment: the order search cannot show it; only PayHere's notification can.
-    if (request.type === 'AUTHORIZE') throw outcomeUnknown.hold(request.order_id, cause);
-    const payments = await this.#paymentsForReconciliation(request.order_id, deadline, () =>
-      outcomeUnknown.charge(request.order_id, cause),
-    );
-    const candidates = chargeCandidates(payments, request, window);
-    if (candidates.length > 1) {
-      log.warn('possible duplicate charge: several payments match one lost charge', {
-        orderId: request.order_id,
-        paymentIds: candidates.map((payment) => payment.payment_id),
-      });
-      throw reached(
-        new OutcomeUnknownError(
-          `The gateway did not answer the charge, and order ${request.order_id} shows several payments that could be it. ` +
-            "Do not charge again: the merchant must check the order's payments.",
-          cause,
-        ),
-        'lost',
-      );
-    }
-    const found = candidates[0];
-    if (!found) return NOTHING;
-    if (found.status !== 'RECEIVED' && !final) {
-      throw reached(
-        new OutcomeUnknownError(
-          `The gateway did not answer the charge; order ${request.order_id} shows payment ${found.payment_id}, ` +
-            `now ${found.status}, so the order is not paid. Do not charge again before checking it.`,
-          cause,
-        ),
-        'lost',
-      );
-    }
-    if (!(await adopt(found))) throw outcomeUnknown.charge(request.order_id, cause);
-    return {
-      msg:
-        found.status === 'RECEIVED'
-          ? 'The gateway did not answer the charge, but its records show the payment was received.'
-          : `The gateway did not answer the charge, but its records show the payment, now ${found.status}.`,
-      data: {
-        order_id: found.order_id,
-        items: request.items,
-        currency: found.currency,
-        amount: found.amount,
-        custom_1: request.custom_1 ?? null,
-        custom_2: request.custom_2 ?? null,
-        payment_id: found.payment_id,
-        status_code: 2,
-        status_message: `Payment ${found.status} according to the gateway's records.`,
-        md5sig: null,
-        authorization_token: null,
-      },
-    };
-  }
-
   /** Capture a hold; `orderId` (the hold's order, when the ledger knows it) names the read in advice. */
   async capture(
     body: { authorization_token: string; amount: number; deduction_details: string },
@@ -194,45 +140,6 @@ export class PayHere {
         ? { msg: msg || 'Successfully captured payment', data: result.data }
         : undefined;
     });
-  }
-
-  /**
-   * A capture whose answer was lost, repeated: captured if the hold's order shows exactly one
-   * payment of the captured amount made within the capture's window; NOTHING if it shows none.
-   */
-  async reconcileCapture(
-    body: { amount: number },
-    window: ChargeWindow,
-    deadline: number,
-    orderId: string | undefined,
-  ): Promise<Result<CaptureResult> | typeof NOTHING> {
-    if (!orderId) throw outcomeUnknown.capture(undefined);
-    const payments = await this.#paymentsForReconciliation(orderId, deadline, () =>
-      outcomeUnknown.capture(orderId),
-    );
-    const captured = payments.filter((payment) => {
-      const at = gatewayDateToEpoch(payment.date);
-      return (
-        Math.round(payment.amount * 100) === Math.round(body.amount * 100) &&
-        at !== undefined &&
-        at >= Math.floor(window.sentAt / 1000) * 1000 &&
-        at <= Math.ceil(window.until / 1000) * 1000
-      );
-    });
-    const [payment] = captured;
-    if (captured.length === 0) return NOTHING;
-    if (captured.length !== 1 || !payment) throw outcomeUnknown.capture(orderId);
-    return {
-      msg: 'The gateway did not answer the capture, but its records show the payment was captured.',
-      data: {
-        status_code: 2,
-        status_message: `Payment ${payment.status} according to the gateway's records.`,
-        payment_id: payment.payment_id,
-        order_id: payment.order_id,
-        currency: payment.currency,
-        captured_amount: payment.amount,
-      },
-    };
   }
 
   async refund(
@@ -254,30 +161,6 @@ export class PayHere {
         data: { refund_id: id === null || id === undefined ? null : Number(id) },
       };
     });
-  }
-
-  /**
-   * A refund of a payment whose answer was lost, repeated: refunded if the payment now shows a
-   * refund, NOTHING if it shows none. A partial refund of a payment refunded in part before cannot
-   * be told apart from the earlier one: taken as done, the side that refunds nothing twice. A hold's
-   * release has no record to read at all: advice.
-   */
-  async reconcileRefund(
-    body: RefundBody,
-    deadline: number,
-    orderId: string | undefined,
-  ): Promise<Result<{ refund_id: number | null }> | typeof NOTHING> {
-    if (!orderId || !('payment_id' in body)) throw outcomeUnknown.refund(orderId);
-    const paymentId = String(body.payment_id);
-    const payments = await this.#paymentsForReconciliation(orderId, deadline, () =>
-      outcomeUnknown.refund(orderId),
-    );
-    const payment = payments.find((record) => String(record.payment_id) === paymentId);
-    if (!payment?.status.startsWith('REFUND')) return NOTHING;
-    return {
-      msg: `The gateway did not answer the refund, but its records show the payment ${payment.status}.`,
-      data: { refund_id: null },
-    };
   }
 
   async paymentsOfOrder(
@@ -371,37 +254,6 @@ export class PayHere {
     });
   }
 
-  /**
-   * A retry whose answer was lost, repeated: charged if the subscription shows a payment made within
-   * its window, NOTHING if it shows none.
-   */
-  async reconcileRetry(
-    id: string,
-    window: ChargeWindow,
-    deadline: number,
-  ): Promise<Result<null> | typeof NOTHING> {
-    let payments: PaymentRecord[];
-    try {
-      ({ data: payments } = await this.subscriptionPayments(id, deadline, { reconciliation: true }));
-    } catch (error) {
-      if (error instanceof NotFoundError) return NOTHING;
-      throw outcomeUnknown.retry(id, error);
-    }
-    const charged = payments.some((payment) => {
-      const at = gatewayDateToEpoch(payment.date);
-      return (
-        at !== undefined &&
-        at >= Math.floor(window.sentAt / 1000) * 1000 &&
-        at <= Math.ceil(window.until / 1000) * 1000
-      );
-    });
-    if (!charged) return NOTHING;
-    return {
-      msg: 'The gateway did not answer the retry, but its records show the installment was charged.',
-      data: null,
-    };
-  }
-
   async cancelSubscription(id: string, deadline: number): Promise<Result<null>> {
     const body = { subscription_id: Number(id) };
     const call = { method: 'POST', path: `${V1}/subscription/cancel`, body, money: true, deadline } as const;
@@ -410,24 +262,13 @@ export class PayHere {
       ({ envelope } = await this.#client.call(call));
     } catch (error) {
       if (!(error instanceof LostAnswerError)) throw error;
-      return this.#reconcileCancel(id, deadline, error);
+      return this.#records.cancel(id, deadline, error);
     }
     if (envelope.status === -1) throw refused(subscriptionRefusal(id, envelope.msg));
     if (isRefusal(envelope, false))
       throw refused(new GatewayRejectedError(rejection(envelope.msg, 'cancellation')));
-    if (envelope.status !== 1) return this.#reconcileCancel(id, deadline, undefined);
+    if (envelope.status !== 1) return this.#records.cancel(id, deadline, undefined);
     return { msg: envelope.msg || 'Successfully cancelled the subscription', data: null };
-  }
-
-  /** A cancel whose answer was lost is settled by the subscription's state. */
-  async #reconcileCancel(id: string, deadline: number, cause: unknown): Promise<Result<null>> {
-    try {
-      const { data } = await this.getSubscription(id, deadline);
-      if (data.status === 'CANCELLED') return { msg: 'Successfully cancelled the subscription', data: null };
-    } catch {
-      // fall through: the state could not be read
-    }
-    throw outcomeUnknown.cancel(id, cause);
   }
 
   /**
@@ -450,86 +291,4 @@ export class PayHere {
     if (result === undefined) throw advice(new Error(`unusable answer (status ${envelope.status})`));
     return result;
   }
-
-  /**
-   * An order's payments for reconciliation: none is an answer; a failed search leaves the outcome
-   * unknown. Always PayHere's own answer, never one shared between readers (lib/reads/): it settles
-   * money.
-   */
-  async #paymentsForReconciliation(
-    orderId: string,
-    deadline: number,
-    unknown: () => OutcomeUnknownError,
-  ): Promise<PaymentRecord[]> {
-    try {
-      const found = await this.paymentsOfOrder(orderId, deadline, { reconciliation: true });
-      // A pending search shows no received payment: the outcome is not final either.
-      return found.pending ? [] : found.data;
-    } catch (error) {
-      if (error instanceof NotFoundError) return [];
-      throw reached(unknown(), 'lost');
-    }
-  }
-}
-
-/**
- * `reconciliation`: the read settles money (a lost money request, a report the settle job checks),
- * and draws on the budget's reserved share, which other reads cannot take.
- */
-export interface ReadOptions {
-  reconciliation?: boolean;
-}
-
-function read(path: string, deadline: number, options: ReadOptions): GatewayCall {
-  return {
-    method: 'GET',
-    path,
-    money: false,
-    deadline,
-    ...(options.reconciliation ? { reconciliation: true } : {}),
-  };
-}
-
-/** Subscription `id` (digits, leading zeros allowed) in a list of PayHere's subscriptions. */
-export function findSubscription(
-  subscriptions: readonly SubscriptionRecord[],
-  id: string,
-): SubscriptionRecord | undefined {
-  return subscriptions.find((subscription) => String(subscription.subscription_id) === String(Number(id)));
-}
-
-/** The upstream deadline of a charge: time is kept back to reconcile a lost answer by `deadline`. */
-export function chargeDeadline(deadline: number): number {
-  const now = Date.now();
-  return Math.max(now + (deadline - now) / 2, deadline - RECONCILE_RESERVE_MS);
-}
-
-function expectData<T>(
-  schema: { safeParse(input: unknown): { success: true; data: T } | { success: false } },
-  envelope: GatewayAnswer['envelope'],
-): T {
-  if (envelope.status !== 1) throw new GatewayError();
-  const parsed = schema.safeParse(envelope.data);
-  if (!parsed.success) throw new GatewayError();
-  return parsed.data;
-}
-
-/**
- * PayHere's documented refusal envelopes (GATEWAY.md "Envelope and generic errors"): top-level
- * `status` -1, or -2 without a usable result ("Customer authentication failed", and whatever else
- * PayHere words its refusals with). The request was refused, not processed: an answer, never an
- * unknown outcome. (The exact "Authentication error" never gets here: the client reads it as a
- * refused access token.)
- */
-function isRefusal(envelope: GatewayAnswer['envelope'], usableData: boolean): boolean {
-  return envelope.status === -1 || (envelope.status === -2 && !usableData);
-}
-
-function rejection(msg: string | null | undefined, operation: string): string {
-  return msg ? `The gateway refused the ${operation}: ${msg}` : `The gateway refused the ${operation}.`;
-}
-
-function subscriptionRefusal(id: string, msg: string | null | undefined) {
-  if (/not found/i.test(msg ?? '')) return new NotFoundError(`Subscription ${id} was not found.`);
-  return new ConflictError(msg || `Subscription ${id} is not in a state that allows this.`);
 }

@@ -1,3 +1,6 @@
+// About 410 lines, one file: the idempotency record's conditional writes (begin, claim, finish,
+// settle index, delete), each guarding the others' states; read side by side, their conditions show
+// that no two requests can both send.
 import { randomUUID } from 'node:crypto';
 import {
   type AttributeValue,

@@ -1,3 +1,6 @@
+// About 450 lines, one file: one notification's path (signature, replay, flow and terms, PayHere's
+// confirmation, the move through lib/orders/evidence.ts, audit, installments, what is kept apart),
+// read top to bottom as PayHere's message is handled.
 import { createHash } from 'node:crypto';
 import type { CredentialsProvider } from '../config/config.ts';
 import { InvalidSignatureError } from '../envelope/errors.ts';

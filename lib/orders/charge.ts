@@ -1,3 +1,6 @@
+// About 410 lines, one file: one charge's path (the order's claim, PayHere's call, the outcome's
+// record, its settlement) and the refusals a claim can meet; each step's condition is written against
+// the others', so they stay together. Evidence and transitions live in lib/orders/evidence.ts.
 import {
   ApiError,
   CallerRateLimitedError,
