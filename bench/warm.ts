@@ -3,6 +3,7 @@ import { writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { promisify } from 'node:util';
 import { Pool } from 'undici';
+import { loadSharesConfig, shareWrite } from '../lib/budget/caller-shares.ts';
 import { SharedStateTable } from '../lib/budget/state-table.ts';
 import {
   DynamoDBClient,
@@ -12,7 +13,7 @@ import {
   UpdateItemCommand,
   type UpdateItemCommandInput,
 } from '../lib/dynamodb/index.ts';
-import { SharedReadStore } from '../lib/reads/store.ts';
+import { SHARED_READS, SharedReadStore } from '../lib/reads/store.ts';
 import { SANDBOX_CREDENTIALS } from '../sandbox/server.ts';
 import { type GatewayRouteName, IDEMPOTENT_ROUTES } from '../tests/helpers/routes.ts';
 import { OUT, ROOT } from './build.ts';
@@ -348,9 +349,23 @@ export function bareFloor(
     return body;
   }
 
+  /**
+   * Each caller's share (lib/budget/caller-shares.ts): before its slot, every PayHere call of a
+   * caller (the bench calls as the merchant) counts against the caller's share with one conditional
+   * write; the floor sends that very write (shareWrite), on a caller of its own.
+   */
+  const share = loadSharesConfig(process.env).merchant;
+  const shareCaller = { id: `bench-floor-${crypto.randomUUID()}`, kind: 'merchant' } as const;
+  async function counted(money: boolean): Promise<void> {
+    await dynamodb.send(
+      new UpdateItemCommand(shareWrite(plan.stateTable, shareCaller, share, money, Date.now())),
+    );
+  }
+
   async function exchange(call: UpstreamCall): Promise<string> {
     token ??= accessToken();
     const authorization = `Bearer ${await token}`;
+    await counted(call.method === 'POST');
     return withSlot(async () => {
       const response = await pool.request({
         method: call.method,
@@ -391,6 +406,21 @@ export function bareFloor(
   return {
     async send(route: GatewayRouteName, call: UpstreamCall, writes: FloorWrites = 'same'): Promise<void> {
       if (call.shared) return sharedLookups(call.shared);
+      // A cancel first reads, at once, the subscription's ledger reference and its shared answers
+      // (lib/orders/subscriptions.ts): an ended subscription costs PayHere nothing.
+      if (route === 'cancelSubscription') {
+        const id = String((JSON.parse(call.body!) as { subscription_id: number }).subscription_id);
+        await Promise.all([
+          dynamodb.send(
+            new GetItemCommand({
+              TableName: plan.ledgerTable,
+              Key: { pk: { S: `subscription#${id}` } },
+              ConsistentRead: true,
+            }),
+          ),
+          sharedLookups([SHARED_READS.subscription(id).key, SHARED_READS.subscriptions.key]),
+        ]);
+      }
       // The merchant's charge also takes and settles its order in the ledger (the bench calls as the merchant).
       const upstream = async () => {
         const body = route === 'charge' ? await withLedger(call, () => exchange(call)) : await exchange(call);

@@ -41,16 +41,19 @@ export class SubscriptionCancels {
   async cancel(actor: Actor, id: string, deadline: number): Promise<Result<null>> {
     // PayHere's ids are numbers: 0420075032251 is 420075032251, in the ledger as at the gateway.
     const subscriptionId = String(Number(id));
-    const reference = await this.#ownership.reference(
-      actor,
-      'subscription',
-      subscriptionId,
-      () => new NotFoundError(`Subscription ${id} was not found.`),
-      true,
-    );
-    const known =
-      reference?.status ??
-      (await this.#reads.sharedSubscription(subscriptionId, deadline).catch(() => undefined))?.status;
+    // Who owns it and what the shared answers show, read at once (one round trip): nothing of the
+    // shared answer is told before ownership is settled.
+    const [reference, shared] = await Promise.all([
+      this.#ownership.reference(
+        actor,
+        'subscription',
+        subscriptionId,
+        () => new NotFoundError(`Subscription ${id} was not found.`),
+        true,
+      ),
+      this.#reads.sharedSubscription(subscriptionId, deadline).catch(() => undefined),
+    ]);
+    const known = reference?.status ?? shared?.status;
     if (known && ENDED[known]) throw notSent(new ConflictError(ENDED[known]));
     try {
       const answer = await thenForget(
