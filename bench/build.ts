@@ -136,13 +136,16 @@ export const withAwsSigner: Plugin = {
  * The smallest official entry point of each library a function may need, used just enough that
  * tree-shaking keeps it, and loaded as the functions load it. A function's dependency floor
  * imports the ones its own bundle holds (tests/unit/cold-imports.test.ts checks that they are the
- * same). undici's main entry is in the bundle, loaded by the first PayHere call
- * (lib/gateway/transport.ts), so the floor holds it the same way. No AWS SDK: the functions reach
+ * same). undici's Pool and request modules are in the bundle, loaded by the first PayHere call
+ * (lib/gateway/transport.ts), so the floor holds them the same way. No AWS SDK: the functions reach
  * DynamoDB and Secrets Manager through lib/aws/, which is our code over node:http and
  * node:crypto, so its cost counts against the function, as it should.
  */
 const ENTRY_POINTS: Record<string, { imports: string; uses: string }> = {
-  undici: { imports: '', uses: "() => import('undici')" },
+  undici: {
+    imports: '',
+    uses: "() => Promise.all([import('undici/lib/dispatcher/pool.js'), import('undici/lib/api/api-request.js')])",
+  },
   '@middy/core': { imports: "import middy from '@middy/core';", uses: 'middy' },
   '@middy/http-json-body-parser': {
     imports: "import jsonBodyParser from '@middy/http-json-body-parser';",

@@ -21,24 +21,46 @@ interface Sent {
   tokens: number;
   /** AWS requests: `DynamoDB_20120810.GetItem <table> <pk>`, `secretsmanager.GetSecretValue` to count. */
   aws: Record<string, number>;
+  /**
+   * When each request to DynamoDB and to PayHere (token requests too) left and its answer was in,
+   * in ms since the handler was called: what the answer waited for, in order.
+   */
+  timeline: { dynamodb: Interval[]; payhere: Interval[] };
 }
+/** [left, answered] in ms since the handler was called; answered is -1 if it never was. */
+type Interval = [number, number];
+let handlerStarted = 0;
+/** An interval for a request leaving now, closed by calling the function returned. */
+function opened(list: Interval[]): () => void {
+  const interval: Interval = [performance.now() - handlerStarted, -1];
+  list.push(interval);
+  return () => {
+    if (interval[1] < 0) interval[1] = performance.now() - handlerStarted;
+  };
+}
+const payhereOpen = new WeakMap<object, () => void>();
 const sent: Sent[] = [];
 const current = () => sent.at(-1);
 
 const payhere = process.env.GATEWAY_BASE_URL ? new URL(process.env.GATEWAY_BASE_URL).origin : undefined;
 subscribe('undici:request:create', (message) => {
-  const { origin, path } = (message as { request: { origin: string; path: string } }).request;
+  const { request } = message as { request: { origin: string; path: string } };
   const counts = current();
   // Only PayHere's: a candidate client in the bench may send to DynamoDB over undici or fetch.
-  if (!counts || String(origin) !== payhere) return;
-  if (path.includes('/oauth/token')) counts.tokens++;
+  if (!counts || String(request.origin) !== payhere) return;
+  if (request.path.includes('/oauth/token')) counts.tokens++;
   else counts.payhere++;
+  payhereOpen.set(request, opened(counts.timeline.payhere));
 });
+for (const channel of ['undici:request:trailers', 'undici:request:error']) {
+  subscribe(channel, (message) => payhereOpen.get((message as { request: object }).request)?.());
+}
 subscribe('http.client.request.created', (message) => {
   const { request } = message as { request: ClientRequest };
   const target = request.getHeader('x-amz-target');
   const counts = current();
   if (!counts || typeof target !== 'string') return;
+  if (target.startsWith('DynamoDB_')) request.once('close', opened(counts.timeline.dynamodb));
   // lib/aws/http.ts sends the body in the request's one end(): the table and key are read there.
   const end = request.end.bind(request) as (...args: unknown[]) => ClientRequest;
   Object.assign(request, {
@@ -67,11 +89,11 @@ for (const eventFile of eventFiles) {
   const event = JSON.parse(readFileSync(eventFile, 'utf8'));
   const endsAt = Date.now() + 25_000;
   const context = { awsRequestId: 'bench', getRemainingTimeInMillis: () => endsAt - Date.now() };
-  const counts: Sent = { payhere: 0, tokens: 0, aws: {} };
+  const counts: Sent = { payhere: 0, tokens: 0, aws: {}, timeline: { dynamodb: [], payhere: [] } };
   sent.push(counts);
-  const started = performance.now();
+  handlerStarted = performance.now();
   const { statusCode } = await module.handler(event, context);
-  const ms = performance.now() - started;
+  const ms = performance.now() - handlerStarted;
   // What a request sends after its answer (a budget slot's release) is still its own.
   await setTimeout(100);
   requests.push({ ms, statusCode, sent: counts });

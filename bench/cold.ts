@@ -23,6 +23,8 @@ export interface RequestSent {
   tokens: number;
   /** AWS requests: `DynamoDB_20120810.GetItem <table> <pk>`, `secretsmanager.GetSecretValue`... */
   aws: Record<string, number>;
+  /** [left, answered] of each request, in ms since the handler was called (-1: never answered). */
+  timeline: { dynamodb: [number, number][]; payhere: [number, number][] };
 }
 
 export interface ColdRequest {

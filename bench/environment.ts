@@ -32,14 +32,21 @@ export interface Prepared {
   upstream: UpstreamCall;
 }
 
+export interface BenchDistances {
+  /** Every PayHere request waits this long before the sandbox answers it, once `distant()` is called. */
+  payhereDelayMs?: number;
+  /** Every DynamoDB request waits this long before dynalite answers it. */
+  dynamodbDelayMs?: number;
+}
+
 /**
- * Everything a deployed function talks to, on loopback: the PayHere sandbox (no latency, no rate
- * limit), DynamoDB (dynalite), Secrets Manager (holding the gateway credentials) and a token
- * issuer whose keys are given inline, as a deployment may.
+ * Everything a deployed function talks to, on loopback: the PayHere sandbox (no rate limit),
+ * DynamoDB (dynalite), Secrets Manager (holding the gateway credentials) and a token issuer whose
+ * keys are given inline, as a deployment may. At no distance unless `distances` says otherwise.
  */
-export async function startBenchEnvironment() {
+export async function startBenchEnvironment(distances: BenchDistances = {}) {
   const sandbox = await startSandbox({ rateLimit: false });
-  const dynamodb = await startLocalDynamoDB();
+  const dynamodb = await startLocalDynamoDB({ delayMs: distances.dynamodbDelayMs ?? 0 });
   await createTable(dynamodb.endpoint, TABLE, { settleIndex: true });
   await createTable(dynamodb.endpoint, LEDGER_TABLE, { settleIndex: true });
   await createTable(dynamodb.endpoint, STATE_TABLE);
@@ -93,6 +100,16 @@ export async function startBenchEnvironment() {
     dynamodb,
     secrets,
     prepare,
+    /** From now on every PayHere request waits `payhereDelayMs` (set-up done before is not delayed). */
+    distant() {
+      if (distances.payhereDelayMs) {
+        sandbox.faults.inject(
+          '*',
+          { kind: 'latency', ms: distances.payhereDelayMs },
+          Number.POSITIVE_INFINITY,
+        );
+      }
+    },
     async close() {
       await Promise.allSettled([sandbox.close(), dynamodb.close(), secrets.close()]);
     },

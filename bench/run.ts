@@ -23,6 +23,7 @@ import { type ColdRequest, DYNAMODB_READS, DYNAMODB_WRITES, dynamodbCount, measu
 import { customerReadsSection, measureCustomerReads } from './customers.ts';
 import { startBenchEnvironment } from './environment.ts';
 import { fairnessSection, runFairness } from './fairness.ts';
+import { firstAnswerSection, measureFirstAnswer } from './first-answer.ts';
 import { measureSettle } from './settle.ts';
 import { kib, median, percentile, round } from './stats.ts';
 import { measureWarm, type WarmSamples } from './warm.ts';
@@ -58,6 +59,8 @@ const OBSERVED_REQUESTS = 2000;
 /** PayHere's budget: calls timed per client, and requests per route in the burst. */
 const LIMITER_CALLS = { count: 2000, warmUp: 100 };
 const BURST_PER_ROUTE = 12;
+/** Fresh processes per side in the comparison with the naive intermediary. */
+const FIRST_ANSWER_RUNS = 9;
 /** The deployed functions' timeout (serverless.yml), as the burst's Lambdas have it. */
 const LAMBDA_TIMEOUT_MS = 25_000;
 
@@ -204,9 +207,16 @@ export const handler = async () => {
     },
     [SIGNERS.aws]: { call: 'signature', source: AWS_SIGNATURE },
     [SIGNERS.awsModules]: { call: 'signature', source: AWS_SIGNATURE, changes: ES_MODULES },
-    "undici's main entry (Pool), what a first PayHere call loads": {
+    "undici's main entry (Pool), what a first PayHere call loaded until issue 24": {
       source: `import { Pool } from 'undici';
 export const pool = new Pool('https://sandbox.payhere.lk');
+export const handler = async () => ({ statusCode: 200, body: '' });`,
+    },
+    "undici's Pool and request modules, what a first PayHere call loads (lib/gateway/transport.ts)": {
+      source: `import Pool from 'undici/lib/dispatcher/pool.js';
+import request from 'undici/lib/api/api-request.js';
+export const pool = new Pool('https://sandbox.payhere.lk');
+export const send = request;
 export const handler = async () => ({ statusCode: 200, body: '' });`,
     },
   };
@@ -649,6 +659,19 @@ try {
 } finally {
   await environment.close();
 }
+
+// 10. A cold container's first answer beside a naive intermediary, PayHere and DynamoDB at a distance.
+console.error('the first answer, beside a naive intermediary...');
+const naive = await bundle('naive', { file: path.join(ROOT, 'bench', 'naive', 'handler.ts') });
+const firstAnswer = firstAnswerSection(
+  await measureFirstAnswer(
+    { service: packaged.find((fn) => fn.name === 'retrievePayments')!.bundle, naive: naive.bundle },
+    FIRST_ANSWER_RUNS,
+  ),
+);
+say();
+for (const line of firstAnswer.lines) say(line);
+failures.push(...firstAnswer.failures);
 
 say();
 say('## Budgets');

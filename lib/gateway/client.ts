@@ -108,6 +108,11 @@ export class GatewayClient {
     this.#tokens = options.tokens ? options.tokens(fetchToken) : new TokenCache(fetchToken);
   }
 
+  /** A call may follow (a read looking for a shared answer first): see TokenSource.preload. */
+  prepare(): void {
+    this.#tokens.preload?.();
+  }
+
   /**
    * Send one Merchant API call and return its envelope, whatever its `status` (the operation
    * interprets business results). Throws an ApiError for transport and protocol failures, or
@@ -211,7 +216,9 @@ export class GatewayClient {
   }
 
   async #attempt(call: GatewayCall, token: string, retryOf?: Error, money = false): Promise<Attempt> {
-    await this.#share(money, retryOf);
+    const share = this.#share(money, retryOf);
+    this.#transport.preload();
+    await share;
     // Customers (and what notifications make the service confirm) never take the share reserved
     // for the merchant's money calls, the settle job's and the token's.
     const caller = callers.getStore()?.kind;

@@ -59,6 +59,11 @@ export class PayHere {
     this.#records = new Reconciliation(this);
   }
 
+  /** A read may call PayHere once it has looked for a shared answer: GatewayClient.prepare. */
+  prepare(): void {
+    this.#client.prepare();
+  }
+
   /** A lost charge, from the order's payments (lib/gateway/reconcile.ts). */
   reconcileCharge(...args: Parameters<Reconciliation['charge']>) {
     return this.#records.charge(...args);

@@ -22,6 +22,11 @@ export interface TokenSource {
    * more try only, and it must go out on a token that works.
    */
   renew(rejected: string, deadline: number): Promise<string>;
+  /**
+   * A PayHere call may follow: read a stored token into memory beside the caller's other lookups,
+   * never asking PayHere for one (the caller may find its answer shared and call nobody).
+   */
+  preload?(): void;
 }
 
 /**
@@ -118,6 +123,8 @@ export class SharedTokenCache implements TokenSource {
   /** The token as this container last read it, used without a read until its refresh time. */
   #current: { value: string; useUntil: number } | undefined;
   #inflight: Promise<string> | undefined;
+  /** A read of the stored token that preload() started: the next get() waits for it rather than reading again. */
+  #preloading: Promise<void> | undefined;
   /** The last token this container fetched itself. */
   #fetched: string | undefined;
   #fellBack = false;
@@ -141,6 +148,28 @@ export class SharedTokenCache implements TokenSource {
 
   fetchedHere(value: string): boolean {
     return value === this.#fetched || (this.#fellBack && this.#fallback.fetchedHere(value));
+  }
+
+  /**
+   * A cold container reads the stored token while its request looks up what it needs, rather than
+   * after: one round trip fewer before its first PayHere call. A token that is missing or due is
+   * left to get() (the lease, PayHere), and a failed read is get()'s to see again.
+   */
+  preload(): void {
+    if (this.#fellBack || this.#inflight || this.#preloading) return;
+    if (this.#current && this.#now() < this.#current.useUntil) return;
+    this.#preloading = this.#table
+      .readToken()
+      .then(
+        (stored) => {
+          if (stored?.value && this.#now() < stored.refreshAt)
+            this.#current = { value: stored.value, useUntil: stored.refreshAt };
+        },
+        () => {},
+      )
+      .finally(() => {
+        this.#preloading = undefined;
+      });
   }
 
   async invalidate(value: string): Promise<void> {
@@ -173,6 +202,8 @@ export class SharedTokenCache implements TokenSource {
   }
 
   async #obtain(deadline: number): Promise<string> {
+    await this.#preloading;
+    if (this.#current && this.#now() < this.#current.useUntil) return this.#current.value;
     let stored: Awaited<ReturnType<SharedStateTable['readToken']>>;
     try {
       for (;;) {

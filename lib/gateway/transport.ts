@@ -1,4 +1,4 @@
-import type { Pool } from 'undici';
+import type { Dispatcher, Pool } from 'undici';
 import { type CountMetric, countMetric, timeMetric } from '../log/metrics.ts';
 import { errorCode, networkFailureKind } from '../net/failure.ts';
 
@@ -83,18 +83,30 @@ function statusMetric(status: number): CountMetric {
 }
 
 /**
- * undici, through its main entry, loaded by the first call that needs it rather than at import:
- * it is about 100 ms of a cold start, and a container whose first requests are answered without
- * PayHere (shared reads, replays, refusals) never pays it. A container that calls PayHere pays it
- * once, on its first call. esbuild keeps it in the function's one bundle.
+ * undici's Pool, the one dispatcher the client uses, loaded by the first call that needs it rather
+ * than at import: a container whose first requests are answered without PayHere (shared reads,
+ * replays, refusals) never pays for it. Its own module, not undici's main entry, which evaluates
+ * fetch, WebSocket, the caches and the mocks besides, about half of the load's time (docs/performance.md
+ * "A cold container's first answer"). esbuild keeps it in the function's one bundle.
  */
-let undici: Promise<typeof import('undici')> | undefined;
+let undici: Promise<Undici> | undefined;
+/** undici's Pool, and its `request` (what undici's main entry puts on every dispatcher), called on a pool. */
+interface Undici {
+  Pool: typeof Pool;
+  request: (this: Pool, options: Dispatcher.RequestOptions) => Promise<Dispatcher.ResponseData>;
+}
 const loadUndici = () => {
   // A load that failed is not kept: the next call tries again.
-  undici ??= import('undici').catch((error: unknown) => {
-    undici = undefined;
-    throw error;
-  });
+  undici ??= Promise.all([
+    import('undici/lib/dispatcher/pool.js'),
+    import('undici/lib/api/api-request.js'),
+  ]).then(
+    ([pool, request]) => ({ Pool: pool.default, request: request.default }),
+    (error: unknown) => {
+      undici = undefined;
+      throw error;
+    },
+  );
   return undici;
 };
 
@@ -137,15 +149,25 @@ export class Transport {
     return this.#pool;
   }
 
+  /**
+   * A call is coming: load undici now, once the requests already on their way (the budget's writes)
+   * have left, so that its evaluation overlaps their round trips instead of following them.
+   */
+  preload(): void {
+    if (this.#pool) return;
+    setImmediate(() => loadUndici().catch(() => {}));
+  }
+
   async send(request: UpstreamRequest): Promise<UpstreamResponse> {
     const pool = await this.#poolFor(request);
+    const { request: send } = await loadUndici();
     const remaining = Math.floor(request.deadline - Date.now());
     // Abandoned before a byte was written: whatever waited too long before (a secret, the limiter,
     // a table, undici's load), this request certainly did not reach the gateway.
     if (remaining <= 0) throw new TransportError('timeout', 'DEADLINE_EXCEEDED', undefined, 'not_sent');
     const started = performance.now();
     try {
-      const response = await pool.request({
+      const response = await send.call(pool, {
         method: request.method,
         path: this.#basePath + request.path,
         headers: request.headers,

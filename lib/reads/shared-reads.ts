@@ -3,6 +3,7 @@ import { NotFoundError } from '../envelope/errors.ts';
 import { findSubscription, type PayHere, type Result } from '../gateway/payhere.ts';
 import { PaymentList, type PaymentRecord, SubscriptionList, SubscriptionRecord } from '../gateway/schemas.ts';
 import { describeError, log } from '../log/log.ts';
+import { inBackground } from '../net/background.ts';
 import { SHARED_READS, type SharedRead, type SharedReadStore, type StoredAnswer } from './store.ts';
 
 /** An answer, and whether it came from data shared earlier rather than from PayHere just now. */
@@ -54,6 +55,8 @@ export class SharedReads {
   readonly #store: SharedReadStore;
   readonly #now: () => number;
   readonly #inFlight = new Map<string, Promise<Served<unknown>>>();
+  /** Answers being written to the table, by key: this container's next lookup of one waits for it. */
+  readonly #keeping = new Map<string, Promise<void>>();
   #tableDownUntil = 0;
 
   constructor(options: { payhere: PayHere; store: SharedReadStore; now?: () => number }) {
@@ -98,6 +101,7 @@ export class SharedReads {
   getSubscription(id: string, deadline: number): Promise<Served<Result<SubscriptionRecord>>> {
     const one = SHARED_READS.subscription(id);
     return this.#once(one.key, async () => {
+      this.#payhere.prepare();
       const [stored, list] = await Promise.all([
         this.#lookup(one, SubscriptionAnswer, deadline),
         this.#lookup(SHARED_READS.subscriptions, SubscriptionsAnswer, deadline),
@@ -115,11 +119,11 @@ export class SharedReads {
         const fetchedAt = this.#now();
         const found = await this.#payhere.oneSubscription(id, deadline);
         if (typeof found !== 'string') {
-          await this.#keep(one, found, fetchedAt, deadline);
+          this.#keepLater(one, found, fetchedAt, deadline);
           return { answer: found, fetchedAt, shared: false };
         }
         if (found === 'unsupported')
-          await this.#keep(SHARED_READS.oneSubscriptionMissing, true, fetchedAt, deadline);
+          this.#keepLater(SHARED_READS.oneSubscriptionMissing, true, fetchedAt, deadline);
       }
       // A subscription a fresh shared list lacks may be newer than it: that list is not asked again.
       const fresh = await this.listSubscriptions(deadline, list?.fresh === true);
@@ -152,11 +156,13 @@ export class SharedReads {
   ): Promise<Served<T>> {
     const { storable = () => true, refresh = false } = options;
     return this.#once(read.key, async () => {
+      // A cold container reads the shared token beside this lookup, not after it misses.
+      this.#payhere.prepare();
       const stored = refresh ? undefined : await this.#lookup(read, schema, deadline);
       if (stored?.fresh) return { answer: stored.answer, fetchedAt: stored.fetchedAt, shared: true };
       const fetchedAt = this.#now();
       const answer = await fetch();
-      if (storable(answer)) await this.#keep(read, answer, fetchedAt, deadline);
+      if (storable(answer)) this.#keepLater(read, answer, fetchedAt, deadline);
       return { answer, fetchedAt, shared: false };
     });
   }
@@ -172,6 +178,7 @@ export class SharedReads {
 
   /** What the table holds of `read`: its answer while fresh, else when it was fetched; undefined if nothing. */
   async #lookup<T>(read: SharedRead, schema: Schema<T>, deadline: number): Promise<Lookup<T> | undefined> {
+    await this.#keeping.get(read.key);
     if (this.#now() < this.#tableDownUntil) return undefined;
     const ms = this.#tableTime(deadline);
     let stored: StoredAnswer | undefined;
@@ -186,6 +193,20 @@ export class SharedReads {
     return parsed?.success
       ? { fresh: true, answer: parsed.data, fetchedAt: stored.fetchedAt }
       : { fresh: false, fetchedAt: stored.fetchedAt };
+  }
+
+  /**
+   * Keep an answer without holding up the caller it was fetched for: a write lost (a Lambda frozen
+   * before its request left, a table down) only costs a later read a PayHere call, and the write's
+   * conditions refuse it over anything newer or a drop, however late it lands. Until it is done,
+   * this container's own lookups of it wait for it, so that they see it.
+   */
+  #keepLater(read: SharedRead, answer: unknown, fetchedAt: number, deadline: number): void {
+    const kept = this.#keep(read, answer, fetchedAt, deadline).finally(() => {
+      if (this.#keeping.get(read.key) === kept) this.#keeping.delete(read.key);
+    });
+    this.#keeping.set(read.key, kept);
+    inBackground(kept);
   }
 
   async #keep(read: SharedRead, answer: unknown, fetchedAt: number, deadline: number): Promise<void> {

@@ -1,4 +1,5 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { loadConfig } from '../../lib/config/config.ts';
 import { createPayHere } from '../../lib/gateway/index.ts';
 import { type IssuedToken, SharedTokenCache, TokenCache } from '../../lib/gateway/token.ts';
@@ -185,6 +186,75 @@ describe('one access token for the deployment', () => {
     expect(tokens).toEqual(['tok-1', 'tok-1']);
     expect(endpoint.issued()).toBe(1);
     expect(lines.some((line) => line.message.includes('token of its own'))).toBe(true);
+  });
+});
+
+describe('a token read ahead (preload), while a read looks for its shared answer', () => {
+  async function coldContainer(endpoint: Endpoint, time: Time) {
+    const { table } = await freshStateTable();
+    const cache = (owner: string) =>
+      new SharedTokenCache({
+        table,
+        fetchToken: endpoint.fetchToken,
+        owner,
+        fallback: new TokenCache(endpoint.fetchToken, time.now),
+        now: time.now,
+        sleep: time.sleep,
+      });
+    return { table, warm: cache('warm'), cold: cache('cold') };
+  }
+
+  it('reads the stored token once: the get() that follows waits for that read instead of reading again', async () => {
+    // Prepare: another container stored the token.
+    const time = clock();
+    const endpoint = tokenEndpoint();
+    const { table, warm, cold } = await coldContainer(endpoint, time);
+    await warm.get(DEADLINE);
+    const reads = vi.spyOn(table, 'readToken');
+
+    // Act: the read ahead, and at once the call that needs the token.
+    cold.preload();
+    const token = await cold.get(DEADLINE);
+
+    // Assess
+    expect(token).toBe('tok-1');
+    expect(reads).toHaveBeenCalledTimes(1);
+    expect(endpoint.issued()).toBe(1);
+  });
+
+  it('never asks PayHere nor takes the lease when no token is stored: the call that follows may not need one', async () => {
+    // Prepare: an empty table.
+    const time = clock();
+    const endpoint = tokenEndpoint();
+    const { table, cold } = await coldContainer(endpoint, time);
+    const leases = vi.spyOn(table, 'leaseToken');
+
+    // Act
+    cold.preload();
+    await sleep(100);
+
+    // Assess: nothing asked of PayHere, no lease; a get() then fetches as it always did.
+    expect(endpoint.issued()).toBe(0);
+    expect(leases).not.toHaveBeenCalled();
+    expect(await cold.get(DEADLINE)).toBe('tok-1');
+  });
+
+  it('leaves a token that is due to get(), which refreshes it under the lease', async () => {
+    // Prepare: the stored token is past its refresh time.
+    const time = clock();
+    const endpoint = tokenEndpoint();
+    const { warm, cold } = await coldContainer(endpoint, time);
+    await warm.get(DEADLINE);
+    time.advance(600_000);
+
+    // Act
+    cold.preload();
+    await sleep(100);
+    const token = await cold.get(DEADLINE);
+
+    // Assess: the due token was not taken into memory; get() fetched the next one.
+    expect(token).toBe('tok-2');
+    expect(endpoint.issued()).toBe(2);
   });
 });
 

@@ -4,6 +4,7 @@ import { connect, createServer, type Server, type Socket } from 'node:net';
 import { inject } from 'vitest';
 import { SharedStateTable } from '../../lib/budget/state-table.ts';
 import { DeleteItemCommand, DynamoDBClient, ScanCommand } from '../../lib/dynamodb/index.ts';
+import { backgroundSettled } from '../../lib/net/background.ts';
 import { createTable, LOCAL_AWS_ENVIRONMENT } from '../../scripts/local-dynamodb.ts';
 
 /** A DynamoDB client for `endpoint` with one attempt per request, as fault tests want to see them. */
@@ -21,9 +22,11 @@ export function dynamoDbAt(endpoint: string): DynamoDBClient {
 
 /**
  * Forget every answer the test file's functions shared (items `read#...` of its STATE_TABLE): a
- * sandbox given its seeded data back no longer says what they hold.
+ * sandbox given its seeded data back no longer says what they hold. Answers still being written
+ * after their caller's answer (lib/net/background.ts) land first.
  */
 export async function forgetSharedReads(table = process.env.STATE_TABLE!): Promise<void> {
+  await backgroundSettled();
   const client = dynamoDbAt(inject('dynamodbEndpoint'));
   const { Items = [] } = await client.send(
     new ScanCommand({

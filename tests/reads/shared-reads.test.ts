@@ -1,4 +1,5 @@
-import { beforeEach, describe, expect, inject, it } from 'vitest';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { beforeEach, describe, expect, inject, it, vi } from 'vitest';
 import { loadConfig } from '../../lib/config/config.ts';
 import { NotFoundError } from '../../lib/envelope/errors.ts';
 import { createPayHere } from '../../lib/gateway/index.ts';
@@ -109,6 +110,35 @@ describe('freshness windows', () => {
     );
 
     expect(new Set(answers.map((answer) => JSON.stringify(answer.answer))).size).toBe(1);
+    expect(count('search')).toBe(1);
+  });
+});
+
+describe('the shared write', () => {
+  it('is not waited for by the read that fetched the answer, and this container’s next read sees it', async () => {
+    // Prepare: a table whose writes take 400 ms.
+    const { store, reads } = await sharedReads();
+    const put = store.put.bind(store);
+    let written = false;
+    vi.spyOn(store, 'put').mockImplementation(async (...args) => {
+      await sleep(400);
+      const kept = await put(...args);
+      written = true;
+      return kept;
+    });
+
+    // Act
+    const started = performance.now();
+    const first = await reads.paymentsOfOrder(SEED.orders.sample, deadline());
+    const firstMs = performance.now() - started;
+    const writtenWhenAnswered = written;
+    const second = await reads.paymentsOfOrder(SEED.orders.sample, deadline());
+
+    // Assess: answered before the write landed; the next read waited for it and was served from it.
+    expect(first.shared).toBe(false);
+    expect(writtenWhenAnswered).toBe(false);
+    expect(firstMs).toBeLessThan(400);
+    expect(second).toMatchObject({ shared: true, fetchedAt: T0 });
     expect(count('search')).toBe(1);
   });
 });
@@ -230,11 +260,9 @@ describe('dropped after the service’s own money call', () => {
   it('asks PayHere again once an order or a subscription is forgotten', async () => {
     const { reads, store } = await sharedReads();
     await reads.paymentsOfOrder(SEED.orders.sample, deadline());
-    await Promise.all([
-      reads.listSubscriptions(deadline()),
-      reads.subscriptionPayments(active, deadline()),
-      reads.getSubscription(active, deadline()),
-    ]);
+    // One subscription first: asked together with the list, it may be answered from the list.
+    await reads.getSubscription(active, deadline());
+    await Promise.all([reads.listSubscriptions(deadline()), reads.subscriptionPayments(active, deadline())]);
 
     await store.forgetOrder(SEED.orders.sample);
     await store.forgetSubscription(`0${active}`);

@@ -31,6 +31,8 @@ function packagesOf(inputs: Record<string, unknown>): Set<string> {
 }
 
 const built = new Map<string, Set<string>>();
+/** The files each bundle holds, as esbuild named them. */
+const inputs = new Map<string, string[]>();
 
 beforeAll(async () => {
   out = await mkdtemp(path.join(tmpdir(), 'payhere-cold-imports-'));
@@ -43,6 +45,7 @@ beforeAll(async () => {
       logLevel: 'silent',
     });
     built.set(name, packagesOf(result.metafile.inputs));
+    inputs.set(name, Object.keys(result.metafile.inputs));
   }
 }, 120_000);
 
@@ -55,6 +58,35 @@ describe("a function's cold start", () => {
     for (const [name, packages] of built) {
       expect(
         [...packages].filter((pkg) => pkg.startsWith('@aws-sdk/') || pkg.startsWith('@smithy/')),
+        name,
+      ).toEqual([]);
+    }
+  });
+
+  it("holds none of the bench's naive intermediary (bench/naive/): no express, serverless-http or axios", () => {
+    for (const [name, packages] of built) {
+      expect(
+        [...packages].filter((pkg) => ['express', 'serverless-http', 'axios'].includes(pkg)),
+        name,
+      ).toEqual([]);
+    }
+  });
+
+  it("holds undici's Pool and request, not its main entry (fetch, WebSocket, caches, mocks)", () => {
+    for (const [name, files] of inputs) {
+      const undici = files.filter((file) => file.includes('node_modules/undici/'));
+      expect(undici, name).toContain('node_modules/undici/lib/dispatcher/pool.js');
+      expect(undici, name).toContain('node_modules/undici/lib/api/api-request.js');
+      const mainEntryOnly = [
+        'node_modules/undici/index.js',
+        'node_modules/undici/lib/web/fetch/index.js',
+        'node_modules/undici/lib/web/websocket/',
+        'node_modules/undici/lib/web/cache/',
+        'node_modules/undici/lib/web/eventsource/',
+        'node_modules/undici/lib/mock/',
+      ];
+      expect(
+        undici.filter((file) => mainEntryOnly.some((part) => file.startsWith(part))),
         name,
       ).toEqual([]);
     }
