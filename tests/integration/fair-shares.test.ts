@@ -1,5 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
+import { backgroundSettled } from '../../lib/net/background.ts';
 
 // Before any handler loads: metrics on (vitest turns them off), and the shares this file tests.
 // Windows of a day, so that no test straddles one; the sizes are the defaults' shape, smaller.
@@ -197,6 +198,8 @@ describe('work that cannot change anything costs PayHere nothing', () => {
     const headers = await asCustomer(alice);
     const id = String(SEED.subscriptions.cancelled);
     const seen = await call('getSubscription', { id, headers });
+    // The read's answer is shared once its write lands, after the read answered.
+    await backgroundSettled();
     sandbox.resetCounters();
 
     const cancel = await call('cancelSubscription', { id, headers });
