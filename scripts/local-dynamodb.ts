@@ -44,8 +44,10 @@ export interface LocalDynamoDB {
 export interface LocalDynamoDBOptions {
   port?: number;
   /**
-   * Every request waits this long before dynalite sees it: a DynamoDB this far away (the bench
-   * compares the service with others at a fixed distance). None by default.
+   * Every request is answered no sooner than this long after it arrived: a DynamoDB this far away
+   * (the bench compares the service with others at a fixed distance). dynalite works while the
+   * answer waits: it serves one request at a time where DynamoDB serves many, so requests sent
+   * together would otherwise wait for each other's work on top of the distance. None by default.
    */
   delayMs?: number;
 }
@@ -150,7 +152,7 @@ const OWN_REQUEST = 'x-local-dynamodb-own';
  * ConditionalCheckFailedException (`Item`), as DynamoDB sends it (dynalite's issue #182); read
  * just after the failure, so another write may land in between, which DynamoDB's own answer
  * excludes: callers may use it only as a view to write against, conditionally. And, when
- * `delayMs` is set, every request waits that long first.
+ * `delayMs` is set, no answer leaves sooner than that after its request arrived.
  */
 function asDynamoDbAnswers(server: Server, delayMs: number): void {
   const answer = server.listeners('request') as Array<(request: unknown, response: unknown) => void>;
@@ -158,7 +160,14 @@ function asDynamoDbAnswers(server: Server, delayMs: number): void {
   const keySchemas = new Map<string, Promise<string[]>>();
   server.on('request', (req, res: ServerResponse) => {
     const chunks: Buffer[] = [];
-    const end = res.end.bind(res) as (body?: string) => ServerResponse;
+    const due = Date.now() + (req.headers[OWN_REQUEST] === undefined ? delayMs : 0);
+    const send = res.end.bind(res) as (body?: string) => ServerResponse;
+    const end = (body?: string): ServerResponse => {
+      const wait = due - Date.now();
+      if (wait <= 0) return send(body);
+      setTimeout(() => send(body), wait);
+      return res;
+    };
     Object.assign(res, {
       end: (body?: string) => {
         if (res.statusCode !== 400 || !body?.includes('ConditionalCheckFailedException')) return end(body);
@@ -178,13 +187,9 @@ function asDynamoDbAnswers(server: Server, delayMs: number): void {
         return res;
       },
     });
-    const handle = () => {
-      for (const listener of answer) listener(req, res);
-      // dynalite's own reader is attached: this one sees the same chunks.
-      req.on('data', (chunk: Buffer) => chunks.push(chunk));
-    };
-    if (delayMs > 0 && req.headers[OWN_REQUEST] === undefined) setTimeout(handle, delayMs);
-    else handle();
+    for (const listener of answer) listener(req, res);
+    // dynalite's own reader is attached: this one sees the same chunks.
+    req.on('data', (chunk: Buffer) => chunks.push(chunk));
   });
 }
 

@@ -17,7 +17,8 @@ import type { StateTableOptions } from './state-table.ts';
  * a caller makes at most `calls` PayHere calls per window and `money` money requests per longer
  * window, counted in the shared state table so that every container counts alike, with one
  * conditional write per check. Beyond it: 429 `caller_rate_limited` with Retry-After, before any
- * PayHere call and before waiting for a budget slot.
+ * PayHere call and before waiting for a budget slot (a read that took its slot beside the share
+ * hands it back unused: GatewayClient.reserve).
  *
  * Who the caller is comes with the request (`callers.run`): a customer (the token's `sub`), the
  * merchant (its own, larger share), or PayHere's notifications (a bounded part of the budget for
@@ -62,6 +63,9 @@ export class CallerShares {
   readonly #config: SharesConfig;
   readonly #now: () => number;
 
+  /** Callers this container saw refused, until their full window ends (at most REFUSALS_KEPT). */
+  readonly #refusedUntil = new Map<string, number>();
+
   constructor(options: StateTableOptions & { config: SharesConfig; now?: () => number }) {
     this.#client = options.client;
     this.#table = options.table;
@@ -75,9 +79,19 @@ export class CallerShares {
    * counts as a money request too): one write. Beyond the caller's share it throws
    * CallerRateLimitedError, nothing sent. Work with no caller (the settle job) is not counted.
    */
-  async take(money: boolean): Promise<void> {
+  async take(money: boolean): Promise<ShareTaken | undefined> {
     const caller = callers.getStore();
-    if (caller) await this.#take(caller, money);
+    return caller ? this.#take(caller, money) : undefined;
+  }
+
+  /**
+   * This container saw the caller refused in a window that has not ended: its next call checks the
+   * share alone first (GatewayClient.reserve), so that a caller over its share cannot make the
+   * service take slots of PayHere's budget, even for the moment until they are handed back.
+   */
+  likelyRefused(): boolean {
+    const caller = callers.getStore();
+    return caller !== undefined && (this.#refusedUntil.get(refusalKey(caller)) ?? 0) > this.#now();
   }
 
   /**
@@ -85,7 +99,7 @@ export class CallerShares {
    * count (and the money count) up by one, unless either is at its limit. A table that cannot be
    * reached counts nothing: PayHere's budget (and its fallback) still bounds every call.
    */
-  async #take(caller: CallerShareContext, money: boolean): Promise<void> {
+  async #take(caller: CallerShareContext, money: boolean): Promise<ShareTaken | undefined> {
     const share = this.#config[caller.kind];
     const now = this.#now();
     const moneyWindow = Math.floor(now / share.moneyWindowMs);
@@ -107,9 +121,9 @@ export class CallerShares {
     } catch (error) {
       log.warn('the callers’ shares cannot be counted: this call is not', { error: describeError(error) });
       countMetric('CallerShareUncounted');
-      return;
+      return undefined;
     }
-    if (!refused) return;
+    if (!refused) return { giveBack: () => this.#giveBack(caller, share, money, now) };
     // Over the share: until the call window ends, or the money window when that is the one full (a
     // table that does not show the counts: the later of the two, never too early).
     const count = (name: string, unseen: number) =>
@@ -119,6 +133,7 @@ export class CallerShares {
     const retryAt = moneyFull
       ? (moneyWindow + 1) * share.moneyWindowMs
       : (callWindow + 1) * share.callWindowMs;
+    this.#refused(caller, retryAt);
     countMetric('CallerRateLimited');
     log.info('a caller used its share of PayHere’s budget', { kind: caller.kind, money: moneyFull });
     throw notSent(
@@ -130,6 +145,55 @@ export class CallerShares {
       ),
     );
   }
+
+  #refused(caller: CallerShareContext, until: number): void {
+    const key = refusalKey(caller);
+    this.#refusedUntil.delete(key);
+    this.#refusedUntil.set(key, until);
+    if (this.#refusedUntil.size > REFUSALS_KEPT) {
+      const [oldest] = this.#refusedUntil.keys();
+      if (oldest !== undefined) this.#refusedUntil.delete(oldest);
+    }
+  }
+
+  /**
+   * The call counted at `takenAt` was not made (its read was answered from shared data): its count
+   * comes off again, in the same windows. Best effort: a give-back lost counts one call too many,
+   * for one window.
+   */
+  async #giveBack(caller: CallerShareContext, share: Share, money: boolean, takenAt: number): Promise<void> {
+    const write = shareWrite(this.#table, caller, share, money, takenAt);
+    const names = write.ExpressionAttributeNames ?? {};
+    try {
+      await this.#client.send(
+        new UpdateItemCommand({
+          TableName: write.TableName,
+          Key: write.Key,
+          UpdateExpression: money ? 'ADD #calls :less, #money :less' : 'ADD #calls :less',
+          ConditionExpression: '#calls > :none',
+          ExpressionAttributeNames: money
+            ? { '#calls': names['#calls']!, '#money': 'money' }
+            : { '#calls': names['#calls']! },
+          ExpressionAttributeValues: { ':less': number(-1), ':none': number(0) },
+        }),
+        { abortSignal: AbortSignal.timeout(this.#timeoutMs) },
+      );
+    } catch (error) {
+      log.debug('could not give back a caller’s share of a call not made', { error: describeError(error) });
+    }
+  }
+}
+
+/** A call counted against its caller's share, which can be given back if the call is not made. */
+export interface ShareTaken {
+  giveBack(): Promise<void>;
+}
+
+/** How many refused callers a container remembers (the oldest is forgotten first). */
+const REFUSALS_KEPT = 1_000;
+
+function refusalKey(caller: CallerShareContext): string {
+  return `${caller.kind}#${caller.id}`;
 }
 
 /**

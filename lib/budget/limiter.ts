@@ -13,6 +13,8 @@ import {
 /** A slot taken for one request: released once its answer is in (or it failed), whatever the answer. */
 export interface Permit {
   release(): Promise<void>;
+  /** The request was never sent: the slot is as it was before it was taken (GatewayClient.reserve). */
+  handBack(): Promise<void>;
 }
 
 /** What the gateway client asks of a budget. */
@@ -26,7 +28,7 @@ export interface GatewayLimiter {
 /** Less time than this left to send a request after getting its slot is not worth a slot. */
 const MIN_SEND_MS = 50;
 
-const NO_RELEASE: Permit = { release: async () => {} };
+const NO_RELEASE: Permit = { release: async () => {}, handBack: async () => {} };
 
 /** One container's own window (tests, and a gateway client built without a shared table). */
 export class LocalLimiter implements GatewayLimiter {
@@ -207,7 +209,7 @@ export class SharedLimiter implements GatewayLimiter {
         if (taken.taken) {
           this.#snapshot = this.#saw(taken.budget);
           budgetWaited(now - askedAt);
-          return this.#permit(slot, giveUpAt);
+          return this.#permit(slot, giveUpAt, taken.previous);
         }
         // Another container was first: its refusal showed the budget, unless the table keeps it to
         // itself (then it is read).
@@ -236,8 +238,20 @@ export class SharedLimiter implements GatewayLimiter {
     return snapshot;
   }
 
-  #permit(slot: number, busyUntil: number): Permit {
+  #permit(slot: number, busyUntil: number, previous: number | undefined): Permit {
     return {
+      handBack: async () => {
+        if (this.#snapshot?.busyUntil.get(slot) === busyUntil) {
+          if (previous === undefined) this.#snapshot.busyUntil.delete(slot);
+          else this.#snapshot.busyUntil.set(slot, previous);
+        }
+        try {
+          await this.#table.handBackSlot(slot, busyUntil, previous);
+        } catch (error) {
+          // The slot stays taken until the request's deadline: later than needed, never too early.
+          log.debug('could not hand back an unused budget slot', { error: describeError(error) });
+        }
+      },
       release: async () => {
         const doneAt = this.#now();
         this.#snapshot?.busyUntil.set(slot, doneAt);

@@ -78,7 +78,10 @@ export class SharedStateTable {
     busyUntil: number,
     freeBefore: number,
     now: number,
-  ): Promise<{ taken: true; budget: BudgetSnapshot } | { taken: false; budget: BudgetSnapshot | undefined }> {
+  ): Promise<
+    | { taken: true; budget: BudgetSnapshot; previous: number | undefined }
+    | { taken: false; budget: BudgetSnapshot | undefined }
+  > {
     try {
       const { Attributes } = await this.#client.send(
         new UpdateItemCommand({
@@ -100,8 +103,9 @@ export class SharedStateTable {
         { abortSignal: AbortSignal.timeout(this.#timeoutMs) },
       );
       const budget = budgetOf(Attributes);
+      const previous = budget.busyUntil.get(slot);
       budget.busyUntil.set(slot, busyUntil);
-      return { taken: true, budget };
+      return { taken: true, budget, previous };
     } catch (error) {
       if ((error as { name?: unknown } | null)?.name !== 'ConditionalCheckFailedException') throw error;
       const item = (error as { Item?: Record<string, AttributeValue> }).Item;
@@ -122,6 +126,32 @@ export class SharedStateTable {
         ConditionExpression: '#slot = :busyUntil',
         ExpressionAttributeNames: { '#slot': `s${slot}` },
         ExpressionAttributeValues: { ':busyUntil': number(busyUntil), ':doneAt': number(doneAt) },
+      }),
+    );
+  }
+
+  /**
+   * The request on `slot` never left (its read was answered from shared data, or its caller was
+   * refused): the slot is as it was before `takeSlot`, `previous` (none: never used). Only while the
+   * slot is still the one `takeSlot` set.
+   */
+  handBackSlot(slot: number, busyUntil: number, previous: number | undefined): Promise<boolean> {
+    const name = { '#slot': `s${slot}` };
+    return this.#conditional(
+      new UpdateItemCommand({
+        TableName: this.#table,
+        Key: BUDGET_KEY,
+        ...(previous === undefined
+          ? {
+              UpdateExpression: 'REMOVE #slot',
+              ExpressionAttributeValues: { ':busyUntil': number(busyUntil) },
+            }
+          : {
+              UpdateExpression: 'SET #slot = :previous',
+              ExpressionAttributeValues: { ':busyUntil': number(busyUntil), ':previous': number(previous) },
+            }),
+        ConditionExpression: '#slot = :busyUntil',
+        ExpressionAttributeNames: name,
       }),
     );
   }

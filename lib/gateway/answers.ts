@@ -1,5 +1,5 @@
 import { type ApiError, ConflictError, GatewayError, NotFoundError, reached } from '../envelope/errors.ts';
-import type { GatewayAnswer, GatewayCall } from './client.ts';
+import type { GatewayAnswer, GatewayCall, Reservation } from './client.ts';
 import type { PaymentRecord, SubscriptionRecord } from './schemas.ts';
 
 /**
@@ -38,6 +38,8 @@ export const ALREADY_SETTLED = /^Authorization is already (CAPTURED|REFUNDED)\.?
  */
 export interface ReadOptions {
   reconciliation?: boolean;
+  /** The share and slot taken beside the read's lookup of a shared answer (GatewayClient.reserve). */
+  reservation?: Reservation;
 }
 
 export function read(path: string, deadline: number, options: ReadOptions): GatewayCall {
@@ -47,6 +49,7 @@ export function read(path: string, deadline: number, options: ReadOptions): Gate
     money: false,
     deadline,
     ...(options.reconciliation ? { reconciliation: true } : {}),
+    ...(options.reservation ? { reservation: options.reservation } : {}),
   };
 }
 

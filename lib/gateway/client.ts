@@ -1,7 +1,7 @@
 // About 410 lines, one file: GatewayClient.call is one loop (share, slot, send, classify, retry,
 // token renewal, release), and every branch of it reads the same attempt's state; split, a retry's
 // rules would live away from the loop that applies them.
-import { type CallerShares, callers } from '../budget/caller-shares.ts';
+import { type CallerShares, callers, type ShareTaken } from '../budget/caller-shares.ts';
 import type { GatewayLimiter, Permit } from '../budget/limiter.ts';
 import { defaultSleep } from '../budget/window-limiter.ts';
 import type { CredentialsProvider } from '../config/config.ts';
@@ -16,6 +16,7 @@ import {
   reached,
 } from '../envelope/errors.ts';
 import { log } from '../log/log.ts';
+import { inBackground } from '../net/background.ts';
 import { type Failure, isRetryable, parseRetryAfter, retryDelayMs } from './policy.ts';
 import { OAuthError, TokenAnswer, UpstreamEnvelope } from './schemas.ts';
 import { type IssuedToken, TokenCache, type TokenSource } from './token.ts';
@@ -39,6 +40,56 @@ export interface GatewayCall {
    * budget's reserved share, so that reads cannot starve it.
    */
   reconciliation?: boolean;
+  /** The share and slot its first attempt uses, taken before (GatewayClient.reserve); a read's only. */
+  reservation?: Reservation;
+}
+
+/**
+ * A caller's share and a slot of PayHere's budget, taken beside a lookup that may make the call
+ * needless (GatewayClient.reserve): the call's first attempt uses them; a call not made gives both
+ * back, the slot as it was before (never used) and the share's count, after the caller's answer.
+ */
+export class Reservation {
+  readonly #share: Promise<ShareTaken | undefined>;
+  readonly #slot: Promise<Permit>;
+  #settled = false;
+
+  constructor(share: Promise<ShareTaken | undefined>, slot: Promise<Permit>) {
+    this.#share = share;
+    this.#slot = slot;
+    // Either may fail before anyone waits for it: its failure is use()'s to report.
+    share.catch(() => {});
+    slot.catch(() => {});
+  }
+
+  /** The slot for the call. The caller refused its share: the slot goes back unused, and the refusal is thrown. */
+  async use(): Promise<Permit> {
+    this.#settled = true;
+    try {
+      await this.#share;
+    } catch (error) {
+      inBackground(
+        this.#slot.then(
+          (permit) => permit.handBack(),
+          () => {},
+        ),
+      );
+      throw error;
+    }
+    return this.#slot;
+  }
+
+  /** The call will not be made: both go back, without holding up the caller. */
+  cancel(): void {
+    if (this.#settled) return;
+    this.#settled = true;
+    inBackground(
+      Promise.allSettled([
+        this.#share.then((taken) => taken?.giveBack()),
+        this.#slot.then((permit) => permit.handBack()),
+      ]),
+    );
+  }
 }
 
 export interface GatewayAnswer {
@@ -114,11 +165,35 @@ export class GatewayClient {
   }
 
   /**
+   * A read whose shared answer is probably missing takes its caller's share and a slot of the
+   * budget now, beside its lookup, rather than after it (one round trip before PayHere's call, not
+   * three), and loads undici meanwhile. None for a caller this container saw refused in a window
+   * still running: its share is checked alone first, so that it cannot make the service take slots.
+   */
+  reserve(deadline: number): Reservation | undefined {
+    if (this.#shares?.likelyRefused()) return undefined;
+    this.prepare();
+    const share = this.#share(false);
+    const slot = this.#slot('read', deadline);
+    this.#transport.preload();
+    return new Reservation(share, slot);
+  }
+
+  /**
    * Send one Merchant API call and return its envelope, whatever its `status` (the operation
    * interprets business results). Throws an ApiError for transport and protocol failures, or
    * LostAnswerError for a money request whose answer is unusable.
    */
   async call(call: GatewayCall): Promise<GatewayAnswer> {
+    try {
+      return await this.#call(call);
+    } finally {
+      // Not used by an attempt (no token, say): given back.
+      call.reservation?.cancel();
+    }
+  }
+
+  async #call(call: GatewayCall): Promise<GatewayAnswer> {
     let token = await this.#token(call.deadline);
     let refreshed = false;
     let replacements = 0;
@@ -127,7 +202,9 @@ export class GatewayClient {
     for (let retries = 0, attempts = 0; ; retries++, attempts++) {
       // A money request counts as one against its caller's money share, with its first attempt.
       const money = call.money && attempts === 0;
-      const outcome = await this.#attempt(call, token, failed && givenUp(call, failed), money);
+      const reservation =
+        attempts === 0 && !call.money && !call.reconciliation ? call.reservation : undefined;
+      const outcome = await this.#attempt(call, token, failed && givenUp(call, failed), money, reservation);
       if ('answer' in outcome) return outcome.answer;
       if ('tokenRejected' in outcome) {
         // Refused before processing. A money request refused by OAuth's bearer check (a revoked
@@ -206,25 +283,35 @@ export class GatewayClient {
    * The caller's share first (one write; beyond it 429 caller_rate_limited, nothing sent), then a slot
    * of the budget. A retry the caller's share cannot fit throws `retryOf`, as a budget refusal does.
    */
-  async #share(money: boolean, retryOf?: Error): Promise<void> {
+  async #share(money: boolean, retryOf?: Error): Promise<ShareTaken | undefined> {
     try {
-      await this.#shares?.take(money);
+      return await this.#shares?.take(money);
     } catch (error) {
       if (retryOf && error instanceof CallerRateLimitedError) throw retryOf;
       throw error;
     }
   }
 
-  async #attempt(call: GatewayCall, token: string, retryOf?: Error, money = false): Promise<Attempt> {
-    const share = this.#share(money, retryOf);
-    this.#transport.preload();
-    await share;
-    // Customers (and what notifications make the service confirm) never take the share reserved
-    // for the merchant's money calls, the settle job's and the token's.
-    const caller = callers.getStore()?.kind;
-    const reserved =
-      (call.money || call.reconciliation) && caller !== 'customer' && caller !== 'notifications';
-    const permit = await this.#slot(reserved ? 'money' : 'read', call.deadline, retryOf);
+  async #attempt(
+    call: GatewayCall,
+    token: string,
+    retryOf?: Error,
+    money = false,
+    reservation?: Reservation,
+  ): Promise<Attempt> {
+    let permit: Permit;
+    if (reservation) permit = await reservation.use();
+    else {
+      const share = this.#share(money, retryOf);
+      this.#transport.preload();
+      await share;
+      // Customers (and what notifications make the service confirm) never take the share reserved
+      // for the merchant's money calls, the settle job's and the token's.
+      const caller = callers.getStore()?.kind;
+      const reserved =
+        (call.money || call.reconciliation) && caller !== 'customer' && caller !== 'notifications';
+      permit = await this.#slot(reserved ? 'money' : 'read', call.deadline, retryOf);
+    }
     let response: UpstreamResponse;
     try {
       response = await this.#transport.send({

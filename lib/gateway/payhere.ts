@@ -23,7 +23,13 @@ import {
   subscriptionRefusal,
   V1,
 } from './answers.ts';
-import { type GatewayAnswer, type GatewayCall, type GatewayClient, LostAnswerError } from './client.ts';
+import {
+  type GatewayAnswer,
+  type GatewayCall,
+  type GatewayClient,
+  LostAnswerError,
+  type Reservation,
+} from './client.ts';
 import { type ChargeWindow, chargeDeadline, Reconciliation } from './reconcile.ts';
 import {
   type CaptureResult,
@@ -62,6 +68,11 @@ export class PayHere {
   /** A read may call PayHere once it has looked for a shared answer: GatewayClient.prepare. */
   prepare(): void {
     this.#client.prepare();
+  }
+
+  /** A read will probably call PayHere after its lookup: its share and slot now (GatewayClient.reserve). */
+  reserve(deadline: number): Reservation | undefined {
+    return this.#client.reserve(deadline);
   }
 
   /** A lost charge, from the order's payments (lib/gateway/reconcile.ts). */

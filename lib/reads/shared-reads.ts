@@ -1,5 +1,6 @@
 import * as z from 'zod/mini';
 import { NotFoundError } from '../envelope/errors.ts';
+import type { Reservation } from '../gateway/client.ts';
 import { findSubscription, type PayHere, type Result } from '../gateway/payhere.ts';
 import { PaymentList, type PaymentRecord, SubscriptionList, SubscriptionRecord } from '../gateway/schemas.ts';
 import { describeError, log } from '../log/log.ts';
@@ -31,6 +32,11 @@ const Remembered = z.literal(true);
 /** A list fetched this recently is refreshed for one subscription rather than asking for that one alone. */
 const LIST_PREFERRED_MS = 600_000;
 
+/** How many answers' fetch times a container remembers to guess whether the next lookup finds one. */
+const SEEN_KEPT = 1_000;
+
+const reserved = (reservation: Reservation | undefined) => (reservation ? { reservation } : {});
+
 /** After the table failed, reads go straight to PayHere this long before trying it again. */
 const TABLE_RETRY_MS = 10_000;
 
@@ -55,6 +61,8 @@ export class SharedReads {
   readonly #store: SharedReadStore;
   readonly #now: () => number;
   readonly #inFlight = new Map<string, Promise<Served<unknown>>>();
+  /** When the answers this container last saw were fetched, by key (at most SEEN_KEPT, the oldest forgotten first). */
+  readonly #seen = new Map<string, number>();
   /** Answers being written to the table, by key: this container's next lookup of one waits for it. */
   readonly #keeping = new Map<string, Promise<void>>();
   #tableDownUntil = 0;
@@ -71,7 +79,7 @@ export class SharedReads {
       SHARED_READS.orderPayments(orderId),
       PaymentsAnswer,
       deadline,
-      () => this.#payhere.paymentsOfOrder(orderId, deadline),
+      (reservation) => this.#payhere.paymentsOfOrder(orderId, deadline, reserved(reservation)),
       { storable: (answer) => !answer.pending },
     );
   }
@@ -81,14 +89,14 @@ export class SharedReads {
       SHARED_READS.subscriptions,
       SubscriptionsAnswer,
       deadline,
-      () => this.#payhere.listSubscriptions(deadline),
+      (reservation) => this.#payhere.listSubscriptions(deadline, reserved(reservation)),
       { refresh },
     );
   }
 
   subscriptionPayments(id: string, deadline: number): Promise<Served<Result<PaymentRecord[]>>> {
-    return this.#shared(SHARED_READS.subscriptionPayments(id), PaymentsAnswer, deadline, () =>
-      this.#payhere.subscriptionPayments(id, deadline),
+    return this.#shared(SHARED_READS.subscriptionPayments(id), PaymentsAnswer, deadline, (reservation) =>
+      this.#payhere.subscriptionPayments(id, deadline, reserved(reservation)),
     );
   }
 
@@ -151,20 +159,46 @@ export class SharedReads {
     read: SharedRead,
     schema: Schema<T>,
     deadline: number,
-    fetch: () => Promise<T>,
+    fetch: (reservation: Reservation | undefined) => Promise<T>,
     options: { storable?: (answer: T) => boolean; refresh?: boolean } = {},
   ): Promise<Served<T>> {
     const { storable = () => true, refresh = false } = options;
     return this.#once(read.key, async () => {
-      // A cold container reads the shared token beside this lookup, not after it misses.
-      this.#payhere.prepare();
+      // An answer this container has not seen within its window is probably missing: the call's
+      // share and slot are taken beside the lookup (given back if it finds the answer after all).
+      // Else only the shared token is read beside it, by a cold container.
+      let reservation: Reservation | undefined;
+      if (refresh || this.#likelyShared(read)) this.#payhere.prepare();
+      else reservation = this.#payhere.reserve(deadline);
       const stored = refresh ? undefined : await this.#lookup(read, schema, deadline);
-      if (stored?.fresh) return { answer: stored.answer, fetchedAt: stored.fetchedAt, shared: true };
+      if (stored?.fresh) {
+        reservation?.cancel();
+        this.#saw(read, stored.fetchedAt);
+        return { answer: stored.answer, fetchedAt: stored.fetchedAt, shared: true };
+      }
       const fetchedAt = this.#now();
-      const answer = await fetch();
-      if (storable(answer)) this.#keepLater(read, answer, fetchedAt, deadline);
+      const answer = await fetch(reservation);
+      if (storable(answer)) {
+        this.#keepLater(read, answer, fetchedAt, deadline);
+        this.#saw(read, fetchedAt);
+      }
       return { answer, fetchedAt, shared: false };
     });
+  }
+
+  /** This container saw `read`'s answer (stored, or fetched to be stored) within its window. */
+  #likelyShared(read: SharedRead): boolean {
+    const fetchedAt = this.#seen.get(read.key);
+    return fetchedAt !== undefined && this.#now() - fetchedAt < read.windowMs;
+  }
+
+  #saw(read: SharedRead, fetchedAt: number): void {
+    this.#seen.delete(read.key);
+    this.#seen.set(read.key, fetchedAt);
+    if (this.#seen.size > SEEN_KEPT) {
+      const [oldest] = this.#seen.keys();
+      if (oldest !== undefined) this.#seen.delete(oldest);
+    }
   }
 
   /** Callers of one container asking for `key` at once share one lookup and one fetch. */

@@ -40,7 +40,7 @@ const told = (error: unknown) => {
   const refused = error as CallerRateLimitedError;
   return { status: refused.httpStatus, code: refused.code, retryAfter: refused.headers?.['Retry-After'] };
 };
-const as = (caller: CallerShareContext, work: () => Promise<void>) => callers.run(caller, work);
+const as = <T>(caller: CallerShareContext, work: () => Promise<T>) => callers.run(caller, work);
 const refusal = (work: Promise<unknown>) =>
   work.then(
     () => undefined,
@@ -61,6 +61,38 @@ describe('a customer’s share', () => {
     expect(told(refused)).toEqual({ status: 429, code: 'caller_rate_limited', retryAfter: '8' });
     clock.now = START + 8_000;
     await as(alice, () => shares.take(false));
+  });
+
+  it('takes back a call given back (a read answered from shared data): the 4th call of the window is then counted', async () => {
+    const clock = { now: START };
+    const shares = await sharesAt(clock);
+    const alice = { id: 'alice', kind: 'customer' } as const;
+
+    const taken = [];
+    for (let i = 0; i < 3; i++) taken.push(await as(alice, () => shares.take(false)));
+    await taken[0]!.giveBack();
+    const fourth = await refusal(as(alice, () => shares.take(false)));
+    const fifth = await refusal(as(alice, () => shares.take(false)));
+
+    expect(fourth).toBeUndefined();
+    expect(fifth).toBeInstanceOf(CallerRateLimitedError);
+  });
+
+  it('is remembered refused by the container until its window ends, so that its next call checks the share alone', async () => {
+    const clock = { now: START };
+    const shares = await sharesAt(clock);
+    const alice = { id: 'alice', kind: 'customer' } as const;
+    const bob = { id: 'bob', kind: 'customer' } as const;
+
+    for (let i = 0; i < 3; i++) await as(alice, () => shares.take(false));
+    const before = as(alice, async () => shares.likelyRefused());
+    await refusal(as(alice, () => shares.take(false)));
+
+    expect(await before).toBe(false);
+    expect(await as(alice, async () => shares.likelyRefused())).toBe(true);
+    expect(await as(bob, async () => shares.likelyRefused())).toBe(false);
+    clock.now = START + 8_000;
+    expect(await as(alice, async () => shares.likelyRefused())).toBe(false);
   });
 
   it('is 6 money requests a minute across call windows; the 7th waits for the minute', async () => {
