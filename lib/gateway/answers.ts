@@ -1,5 +1,6 @@
 import { type ApiError, ConflictError, GatewayError, NotFoundError, reached } from '../envelope/errors.ts';
-import type { GatewayAnswer, GatewayCall, Reservation } from './client.ts';
+import type { GatewayAnswer, GatewayCall } from './client.ts';
+import type { Reservation } from './reservation.ts';
 import type { PaymentRecord, SubscriptionRecord } from './schemas.ts';
 
 /**

@@ -1,4 +1,4 @@
-// About 410 lines, one file: GatewayClient.call is one loop (share, slot, send, classify, retry,
+// About 460 lines, one file: GatewayClient.call is one loop (share, slot, send, classify, retry,
 // token renewal, release), and every branch of it reads the same attempt's state; split, a retry's
 // rules would live away from the loop that applies them.
 import { type CallerShares, callers, type ShareTaken } from '../budget/caller-shares.ts';
@@ -16,8 +16,8 @@ import {
   reached,
 } from '../envelope/errors.ts';
 import { log } from '../log/log.ts';
-import { inBackground } from '../net/background.ts';
 import { type Failure, isRetryable, parseRetryAfter, retryDelayMs } from './policy.ts';
+import { Reservation } from './reservation.ts';
 import { OAuthError, TokenAnswer, UpstreamEnvelope } from './schemas.ts';
 import { type IssuedToken, TokenCache, type TokenSource } from './token.ts';
 import { type Transport, TransportError, type UpstreamResponse } from './transport.ts';
@@ -42,54 +42,6 @@ export interface GatewayCall {
   reconciliation?: boolean;
   /** The share and slot its first attempt uses, taken before (GatewayClient.reserve); a read's only. */
   reservation?: Reservation;
-}
-
-/**
- * A caller's share and a slot of PayHere's budget, taken beside a lookup that may make the call
- * needless (GatewayClient.reserve): the call's first attempt uses them; a call not made gives both
- * back, the slot as it was before (never used) and the share's count, after the caller's answer.
- */
-export class Reservation {
-  readonly #share: Promise<ShareTaken | undefined>;
-  readonly #slot: Promise<Permit>;
-  #settled = false;
-
-  constructor(share: Promise<ShareTaken | undefined>, slot: Promise<Permit>) {
-    this.#share = share;
-    this.#slot = slot;
-    // Either may fail before anyone waits for it: its failure is use()'s to report.
-    share.catch(() => {});
-    slot.catch(() => {});
-  }
-
-  /** The slot for the call. The caller refused its share: the slot goes back unused, and the refusal is thrown. */
-  async use(): Promise<Permit> {
-    this.#settled = true;
-    try {
-      await this.#share;
-    } catch (error) {
-      inBackground(
-        this.#slot.then(
-          (permit) => permit.handBack(),
-          () => {},
-        ),
-      );
-      throw error;
-    }
-    return this.#slot;
-  }
-
-  /** The call will not be made: both go back, without holding up the caller. */
-  cancel(): void {
-    if (this.#settled) return;
-    this.#settled = true;
-    inBackground(
-      Promise.allSettled([
-        this.#share.then((taken) => taken?.giveBack()),
-        this.#slot.then((permit) => permit.handBack()),
-      ]),
-    );
-  }
 }
 
 export interface GatewayAnswer {

@@ -23,14 +23,9 @@ import {
   subscriptionRefusal,
   V1,
 } from './answers.ts';
-import {
-  type GatewayAnswer,
-  type GatewayCall,
-  type GatewayClient,
-  LostAnswerError,
-  type Reservation,
-} from './client.ts';
+import { type GatewayAnswer, type GatewayCall, type GatewayClient, LostAnswerError } from './client.ts';
 import { type ChargeWindow, chargeDeadline, Reconciliation } from './reconcile.ts';
+import type { Reservation } from './reservation.ts';
 import {
   type CaptureResult,
   ChargeResult,

@@ -1,7 +1,7 @@
 import * as z from 'zod/mini';
 import { NotFoundError } from '../envelope/errors.ts';
-import type { Reservation } from '../gateway/client.ts';
 import { findSubscription, type PayHere, type Result } from '../gateway/payhere.ts';
+import type { Reservation } from '../gateway/reservation.ts';
 import { PaymentList, type PaymentRecord, SubscriptionList, SubscriptionRecord } from '../gateway/schemas.ts';
 import { describeError, log } from '../log/log.ts';
 import { inBackground } from '../net/background.ts';

@@ -1,0 +1,51 @@
+import type { ShareTaken } from '../budget/caller-shares.ts';
+import type { Permit } from '../budget/limiter.ts';
+import { inBackground } from '../net/background.ts';
+
+/**
+ * A caller's share and a slot of PayHere's budget, taken beside a lookup that may make the call
+ * needless (GatewayClient.reserve): the call's first attempt uses them; a call not made gives both
+ * back, the slot as it was before (never used) and the share's count, after the caller's answer.
+ */
+export class Reservation {
+  readonly #share: Promise<ShareTaken | undefined>;
+  readonly #slot: Promise<Permit>;
+  #settled = false;
+
+  constructor(share: Promise<ShareTaken | undefined>, slot: Promise<Permit>) {
+    this.#share = share;
+    this.#slot = slot;
+    // Either may fail before anyone waits for it: its failure is use()'s to report.
+    share.catch(() => {});
+    slot.catch(() => {});
+  }
+
+  /** The slot for the call. The caller refused its share: the slot goes back unused, and the refusal is thrown. */
+  async use(): Promise<Permit> {
+    this.#settled = true;
+    try {
+      await this.#share;
+    } catch (error) {
+      inBackground(
+        this.#slot.then(
+          (permit) => permit.handBack(),
+          () => {},
+        ),
+      );
+      throw error;
+    }
+    return this.#slot;
+  }
+
+  /** The call will not be made: both go back, without holding up the caller. */
+  cancel(): void {
+    if (this.#settled) return;
+    this.#settled = true;
+    inBackground(
+      Promise.allSettled([
+        this.#share.then((taken) => taken?.giveBack()),
+        this.#slot.then((permit) => permit.handBack()),
+      ]),
+    );
+  }
+}
