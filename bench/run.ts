@@ -38,7 +38,8 @@ const loadHandler = async (bundle: string): Promise<Handler> =>
  * route misses each run), so the p99 is reported, not budgeted.
  */
 const BUDGET = {
-  bundle: 1.2,
+  /** Our code in a function's bundle: the bundle minus its dependency floor, in KiB. */
+  ourCodeKib: 120,
   coldVsClassic: 0.65,
   /** Reads of the shared items a warm container holds in memory: the access token, not the budget. */
   coldStateReads: 1,
@@ -241,7 +242,7 @@ say();
 say('## Bundle size (minified JavaScript in the artifact)');
 say();
 say(
-  `Budget: at most ${BUDGET.bundle}x the function's dependency floor (the same build importing only the libraries the function holds). It was 1.1x while the floor held the AWS SDK's DynamoDB and Secrets Manager clients (about 970 KiB together): our own client of AWS's JSON APIs (lib/aws/, lib/dynamodb/) replaced them, so the same code of ours is a larger share of a bundle 40% smaller. The column "our code" is the difference.`,
+  `Budget: our code (the bundle minus the function's dependency floor, the same build importing only the libraries the function holds) at most ${BUDGET.ourCodeKib} KiB. It was a ratio to the floor, 1.1x and then 1.2x, and each time the floor shrank the same code of ours became a larger share: the AWS SDK's clients left the floor (about 970 KiB), then undici's main entry gave way to its Pool and request modules (issue 24, about 240 KiB less), so the ratio is reported, and what it was meant to bound, our own code, is budgeted.`,
 );
 say();
 say('| function | artifact (zip) | JavaScript | dependency floor | our code | ratio | libraries |');
@@ -249,7 +250,9 @@ say('|---|---|---|---|---|---|---|');
 for (const size of sizes) {
   const floor = floors.get(size.floorKey)!;
   const ratio = size.js / floor.jsBytes;
-  if (ratio > BUDGET.bundle) failures.push(`bundle ${size.name}: ${round(ratio, 3)}x > ${BUDGET.bundle}x`);
+  const ourCodeKib = (size.js - floor.jsBytes) / 1024;
+  if (ourCodeKib > BUDGET.ourCodeKib)
+    failures.push(`bundle ${size.name}: our code ${round(ourCodeKib, 1)} KiB > ${BUDGET.ourCodeKib} KiB`);
   say(
     `| ${size.name} | ${kib(size.zip)} | ${kib(size.js)} | ${kib(floor.jsBytes)} | ${kib(size.js - floor.jsBytes)} | ${round(ratio, 3)} | ${size.libraries.join(', ')} |`,
   );
