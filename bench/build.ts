@@ -9,7 +9,13 @@ import { readZip } from './zip.ts';
 export const ROOT = path.resolve(import.meta.dirname, '..');
 export const OUT = path.join(ROOT, 'bench', 'out');
 const run = promisify(execFile);
-const slsBin = createRequire(import.meta.url).resolve('osls/bin/serverless.js');
+const require = createRequire(import.meta.url);
+const slsBin = require.resolve('osls/bin/serverless.js');
+const functionPlugins: Plugin[] & { LEFT_OUT: string[] } = require('../plugins/esbuild.cjs');
+/** serverless.yml's `custom.esbuild.plugins`. */
+export const FUNCTION_PLUGINS: Plugin[] = [...functionPlugins];
+/** The dependencies' files those plugins replace by a module that throws, as esbuild names them. */
+export const LEFT_OUT: readonly string[] = functionPlugins.LEFT_OUT;
 
 /**
  * serverless.yml's `custom.esbuild`, for the floors: built the same way as the functions. The
@@ -28,6 +34,7 @@ export const ESBUILD_OPTIONS: BuildOptions = {
   banner: {
     js: "import { createRequire as __createRequire } from 'node:module'; const require = __createRequire(import.meta.url);",
   },
+  plugins: FUNCTION_PLUGINS,
 };
 
 export interface PackagedFunction {
@@ -78,7 +85,7 @@ export interface Built {
 /** What a candidate may build differently from the functions (bench/run.ts says why, where it does). */
 export type BuildChanges = Pick<BuildOptions, 'mainFields' | 'plugins'>;
 
-/** Bundle `entry` (a file, or source text) with the functions' settings, `changes` apart. */
+/** Bundle `entry` (a file, or source text) with the functions' settings, `changes` apart (their plugins added). */
 export async function bundle(
   name: string,
   entry: { file: string } | { source: string },
@@ -89,6 +96,8 @@ export async function bundle(
   const result = await build({
     ...ESBUILD_OPTIONS,
     ...changes,
+    // A candidate's plugins come after the functions' own.
+    plugins: [...FUNCTION_PLUGINS, ...(changes.plugins ?? [])],
     ...('file' in entry
       ? { entryPoints: { [name]: entry.file } }
       : { stdin: { contents: entry.source, resolveDir: ROOT, sourcefile: `${name}.ts`, loader: 'ts' } }),

@@ -1,5 +1,6 @@
 import type { IncomingMessage } from 'node:http';
 import type { Socket } from 'node:net';
+import { beingWritten } from '../net/outbound.ts';
 
 // Not `import ... from 'node:http'`: ESM's view of a built-in module reads every export, and three
 // of node:http's (WebSocket, CloseEvent, MessageEvent) load Node's own copy of undici to answer,
@@ -66,6 +67,7 @@ export function post(exchange: Exchange): Promise<Answer> {
       headers: { ...exchange.headers, 'content-length': String(Buffer.byteLength(exchange.body)) },
       signal: exchange.signal,
     });
+    beingWritten(request);
     const waitForAnswer = () =>
       arm(request, requestTimeoutMs, 'HEADERS_TIMEOUT', `no answer within ${requestTimeoutMs} ms`);
     request.on('socket', (socket: Socket) => {

@@ -127,7 +127,7 @@ export class GatewayClient {
     this.prepare();
     const share = this.#share(false);
     const slot = this.#slot('read', deadline);
-    this.#transport.preload();
+    void this.#transport.preload();
     return new Reservation(share, slot);
   }
 
@@ -255,7 +255,7 @@ export class GatewayClient {
     if (reservation) permit = await reservation.use();
     else {
       const share = this.#share(money, retryOf);
-      this.#transport.preload();
+      void this.#transport.preload();
       await share;
       // Customers (and what notifications make the service confirm) never take the share reserved
       // for the merchant's money calls, the settle job's and the token's.

@@ -1,6 +1,7 @@
 import type { Dispatcher, Pool } from 'undici';
 import { type CountMetric, countMetric, timeMetric } from '../log/metrics.ts';
 import { errorCode, networkFailureKind } from '../net/failure.ts';
+import { allWritten } from '../net/outbound.ts';
 
 export interface UpstreamRequest {
   method: 'GET' | 'POST';
@@ -138,6 +139,7 @@ export class Transport {
     const stale = request.unsafeToRepeat && Date.now() - this.#lastExchangeAt > STALE_AFTER_IDLE_MS;
     if (this.#pool && !stale) return this.#pool;
     void this.#pool?.close().catch(() => {});
+    // HTTP/1.1 only: no `allowH2`, whose client is left out of the bundles (plugins/esbuild.cjs).
     this.#pool = new Pool(this.#origin, {
       ...this.#options,
       connections: 16,
@@ -151,11 +153,16 @@ export class Transport {
 
   /**
    * A call is coming: load undici now, once the requests already on their way (the budget's writes)
-   * have left, so that its evaluation overlaps their round trips instead of following them.
+   * have been written, so that its evaluation overlaps their round trips instead of delaying them:
+   * a cold container's connections are new, and they connect only while the event loop is free.
+   * Resolves when undici is loaded (or its load failed: the call will try again).
    */
-  preload(): void {
+  async preload(): Promise<void> {
     if (this.#pool) return;
-    setImmediate(() => loadUndici().catch(() => {}));
+    // The requests the caller starts in this turn exist by the next one, and are written after.
+    await new Promise((resolve) => setImmediate(resolve));
+    await allWritten();
+    await loadUndici().catch(() => {});
   }
 
   async send(request: UpstreamRequest): Promise<UpstreamResponse> {

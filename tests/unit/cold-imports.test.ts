@@ -1,12 +1,14 @@
 import { execFile } from 'node:child_process';
 import { mkdtemp, readFile, rm } from 'node:fs/promises';
+import { createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { promisify } from 'node:util';
 import { build } from 'esbuild';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { ESBUILD_OPTIONS, floorSource, LIBRARIES, ROOT } from '../../bench/build.ts';
+import { ESBUILD_OPTIONS, floorSource, LEFT_OUT, LIBRARIES, ROOT } from '../../bench/build.ts';
 import { LOCAL_AWS_ENVIRONMENT } from '../../scripts/local-dynamodb.ts';
 import { TEST_AUTH_ENV } from '../helpers/auth.ts';
 
@@ -33,6 +35,8 @@ function packagesOf(inputs: Record<string, unknown>): Set<string> {
 const built = new Map<string, Set<string>>();
 /** The files each bundle holds, as esbuild named them. */
 const inputs = new Map<string, string[]>();
+/** How many bytes of each bundle each file became. */
+const outputBytes = new Map<string, Record<string, number>>();
 
 beforeAll(async () => {
   out = await mkdtemp(path.join(tmpdir(), 'payhere-cold-imports-'));
@@ -46,6 +50,13 @@ beforeAll(async () => {
     });
     built.set(name, packagesOf(result.metafile.inputs));
     inputs.set(name, Object.keys(result.metafile.inputs));
+    const output = Object.values(result.metafile.outputs).find((candidate) => candidate.entryPoint);
+    outputBytes.set(
+      name,
+      Object.fromEntries(
+        Object.entries(output!.inputs).map(([file, { bytesInOutput }]) => [file, bytesInOutput]),
+      ),
+    );
   }
 }, 120_000);
 
@@ -91,6 +102,72 @@ describe("a function's cold start", () => {
       ).toEqual([]);
     }
   });
+
+  it("leaves out undici's SIMD parser, FormData bodies and HTTP/2, which the transport never runs", () => {
+    for (const [name, bytes] of outputBytes) {
+      // A module that only throws stands in for each (plugins/esbuild.cjs).
+      for (const file of LEFT_OUT) expect(bytes[file], `${name}: ${file}`).toBeLessThan(300);
+      expect(bytes['node_modules/undici/lib/llhttp/llhttp-wasm.js'], name).toBeGreaterThan(50_000);
+      const fetchParts = Object.keys(bytes).filter(
+        (file) => file.startsWith('node_modules/undici/lib/web/') && !LEFT_OUT.includes(file),
+      );
+      expect(fetchParts, name).toEqual([]);
+    }
+  });
+
+  it('calls over the trimmed undici: the portable parser reads the answer, and no HTTP/2 is loaded', async () => {
+    // Prepare: the transport bundled as the functions are, and a loopback gateway that echoes.
+    const bundled = path.join(out, 'transport.mjs');
+    await build({
+      ...ESBUILD_OPTIONS,
+      stdin: {
+        contents: [
+          "import { Transport } from './lib/gateway/transport.ts';",
+          'const transport = new Transport(process.env.GATEWAY_URL, { connectTimeoutMs: 2_000 });',
+          'const answer = await transport.send({',
+          "  method: 'POST', path: '/merchant/v1/payment/search', body: '{\"order_id\":\"o-1\"}',",
+          "  headers: { 'content-type': 'application/json' }, deadline: Date.now() + 5_000,",
+          '});',
+          'await transport.close();',
+          "const http2 = process.moduleLoadList.includes('NativeModule http2');",
+          'process.stdout.write(JSON.stringify({ status: answer.status, body: answer.body, http2 }));',
+        ].join('\n'),
+        resolveDir: ROOT,
+        sourcefile: 'transport-probe.ts',
+        loader: 'ts',
+      },
+      outfile: bundled,
+      logLevel: 'silent',
+    });
+    const server = createServer((request, response) => {
+      let body = '';
+      request.on('data', (chunk: Buffer) => {
+        body += chunk.toString('utf8');
+      });
+      request.on('end', () => {
+        response.setHeader('content-type', 'application/json');
+        response.end(JSON.stringify({ status: 1, path: request.url, echoed: JSON.parse(body) }));
+      });
+    });
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+    const { port } = server.address() as AddressInfo;
+
+    try {
+      // Act
+      const { stdout } = await promisify(execFile)(process.execPath, [bundled], {
+        env: { ...process.env, GATEWAY_URL: `http://127.0.0.1:${port}` },
+      });
+
+      // Assess
+      expect(JSON.parse(stdout)).toEqual({
+        status: 200,
+        body: JSON.stringify({ status: 1, path: '/merchant/v1/payment/search', echoed: { order_id: 'o-1' } }),
+        http2: false,
+      });
+    } finally {
+      await new Promise((resolve) => server.close(resolve));
+    }
+  }, 30_000);
 
   it.each(FUNCTIONS)(
     "loads no undici, neither the npm package nor Node's own copy behind fetch, until it calls PayHere (%s)",

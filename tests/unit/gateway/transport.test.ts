@@ -1,6 +1,9 @@
+import { EventEmitter } from 'node:events';
+import { setImmediate as turn } from 'node:timers/promises';
 import { errors } from 'undici';
 import { describe, expect, it } from 'vitest';
-import { classifyTransportError, TransportError } from '../../../lib/gateway/transport.ts';
+import { classifyTransportError, Transport, TransportError } from '../../../lib/gateway/transport.ts';
+import { beingWritten } from '../../../lib/net/outbound.ts';
 
 function coded(code: string, message = code): Error {
   return Object.assign(new Error(message), { code });
@@ -148,5 +151,29 @@ describe('classifyTransportError', () => {
 
   it('names the kind and code in its message, for the log', () => {
     expect(classifyTransportError(coded('ECONNRESET')).message).toBe('upstream reset failure (ECONNRESET)');
+  });
+});
+
+describe('Transport.preload', () => {
+  it('loads undici only once the requests on their way have been written, so as not to hold them', async () => {
+    // Prepare: undici loaded once (the wait below is then the only one), and a request (the
+    // budget's slot, say) not yet written to its new connection.
+    await new Transport('http://127.0.0.1:9', { connectTimeoutMs: 1_000 }).preload();
+    const slot = new EventEmitter();
+    beingWritten(slot);
+    const transport = new Transport('http://127.0.0.1:9', { connectTimeoutMs: 1_000 });
+    let loaded = false;
+
+    // Act
+    const preloading = transport.preload().then(() => {
+      loaded = true;
+    });
+    for (let i = 0; i < 5; i++) await turn();
+
+    // Assess
+    expect(loaded).toBe(false);
+    slot.emit('finish');
+    await preloading;
+    expect(loaded).toBe(true);
   });
 });
