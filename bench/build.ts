@@ -85,7 +85,10 @@ export interface Built {
 /** What a candidate may build differently from the functions (bench/run.ts says why, where it does). */
 export type BuildChanges = Pick<BuildOptions, 'mainFields' | 'plugins'>;
 
-/** Bundle `entry` (a file, or source text) with the functions' settings, `changes` apart (their plugins added). */
+/**
+ * Bundle `entry` (a file, or source text) with the functions' settings, `changes` apart: their
+ * plugins, if given, instead of the functions' (which would break undici's main entry, say).
+ */
 export async function bundle(
   name: string,
   entry: { file: string } | { source: string },
@@ -96,8 +99,6 @@ export async function bundle(
   const result = await build({
     ...ESBUILD_OPTIONS,
     ...changes,
-    // A candidate's plugins come after the functions' own.
-    plugins: [...FUNCTION_PLUGINS, ...(changes.plugins ?? [])],
     ...('file' in entry
       ? { entryPoints: { [name]: entry.file } }
       : { stdin: { contents: entry.source, resolveDir: ROOT, sourcefile: `${name}.ts`, loader: 'ts' } }),

@@ -13,6 +13,7 @@ import {
   bundle,
   CLASSIC_LIBRARIES,
   EMPTY_HANDLER,
+  FUNCTION_PLUGINS,
   floorSource,
   LIBRARIES,
   packageFunctions,
@@ -104,7 +105,8 @@ for (const fn of packaged) {
   sizes.push({ name: fn.name as GatewayRouteName, zip: fn.zipBytes, js: fn.jsBytes, floorKey, libraries });
 }
 const empty = await bundle('empty', { source: EMPTY_HANDLER });
-const classic = await bundle('classic', { source: CLASSIC_LIBRARIES });
+// The classic way holds undici's main entry, which the functions' plugins would break.
+const classic = await bundle('classic', { source: CLASSIC_LIBRARIES }, { plugins: [] });
 /**
  * The candidates for the tables' client, its signer and PayHere's transport, each alone,
  * constructed as the functions construct them, the tables' clients each answering its requests
@@ -225,11 +227,17 @@ import request from 'undici/lib/api/api-request.js';
 export const pool = new Pool('https://sandbox.payhere.lk');
 export const send = request;
 export const handler = async () => ({ statusCode: 200, body: '' });`,
+      // Trimmed as the functions' bundles are (plugins/esbuild.cjs).
+      changes: { plugins: FUNCTION_PLUGINS },
     },
   };
 const candidates = new Map<string, Awaited<ReturnType<typeof bundle>>>();
 for (const [label, { source, changes }] of Object.entries(CANDIDATES)) {
-  candidates.set(label, await bundle(`candidate-${candidates.size}`, { source }, changes));
+  // Each as it comes, unless it says otherwise: not with the functions' plugins.
+  candidates.set(
+    label,
+    await bundle(`candidate-${candidates.size}`, { source }, { plugins: [], ...changes }),
+  );
 }
 
 say('# Benchmark results');
