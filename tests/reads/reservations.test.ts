@@ -157,6 +157,34 @@ describe('a read whose answer this container has not seen', () => {
   });
 });
 
+describe('a reservation its call never used', () => {
+  it('goes back when the call fails before its first attempt: no token, say', async () => {
+    // Prepare: no token in the table, and PayHere refusing the credentials.
+    const { table, name } = await freshStateTable();
+    const shares = new CallerShares({
+      client: dynamoDbAt(inject('dynamodbEndpoint')),
+      table: name,
+      timeoutMs: 2_000,
+      config: loadSharesConfig({}),
+    });
+    const { reads } = container(table, name, shares);
+    const orderId = await paidOrder();
+    sandbox.faults.inject('token', { kind: 'status', status: 401 }, 10);
+    const handBack = vi.spyOn(table, 'handBackSlot');
+
+    // Act
+    const failed = await callers.run(alice, () =>
+      reads.paymentsOfOrder(orderId, deadline()).catch((error: unknown) => error),
+    );
+    await backgroundSettled();
+
+    // Assess: the read failed; its slot went back, and its caller's count with it.
+    expect(failed).toBeInstanceOf(Error);
+    expect(handBack).toHaveBeenCalledTimes(1);
+    expect(await shareCounts(name)).toBe(0);
+  });
+});
+
 describe('a read whose answer this container saw within its window', () => {
   it('looks it up alone: no slot, no share', async () => {
     // Prepare: this container read the order.
