@@ -10,6 +10,7 @@ import {
 import { CallerRateLimitedError, notSent } from '../envelope/errors.ts';
 import { describeError, log } from '../log/log.ts';
 import { countMetric } from '../log/metrics.ts';
+import { Recent } from '../memory/recent.ts';
 import type { StateTableOptions } from './state-table.ts';
 
 /**
@@ -63,8 +64,8 @@ export class CallerShares {
   readonly #config: SharesConfig;
   readonly #now: () => number;
 
-  /** Callers this container saw refused, until their full window ends (at most REFUSALS_KEPT). */
-  readonly #refusedUntil = new Map<string, number>();
+  /** Callers this container saw refused, until their full window ends. */
+  readonly #refusedUntil = new Recent<number>(REFUSALS_KEPT);
 
   constructor(options: StateTableOptions & { config: SharesConfig; now?: () => number }) {
     this.#client = options.client;
@@ -133,7 +134,7 @@ export class CallerShares {
     const retryAt = moneyFull
       ? (moneyWindow + 1) * share.moneyWindowMs
       : (callWindow + 1) * share.callWindowMs;
-    this.#refused(caller, retryAt);
+    this.#refusedUntil.set(refusalKey(caller), retryAt);
     countMetric('CallerRateLimited');
     log.info('a caller used its share of PayHere’s budget', { kind: caller.kind, money: moneyFull });
     throw notSent(
@@ -144,16 +145,6 @@ export class CallerShares {
         Math.max(1, Math.ceil((retryAt - now) / 1000)),
       ),
     );
-  }
-
-  #refused(caller: CallerShareContext, until: number): void {
-    const key = refusalKey(caller);
-    this.#refusedUntil.delete(key);
-    this.#refusedUntil.set(key, until);
-    if (this.#refusedUntil.size > REFUSALS_KEPT) {
-      const [oldest] = this.#refusedUntil.keys();
-      if (oldest !== undefined) this.#refusedUntil.delete(oldest);
-    }
   }
 
   /**

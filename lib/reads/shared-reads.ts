@@ -4,6 +4,7 @@ import { findSubscription, type PayHere, type Result } from '../gateway/payhere.
 import type { Reservation } from '../gateway/reservation.ts';
 import { PaymentList, type PaymentRecord, SubscriptionList, SubscriptionRecord } from '../gateway/schemas.ts';
 import { describeError, log } from '../log/log.ts';
+import { Recent } from '../memory/recent.ts';
 import { inBackground } from '../net/background.ts';
 import { SHARED_READS, type SharedRead, type SharedReadStore, type StoredAnswer } from './store.ts';
 
@@ -61,8 +62,8 @@ export class SharedReads {
   readonly #store: SharedReadStore;
   readonly #now: () => number;
   readonly #inFlight = new Map<string, Promise<Served<unknown>>>();
-  /** When the answers this container last saw were fetched, by key (at most SEEN_KEPT, the oldest forgotten first). */
-  readonly #seen = new Map<string, number>();
+  /** When the answers this container last saw were fetched, by key. */
+  readonly #seen = new Recent<number>(SEEN_KEPT);
   /** Answers being written to the table, by key: this container's next lookup of one waits for it. */
   readonly #keeping = new Map<string, Promise<void>>();
   #tableDownUntil = 0;
@@ -173,14 +174,14 @@ export class SharedReads {
       const stored = refresh ? undefined : await this.#lookup(read, schema, deadline);
       if (stored?.fresh) {
         reservation?.cancel();
-        this.#saw(read, stored.fetchedAt);
+        this.#seen.set(read.key, stored.fetchedAt);
         return { answer: stored.answer, fetchedAt: stored.fetchedAt, shared: true };
       }
       const fetchedAt = this.#now();
       const answer = await fetch(reservation);
       if (storable(answer)) {
         this.#keepLater(read, answer, fetchedAt, deadline);
-        this.#saw(read, fetchedAt);
+        this.#seen.set(read.key, fetchedAt);
       }
       return { answer, fetchedAt, shared: false };
     });
@@ -190,15 +191,6 @@ export class SharedReads {
   #likelyShared(read: SharedRead): boolean {
     const fetchedAt = this.#seen.get(read.key);
     return fetchedAt !== undefined && this.#now() - fetchedAt < read.windowMs;
-  }
-
-  #saw(read: SharedRead, fetchedAt: number): void {
-    this.#seen.delete(read.key);
-    this.#seen.set(read.key, fetchedAt);
-    if (this.#seen.size > SEEN_KEPT) {
-      const [oldest] = this.#seen.keys();
-      if (oldest !== undefined) this.#seen.delete(oldest);
-    }
   }
 
   /** Callers of one container asking for `key` at once share one lookup and one fetch. */
