@@ -11,11 +11,16 @@ export const OUT = path.join(ROOT, 'bench', 'out');
 const run = promisify(execFile);
 const require = createRequire(import.meta.url);
 const slsBin = require.resolve('osls/bin/serverless.js');
-const functionPlugins: Plugin[] & { LEFT_OUT: string[] } = require('../plugins/esbuild.cjs');
+const functionPlugins: Plugin[] & {
+  LEFT_OUT: string[];
+  MIDDY_STREAM_WEB: string;
+} = require('../plugins/esbuild.cjs');
 /** serverless.yml's `custom.esbuild.plugins`. */
 export const FUNCTION_PLUGINS: Plugin[] = [...functionPlugins];
 /** The dependencies' files those plugins replace by a module that throws, as esbuild names them. */
 export const LEFT_OUT: readonly string[] = functionPlugins.LEFT_OUT;
+/** The module those plugins give @middy/core for `node:stream/web`, as esbuild names it. */
+export const MIDDY_STREAM_WEB: string = functionPlugins.MIDDY_STREAM_WEB;
 
 /**
  * serverless.yml's `custom.esbuild`, for the floors: built the same way as the functions. The

@@ -48,5 +48,33 @@ const trimUndici = {
   },
 };
 
-module.exports = [trimUndici];
+/**
+ * @middy/core imports `ReadableStream` from `node:stream/web` at load, for one thing: checking a
+ * streamed response's body when `streamifyResponse` is set. No function sets it (lib/http/route.ts,
+ * lib/http/form-route.ts), yet every cold start paid for Node's web streams, eight modules, about
+ * 3 ms of the import. middy's import gets a class no value is ever an instance of, which fails
+ * loudly if anything constructs it; every other import of `node:stream/web` is left as it is.
+ */
+const STREAM_WEB_STAND_IN = 'middy-stream-web-stand-in';
+const MIDDY_CORE = /[\\/]node_modules[\\/]@middy[\\/]core[\\/]/;
+
+/** @type {import('esbuild').Plugin} */
+const noMiddyStreams = {
+  name: 'no-middy-streams',
+  setup(build) {
+    build.onResolve({ filter: /^node:stream\/web$/ }, (args) =>
+      MIDDY_CORE.test(args.importer)
+        ? { path: STREAM_WEB_STAND_IN, namespace: STREAM_WEB_STAND_IN }
+        : undefined,
+    );
+    build.onLoad({ filter: /.*/, namespace: STREAM_WEB_STAND_IN }, () => ({
+      contents: `export class ReadableStream { constructor() { throw new Error("middy's streamed responses are left out of this bundle (plugins/esbuild.cjs): do not set streamifyResponse"); } }`,
+      loader: 'js',
+    }));
+  },
+};
+
+module.exports = [trimUndici, noMiddyStreams];
 module.exports.LEFT_OUT = LEFT_OUT.map(({ file }) => `node_modules/undici/lib/${file}`);
+/** How esbuild names the module that stands in for middy's `node:stream/web`. */
+module.exports.MIDDY_STREAM_WEB = `${STREAM_WEB_STAND_IN}:${STREAM_WEB_STAND_IN}`;

@@ -8,7 +8,14 @@ import { pathToFileURL } from 'node:url';
 import { promisify } from 'node:util';
 import { build } from 'esbuild';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { ESBUILD_OPTIONS, floorSource, LEFT_OUT, LIBRARIES, ROOT } from '../../bench/build.ts';
+import {
+  ESBUILD_OPTIONS,
+  floorSource,
+  LEFT_OUT,
+  LIBRARIES,
+  MIDDY_STREAM_WEB,
+  ROOT,
+} from '../../bench/build.ts';
 import { LOCAL_AWS_ENVIRONMENT } from '../../scripts/local-dynamodb.ts';
 import { TEST_AUTH_ENV } from '../helpers/auth.ts';
 
@@ -20,6 +27,20 @@ import { TEST_AUTH_ENV } from '../helpers/auth.ts';
  * floor imports as the function does. A read, a money route and the notification receiver.
  */
 const FUNCTIONS = ['listSubscriptions', 'charge', 'notify'];
+/** What the functions read at start-up, pointing nowhere: nothing here is called. */
+const FUNCTION_ENV = {
+  ...LOCAL_AWS_ENVIRONMENT,
+  ...TEST_AUTH_ENV,
+  GATEWAY_BASE_URL: 'http://127.0.0.1:9',
+  GATEWAY_APP_ID: 'app',
+  GATEWAY_APP_SECRET: 'secret',
+  GATEWAY_MERCHANT_ID: 'merchant',
+  GATEWAY_MERCHANT_SECRET: 'merchant-secret',
+  IDEMPOTENCY_TABLE: 'idempotency',
+  LEDGER_TABLE: 'ledger',
+  STATE_TABLE: 'state',
+  DYNAMODB_ENDPOINT: 'http://127.0.0.1:9',
+};
 let out: string;
 
 /** The npm packages whose files an esbuild build put in its output. */
@@ -115,6 +136,14 @@ describe("a function's cold start", () => {
     }
   });
 
+  it('gives middy a stand-in for node:stream/web, which only its streamed responses use', async () => {
+    for (const [name, files] of inputs) {
+      expect(files, name).toContain(MIDDY_STREAM_WEB);
+      const source = await readFile(path.join(out, `${name}.mjs`), 'utf8');
+      expect(source, name).not.toContain('node:stream/web');
+    }
+  });
+
   it('calls over the trimmed undici: the portable parser reads the answer, and no HTTP/2 is loaded', async () => {
     // Prepare: the transport bundled as the functions are, and a loopback gateway that echoes.
     const bundled = path.join(out, 'transport.mjs');
@@ -179,20 +208,7 @@ describe("a function's cold start", () => {
         `await import(${JSON.stringify(pathToFileURL(path.join(out, `${name}.mjs`)).href)});`,
         "process.stdout.write(String(globalThis[Symbol.for('undici.globalDispatcher.2')] !== undefined));",
       ].join('\n');
-      const env = {
-        ...process.env,
-        ...LOCAL_AWS_ENVIRONMENT,
-        ...TEST_AUTH_ENV,
-        GATEWAY_BASE_URL: 'http://127.0.0.1:9',
-        GATEWAY_APP_ID: 'app',
-        GATEWAY_APP_SECRET: 'secret',
-        GATEWAY_MERCHANT_ID: 'merchant',
-        GATEWAY_MERCHANT_SECRET: 'merchant-secret',
-        IDEMPOTENCY_TABLE: 'idempotency',
-        LEDGER_TABLE: 'ledger',
-        STATE_TABLE: 'state',
-        DYNAMODB_ENDPOINT: 'http://127.0.0.1:9',
-      };
+      const env = { ...process.env, ...FUNCTION_ENV };
 
       // Act
       const { stdout } = await promisify(execFile)(process.execPath, ['--input-type=module', '-e', probe], {
@@ -206,6 +222,26 @@ describe("a function's cold start", () => {
         "require('undici'); process.stdout.write(String(globalThis[Symbol.for('undici.globalDispatcher.2')] !== undefined))",
       ]);
       expect(control.stdout).toBe('true');
+    },
+    30_000,
+  );
+
+  it.each(FUNCTIONS)(
+    'loads no web streams as it is imported (%s)',
+    async (name) => {
+      // Prepare: a fresh process with the environment the function reads at start-up.
+      const probe = [
+        `await import(${JSON.stringify(pathToFileURL(path.join(out, `${name}.mjs`)).href)});`,
+        "process.stdout.write(JSON.stringify(process.moduleLoadList.filter((m) => m.includes('webstreams'))));",
+      ].join('\n');
+
+      // Act
+      const { stdout } = await promisify(execFile)(process.execPath, ['--input-type=module', '-e', probe], {
+        env: { ...process.env, ...FUNCTION_ENV },
+      });
+
+      // Assess
+      expect(JSON.parse(stdout)).toEqual([]);
     },
     30_000,
   );
