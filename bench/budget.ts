@@ -43,7 +43,7 @@ export async function measureLimiterCost(
   await writeFile(planFile, JSON.stringify(plan));
   const { stdout } = await run(
     process.execPath,
-    ['--enable-source-maps', path.join(ROOT, 'bench', 'limiter-child.ts'), planFile],
+    [path.join(ROOT, 'bench', 'limiter-child.ts'), planFile],
     // The bench's budget is large (no call waits for a slot): this measures a slot's cost, not waits.
     { env: { ...process.env, ...environment.env, LOG_LEVEL: 'error' }, timeout: 300_000 },
   );
@@ -63,11 +63,10 @@ async function startContainer(
   bundle: string,
   env: Record<string, string>,
 ): Promise<Container> {
-  const child = spawn(
-    process.execPath,
-    ['--enable-source-maps', path.join(ROOT, 'bench', 'container-child.ts'), bundle],
-    { env: { ...process.env, ...env }, stdio: ['pipe', 'pipe', 'inherit'] },
-  );
+  const child = spawn(process.execPath, [path.join(ROOT, 'bench', 'container-child.ts'), bundle], {
+    env: { ...process.env, ...env },
+    stdio: ['pipe', 'pipe', 'inherit'],
+  });
   const waiting: Array<(line: { ready?: boolean; done?: ContainerAnswer[] }) => void> = [];
   createInterface({ input: child.stdout! }).on('line', (line) => {
     if (line.startsWith('@@')) waiting.shift()?.(JSON.parse(line.slice(2)));

@@ -5,7 +5,7 @@
  * and, per request, what it sent: PayHere calls and token requests (undici's `undici:request:create`
  * channel) and AWS requests by operation, table and key (node:http's `http.client.request.created`
  * on lib/aws/'s requests).
- * Usage: node --enable-source-maps bench/cold-child.ts <bundle.mjs> [<event.json> [<event.json>]]
+ * Usage: node bench/cold-child.ts <bundle.mjs> [<event.json> [<event.json>]]
  */
 import { subscribe } from 'node:diagnostics_channel';
 import { readFileSync } from 'node:fs';

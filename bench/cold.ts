@@ -61,14 +61,10 @@ export async function measureCold(
         await writeFile(file, JSON.stringify((await environment.prepare(target.route)).event));
       }
       const before = environment.sandbox.arrivals().length;
-      const { stdout } = await run(
-        process.execPath,
-        ['--enable-source-maps', CHILD, target.bundle, ...eventFiles],
-        {
-          env: { ...process.env, ...environment.env },
-          timeout: 60_000,
-        },
-      );
+      const { stdout } = await run(process.execPath, [CHILD, target.bundle, ...eventFiles], {
+        env: { ...process.env, ...environment.env },
+        timeout: 60_000,
+      });
       const line = stdout.trim().split('\n').at(-1)!;
       const { importMs, requests } = JSON.parse(line) as { importMs: number; requests: ColdRequest[] };
       const arrived = environment.sandbox.arrivals().length - before;

@@ -3,7 +3,7 @@
  * once, then, for each command on stdin (a JSON line: events and the Lambda's remaining time),
  * every event invoked at once, as concurrent requests routed to this container would be. Each
  * command's answers go to stdout as one line starting with `@@`.
- * Usage: node --enable-source-maps bench/container-child.ts <bundle.mjs>
+ * Usage: node bench/container-child.ts <bundle.mjs>
  */
 import { createInterface } from 'node:readline';
 import { pathToFileURL } from 'node:url';

@@ -6,7 +6,7 @@
  * those seconds would be. The pacing is done here, not by the bench, so that a busy bench process
  * (the sandbox and DynamoDB run there) cannot bunch the requests up. All answers go to stdout as
  * one line starting with `@@`, with their headers and body, for the bench to check whose they are.
- * Usage: node --enable-source-maps bench/customers-child.ts <bundle.mjs>
+ * Usage: node bench/customers-child.ts <bundle.mjs>
  */
 import { createInterface } from 'node:readline';
 import { setTimeout as sleep } from 'node:timers/promises';

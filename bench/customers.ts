@@ -171,11 +171,10 @@ interface Reader {
 }
 
 async function startReader(route: ReadRoute, bundle: string, env: Record<string, string>): Promise<Reader> {
-  const child = spawn(
-    process.execPath,
-    ['--enable-source-maps', path.join(ROOT, 'bench', 'customers-child.ts'), bundle],
-    { env: { ...process.env, ...env }, stdio: ['pipe', 'pipe', 'inherit'] },
-  );
+  const child = spawn(process.execPath, [path.join(ROOT, 'bench', 'customers-child.ts'), bundle], {
+    env: { ...process.env, ...env },
+    stdio: ['pipe', 'pipe', 'inherit'],
+  });
   const lines: string[] = [];
   const waiting: Array<(line: string) => void> = [];
   createInterface({ input: child.stdout! }).on('line', (line) => {

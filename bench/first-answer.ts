@@ -99,14 +99,10 @@ export async function measureFirstAnswer(
           await writeFile(file, JSON.stringify(event));
           files.push(file);
         }
-        const { stdout } = await run(
-          process.execPath,
-          ['--enable-source-maps', CHILD, bundles[side], ...files],
-          {
-            env: side === 'service' ? { ...env, ...serviceEnv } : env,
-            timeout: 60_000,
-          },
-        );
+        const { stdout } = await run(process.execPath, [CHILD, bundles[side], ...files], {
+          env: side === 'service' ? { ...env, ...serviceEnv } : env,
+          timeout: 60_000,
+        });
         const { importMs, requests } = JSON.parse(stdout.trim().split('\n').at(-1)!) as {
           importMs: number;
           requests: ColdRequest[];
@@ -183,7 +179,7 @@ export function firstAnswerSection(samples: FirstAnswerSamples): { lines: string
   const lines = [
     "## A cold container's first answer, beside a naive intermediary",
     '',
-    `The merchant reading an order's payments (retrievePayments), with every PayHere request answered ${DISTANCE.payhereMs} ms after it arrives and every DynamoDB request ${DISTANCE.dynamodbMs} ms after (the sandbox's latency and the local DynamoDB's delay). The naive intermediary (bench/naive/handler.ts) is what public PayHere intermediaries do, the usual Node way: Express behind serverless-http, axios, a new access token for every request; bundled and minified as the functions are. ${runs} fresh \`node --enable-source-maps\` processes per side, in turns; each imports its bundle and answers a new order (cold; the shared token in the table, as another container left it), then twice a new order (warm, every request to PayHere) and that order again (warm, its answer shared). Medians.`,
+    `The merchant reading an order's payments (retrievePayments), with every PayHere request answered ${DISTANCE.payhereMs} ms after it arrives and every DynamoDB request ${DISTANCE.dynamodbMs} ms after (the sandbox's latency and the local DynamoDB's delay). The naive intermediary (bench/naive/handler.ts) is what public PayHere intermediaries do, the usual Node way: Express behind serverless-http, axios, a new access token for every request; bundled and minified as the functions are. ${runs} fresh \`node\` processes per side, without \`--enable-source-maps\` as the functions run (lib/log/stack.ts maps a stack when one is read), in turns; each imports its bundle and answers a new order (cold; the shared token in the table, as another container left it), then twice a new order (warm, every request to PayHere) and that order again (warm, its answer shared). Medians.`,
     `Budgets: the service's first request at most one DynamoDB and one PayHere round trip plus ${B.firstRequestSlackMs} ms (${firstLimit} ms), and its import and first request at most ${B.firstRequestRatio} of the naive intermediary's; a warm miss at most ${B.warmMissRatio} of the naive's warm request, with ${B.warmMissRoundsBefore} DynamoDB round trip before its PayHere call (the budget's slot; requests in flight together count once) and ${B.warmMissWaitsAfter} after it that the answer waits for, in every sample; the import at most ${B.importRatio} of the naive's.`,
     '',
     '| | import | first request | import and first request | warm, shared answer | warm, every request to PayHere |',

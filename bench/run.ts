@@ -304,7 +304,7 @@ try {
   say('## Cold load');
   say();
   say(
-    `${coldRuns} fresh \`node --enable-source-maps\` processes per bundle, in turns: import the bundle (Lambda's init), then answer two requests against the sandbox, the first cold, the next warm (PayHere, DynamoDB and Secrets Manager on loopback). Lambda's own runtime start (about 130 ms on AWS) comes on top of every figure.`,
+    `${coldRuns} fresh \`node\` processes per bundle (no \`--enable-source-maps\`, as serverless.yml runs the functions: lib/log/stack.ts maps a stack when one is read), in turns: import the bundle (Lambda's init), then answer two requests against the sandbox, the first cold, the next warm (PayHere, DynamoDB and Secrets Manager on loopback). Lambda's own runtime start (about 130 ms on AWS) comes on top of every figure.`,
   );
   say(
     "The ratio to the dependency floor is reported, no longer budgeted (it was at most 1.15x at the first quartile): the floor held the AWS SDK's DynamoDB client until the functions dropped it for lib/dynamodb/, so what our code takes to load (the difference, in the column beside it) is a larger share of a smaller whole. Our code includes node:http and node:https (lib/aws/http.ts, the functions' way to DynamoDB and Secrets Manager), about 15 ms of it, most of it TLS, which the floor, holding no AWS client, does not load; undici is in both, loaded by the first PayHere call. The first quartile, not the median: on these machines a bundle's import times fall in two groups, and which group the median lands in changes between idle runs, so the median's ratio moved from 0.85 to 1.29 with no change to the code.",

@@ -2,7 +2,7 @@
  * Warm requests in a process of its own: the function's bundle imported once (a warm
  * container), each request timed, each paired with the bare floor doing the same upstream work
  * or, in observability mode, with a second copy of the bundle that writes no metrics and no audit
- * line. Usage: node --enable-source-maps bench/warm-child.ts <plan.json>; prints one JSON line.
+ * line. Usage: node bench/warm-child.ts <plan.json>; prints one JSON line.
  */
 import { readFileSync } from 'node:fs';
 import { pathToFileURL } from 'node:url';

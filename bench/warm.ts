@@ -480,7 +480,7 @@ export async function measureWarm(
   };
   const planFile = path.join(OUT, `warm-${route}-${mode}.json`);
   await writeFile(planFile, JSON.stringify(plan));
-  const { stdout } = await run(process.execPath, ['--enable-source-maps', CHILD, planFile], {
+  const { stdout } = await run(process.execPath, [CHILD, planFile], {
     env: { ...process.env, ...environment.env },
     // Every request writes its metrics (and, in observability mode, its audit line) to stdout.
     maxBuffer: 256 * 1024 * 1024,

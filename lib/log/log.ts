@@ -1,4 +1,10 @@
+import { fileURLToPath } from 'node:url';
 import { redact, redactText } from './redact.ts';
+import { mapStackTraces } from './stack.ts';
+
+// Every function logs through here, so every bundle maps its stack traces (./stack.ts): in a
+// bundle, this module's URL is the bundle's.
+mapStackTraces(fileURLToPath(import.meta.url));
 
 /**
  * One JSON line per event. Only what the call site passes is written, and every line goes through
