@@ -16,6 +16,7 @@ import {
   reached,
 } from '../envelope/errors.ts';
 import { log } from '../log/log.ts';
+import { inBackground } from '../net/background.ts';
 import { type Failure, isRetryable, parseRetryAfter, retryDelayMs } from './policy.ts';
 import { Reservation } from './reservation.ts';
 import { OAuthError, TokenAnswer, UpstreamEnvelope } from './schemas.ts';
@@ -335,13 +336,14 @@ export class GatewayClient {
 }
 
 /**
- * Free a slot without holding up the answer: the caller has what it waited for, and the release
- * only lowers when the slot frees (to the answer's time from the request's deadline). Until it
- * lands, the slot counts as busy until the deadline: later than needed, never too early. So a
- * PayHere call costs its caller one write to the shared table, not two.
+ * Free a slot without holding up the answer, not even to make the write (lib/net/background.ts):
+ * the caller has what it waited for, and the release only lowers when the slot frees (to the
+ * answer's time from the request's deadline). Until it lands, the slot counts as busy until the
+ * deadline: later than needed, never too early. So a PayHere call costs its caller one write to
+ * the shared table, not two.
  */
 function releaseLater(permit: Permit): void {
-  void permit.release();
+  inBackground(() => permit.release());
 }
 
 function credentialsRejected(): GatewayError {

@@ -26,7 +26,7 @@ export class Reservation {
     try {
       await this.#share;
     } catch (error) {
-      inBackground(
+      inBackground(() =>
         this.#slot.then(
           (permit) => permit.handBack(),
           () => {},
@@ -41,7 +41,7 @@ export class Reservation {
   cancel(): void {
     if (this.#settled) return;
     this.#settled = true;
-    inBackground(
+    inBackground(() =>
       Promise.allSettled([
         this.#share.then((taken) => taken?.giveBack()),
         this.#slot.then((permit) => permit.handBack()),

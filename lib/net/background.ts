@@ -1,15 +1,23 @@
 /**
- * Writes that finish after the caller has its answer: a shared answer kept, a budget slot given
- * back. Losing one (a Lambda frozen before it landed, a table down) costs a later request a round
- * trip, never a wrong answer, so no caller waits for them. They are tracked only so that whoever
- * calls handlers in its own process (the tests) can wait until they have landed.
+ * Writes that finish after the caller has its answer: a shared answer kept, a budget slot freed or
+ * given back. Losing one (a Lambda frozen before it landed, a table down) costs a later request a
+ * round trip, never a wrong answer, so no caller waits for them, not even for their requests to be
+ * made (signed, serialised, handed to a socket: a few milliseconds the first time in a container).
+ * They are tracked only so that whoever calls handlers in its own process (the tests) can wait
+ * until they have landed.
  */
 const running = new Set<Promise<unknown>>();
 
-/** Let `work` finish on its own; it must handle its own failures. */
-export function inBackground(work: Promise<unknown>): void {
-  running.add(work);
-  void work.finally(() => running.delete(work));
+/**
+ * Start `work` once the current turn of the event loop is over, after the answer it follows has
+ * gone back up to whoever called the handler, and let it finish on its own. It must handle its own
+ * failures. The promise returned settles when it has finished.
+ */
+export function inBackground<T>(work: () => Promise<T>): Promise<T> {
+  const started = new Promise<void>((resolve) => setImmediate(resolve)).then(work);
+  running.add(started);
+  void started.finally(() => running.delete(started));
+  return started;
 }
 
 /** Resolves once every write started in the background has finished, those they started included. */

@@ -228,11 +228,10 @@ export class SharedReads {
    * this container's own lookups of it wait for it, so that they see it.
    */
   #keepLater(read: SharedRead, answer: unknown, fetchedAt: number, deadline: number): void {
-    const kept = this.#keep(read, answer, fetchedAt, deadline).finally(() => {
+    const kept = inBackground(() => this.#keep(read, answer, fetchedAt, deadline)).finally(() => {
       if (this.#keeping.get(read.key) === kept) this.#keeping.delete(read.key);
     });
     this.#keeping.set(read.key, kept);
-    inBackground(kept);
   }
 
   async #keep(read: SharedRead, answer: unknown, fetchedAt: number, deadline: number): Promise<void> {

@@ -132,10 +132,14 @@ describe('the shared write', () => {
     const first = await reads.paymentsOfOrder(SEED.orders.sample, deadline());
     const firstMs = performance.now() - started;
     const writtenWhenAnswered = written;
+    const writesMadeWhenAnswered = vi.mocked(store.put).mock.calls.length;
     const second = await reads.paymentsOfOrder(SEED.orders.sample, deadline());
 
-    // Assess: answered before the write landed; the next read waited for it and was served from it.
+    // Assess: answered before the write was even made (lib/net/background.ts), let alone landed;
+    // the next read waited for it and was served from it.
     expect(first.shared).toBe(false);
+    expect(writesMadeWhenAnswered).toBe(0);
+    expect(store.put).toHaveBeenCalledTimes(1);
     expect(writtenWhenAnswered).toBe(false);
     expect(firstMs).toBeLessThan(400);
     expect(second).toMatchObject({ shared: true, fetchedAt: T0 });
