@@ -1,3 +1,5 @@
+import { describeError, log } from '../log/log.ts';
+
 /**
  * Writes that finish after the caller has its answer: a shared answer kept, a budget slot freed or
  * given back. Losing one (a Lambda frozen before it landed, a table down) costs a later request a
@@ -10,11 +12,16 @@ const running = new Set<Promise<unknown>>();
 
 /**
  * Start `work` once the current turn of the event loop is over, after the answer it follows has
- * gone back up to whoever called the handler, and let it finish on its own. It must handle its own
- * failures. The promise returned settles when it has finished.
+ * gone back up to whoever called the handler, and let it finish on its own. The work handles the
+ * failures it expects (a table down); one it did not is logged here rather than left unhandled,
+ * which would end the container, and the promise returned (settled when the work has finished)
+ * never rejects, so whoever waits on it cannot inherit the failure.
  */
-export function inBackground<T>(work: () => Promise<T>): Promise<T> {
-  const started = new Promise<void>((resolve) => setImmediate(resolve)).then(work);
+export function inBackground(work: () => Promise<unknown>): Promise<void> {
+  const started = new Promise<void>((resolve) => setImmediate(resolve)).then(work).then(
+    () => {},
+    (error: unknown) => log.error('a write started after an answer failed', { error: describeError(error) }),
+  );
   running.add(started);
   void started.finally(() => running.delete(started));
   return started;

@@ -1,6 +1,7 @@
 import { setImmediate } from 'node:timers/promises';
-import { describe, expect, it } from 'vitest';
+import { describe, expect, it, vi } from 'vitest';
 import { backgroundSettled, inBackground } from '../../lib/net/background.ts';
+import { captureLogs } from '../helpers/logs.ts';
 
 describe('work in the background', () => {
   it('starts once the current turn is over, after the answer it follows has gone up', async () => {
@@ -21,7 +22,7 @@ describe('work in the background', () => {
     expect(events).toEqual(['answered', 'write made']);
   });
 
-  it('settles its promise with the work, and is waited for by backgroundSettled, what it starts included', async () => {
+  it('settles its promise when the work is done, and is waited for by backgroundSettled, what it starts included', async () => {
     const events: string[] = [];
     const done = inBackground(async () => {
       await setImmediate();
@@ -30,12 +31,39 @@ describe('work in the background', () => {
         events.push('second');
       });
       events.push('first');
-      return 'kept';
     });
 
     await backgroundSettled();
 
-    expect(await done).toBe('kept');
+    await done;
     expect(events).toEqual(['first', 'second']);
+  });
+
+  it('logs a failure the work did not handle, and neither rejects nor leaves it unhandled', async () => {
+    const logs = captureLogs('error');
+    const unhandled: unknown[] = [];
+    const onUnhandled = (reason: unknown) => unhandled.push(reason);
+    process.on('unhandledRejection', onUnhandled);
+    try {
+      const done = inBackground(async () => {
+        throw new Error('a bug in the work');
+      });
+
+      await expect(done).resolves.toBeUndefined();
+      await backgroundSettled();
+      await setImmediate();
+
+      expect(unhandled).toEqual([]);
+      expect(logs).toContainEqual(
+        expect.objectContaining({
+          level: 'error',
+          message: 'a write started after an answer failed',
+          error: expect.objectContaining({ message: 'a bug in the work' }),
+        }),
+      );
+    } finally {
+      process.off('unhandledRejection', onUnhandled);
+      vi.unstubAllEnvs();
+    }
   });
 });
