@@ -46,11 +46,19 @@ export const log = {
 export function describeError(error: unknown, depth = 0): Record<string, unknown> {
   if (!(error instanceof Error) || depth > 3) return { value: typeof error };
   const code = (error as { code?: unknown }).code;
-  return {
+  const described: Record<string, unknown> = {
     name: error.name,
     message: error.message,
     ...(typeof code === 'string' ? { code } : {}),
     ...(error.cause === undefined ? {} : { cause: describeError(error.cause, depth + 1) }),
-    ...(depth === 0 && error.stack ? { stack: error.stack.split('\n').slice(1, 6).join('\n') } : {}),
   };
+  // Read when the line is written, not when it is described: a line below the log level never
+  // formats the stack (a container's first stack reads the bundle's source map: ./stack.ts).
+  if (depth === 0) {
+    Object.defineProperty(described, 'stack', {
+      enumerable: true,
+      get: () => error.stack?.split('\n').slice(1, 6).join('\n') || undefined,
+    });
+  }
+  return described;
 }

@@ -1,5 +1,5 @@
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
-import { log, setLogContext } from '../../lib/log/log.ts';
+import { describeError, log, setLogContext } from '../../lib/log/log.ts';
 import { redact, redactText } from '../../lib/log/redact.ts';
 
 describe('redact: by field name', () => {
@@ -138,5 +138,27 @@ describe('the logger', () => {
     log.debug('shown');
 
     expect(lines.map((line) => JSON.parse(line).message)).toEqual(['shown']);
+  });
+
+  it('formats an error’s stack only for a line it writes, redacted like the rest', () => {
+    const error = new Error('charge failed', { cause: new Error('socket hang up') });
+    const stack = vi.fn(
+      () => 'Error: charge failed\n    at charge (lib/orders/charge.ts:10:5)\n    at Bearer abc.def.ghi',
+    );
+    Object.defineProperty(error, 'stack', { get: stack });
+
+    vi.stubEnv('LOG_LEVEL', 'info');
+    log.debug('below the level', { error: describeError(error) });
+    expect(stack).not.toHaveBeenCalled();
+    expect(lines).toEqual([]);
+
+    log.warn('at the level', { error: describeError(error) });
+    expect(stack).toHaveBeenCalled();
+    expect(JSON.parse(lines[0]!).error).toEqual({
+      name: 'Error',
+      message: 'charge failed',
+      cause: { name: 'Error', message: 'socket hang up' },
+      stack: '    at charge (lib/orders/charge.ts:10:5)\n    at Bearer [redacted]',
+    });
   });
 });
