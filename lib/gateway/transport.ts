@@ -1,5 +1,6 @@
 import type { Dispatcher, Pool } from 'undici';
 import { type CountMetric, countMetric, timeMetric } from '../log/metrics.ts';
+import { nextTurn } from '../net/background.ts';
 import { errorCode, networkFailureKind } from '../net/failure.ts';
 import { allWritten } from '../net/outbound.ts';
 
@@ -160,7 +161,7 @@ export class Transport {
   async preload(): Promise<void> {
     if (this.#pool) return;
     // The requests the caller starts in this turn exist by the next one, and are written after.
-    await new Promise((resolve) => setImmediate(resolve));
+    await nextTurn();
     await allWritten();
     await loadUndici().catch(() => {});
   }

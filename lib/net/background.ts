@@ -8,7 +8,10 @@ import { describeError, log } from '../log/log.ts';
  * They are tracked only so that whoever calls handlers in its own process (the tests) can wait
  * until they have landed.
  */
-const running = new Set<Promise<unknown>>();
+const running = new Set<Promise<void>>();
+
+/** Resolves in the next turn of the event loop, once what this turn started has been handed on. */
+export const nextTurn = (): Promise<void> => new Promise((resolve) => setImmediate(resolve));
 
 /**
  * Start `work` once the current turn of the event loop is over, after the answer it follows has
@@ -18,16 +21,19 @@ const running = new Set<Promise<unknown>>();
  * never rejects, so whoever waits on it cannot inherit the failure.
  */
 export function inBackground(work: () => Promise<unknown>): Promise<void> {
-  const started = new Promise<void>((resolve) => setImmediate(resolve)).then(work).then(
-    () => {},
-    (error: unknown) => log.error('a write started after an answer failed', { error: describeError(error) }),
-  );
-  running.add(started);
-  void started.finally(() => running.delete(started));
-  return started;
+  const finished = nextTurn()
+    .then(work)
+    .then(
+      () => {},
+      (error: unknown) =>
+        log.error('a write started after an answer failed', { error: describeError(error) }),
+    );
+  running.add(finished);
+  void finished.finally(() => running.delete(finished));
+  return finished;
 }
 
 /** Resolves once every write started in the background has finished, those they started included. */
 export async function backgroundSettled(): Promise<void> {
-  while (running.size > 0) await Promise.allSettled([...running]);
+  while (running.size > 0) await Promise.all(running);
 }
