@@ -1245,6 +1245,7 @@ export interface CheckoutView {
     card_expiry: string | null;
   } | null;
   verified: boolean | null;
+  duplicate_payment_ids: string[];
   updated_at: string;
 }
 /**

@@ -51,6 +51,8 @@ export const CheckoutViewSchema = z.strictObject({
   subscription_id: gatewayId,
   card: z.nullable(Card),
   verified: z.nullable(z.boolean()),
+  // Payments of the order besides payment_id that no charge of the service owns: possibly paid twice.
+  duplicate_payment_ids: z.array(z.string()),
   updated_at: z.string(),
 });
 

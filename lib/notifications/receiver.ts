@@ -350,7 +350,48 @@ export class NotificationReceiver {
     if (order.kind === 'recurring' && order.state === 'succeeded' && order.subscriptionId) {
       await this.#installments(notification, order, deadline);
     }
+    const paymentId = notification.payment_id;
+    if (
+      (order.kind === 'charge' || order.kind === 'payment') &&
+      notification.status_code === '2' &&
+      paymentId &&
+      order.paymentId !== null &&
+      paymentId !== order.paymentId &&
+      !order.duplicatePayments.includes(paymentId)
+    ) {
+      await this.#secondPayment(order, paymentId, deadline);
+    }
     return 'unchanged';
+  }
+
+  /**
+   * A paid order's success notification for another payment (paid again through PayHere's SDK, say):
+   * recorded on the order for the merchant, counted and alarmed, once PayHere's records show that
+   * payment of the order (the signature does not cover the payment id, so its word alone is not
+   * enough). It moves no state: the order is paid; the merchant decides what to refund.
+   */
+  async #secondPayment(order: Order, paymentId: string, deadline: number): Promise<void> {
+    if (!(await this.#mayConfirm(order))) return;
+    const found = await this.#confirmations.paymentOfOrder(order, paymentId, deadline);
+    if (typeof found !== 'object' || String(found.payment.payment_id) !== paymentId) return;
+    const reference = { orderId: order.orderId, owner: order.owner };
+    // Owned by the order from now on: no lost charge can adopt it as its own.
+    if (!(await this.#ledger.link('payment', paymentId, reference))) return;
+    await this.#ledger.noteDuplicatePayments(order.orderId, [paymentId]);
+    countMetric('PossibleDuplicateCharge');
+    log.warn('a paid order was paid again: the merchant must check it and refund what was paid twice', {
+      orderId: order.orderId,
+      paymentId: order.paymentId,
+      secondPaymentId: paymentId,
+    });
+    audit({
+      route: 'notify',
+      outcome: 'recorded',
+      replayed: false,
+      orderId: order.orderId,
+      paymentId,
+      evidence: 'second_payment',
+    });
   }
 
   /**

@@ -48,10 +48,7 @@ export const MAX_UPSTREAM_MS = 20_000;
 /** GATEWAY.md "Capture": a hold not captured within 7 days is released. */
 export const HOLD_LIFETIME_MS = 7 * 86_400_000;
 
-/**
- * One interval of the settle job's schedule (serverless.yml): "not done" needs two looks at
- * PayHere's records this far apart, so a payment PayHere finishes late has a run to show.
- */
+/** One interval of the settle job's schedule (serverless.yml): when it looks again at what is still open. */
 export const SETTLE_INTERVAL_MS = 2 * 60_000;
 
 const TOKEN_NOT_FOUND = () => new NotFoundError('The customer token was not found.');
@@ -252,7 +249,7 @@ export class Charging {
       );
       return false;
     }
-    return now - slot.nothingAt >= SETTLE_INTERVAL_MS;
+    return now - slot.nothingAt >= this.#config.secondLookMs;
   }
 
   /**

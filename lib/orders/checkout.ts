@@ -41,6 +41,11 @@ export interface CheckoutView {
   card: Order['card'];
   /** A hold's: its token proven (true) or known only from a notification (false); null otherwise. */
   verified: boolean | null;
+  /**
+   * Payments of the order PayHere holds besides `payment_id`, no charge of the service owns: the
+   * order may have been paid twice (the merchant checks them in PayHere's portal and refunds).
+   */
+  duplicate_payment_ids: string[];
   updated_at: string;
 }
 
@@ -225,6 +230,7 @@ export function checkoutView(order: Order): CheckoutView {
     card: order.card,
     verified:
       order.kind === 'authorize' && order.authorizationToken !== null ? order.holdVerified === true : null,
+    duplicate_payment_ids: order.duplicatePayments,
     updated_at: new Date(order.updatedAt).toISOString(),
   };
 }

@@ -25,6 +25,12 @@ export interface OrdersConfig {
    */
   settleDelayMs: number;
   /**
+   * How far apart the two looks at PayHere's records that must both show nothing before an unknown
+   * charge is settled as not done (SETTLE_SECOND_LOOK_SECONDS, default one settle interval, two
+   * minutes): a payment PayHere finishes late has time to show.
+   */
+  secondLookMs: number;
+  /**
    * How long a charge PayHere answered pending waits for its payment's notification before
    * PayHere's records decide it (PENDING_CHARGE_LIMIT_SECONDS, default one day).
    */
@@ -49,6 +55,7 @@ export function loadOrdersConfig(env: Env): OrdersConfig {
     publicBaseUrl: base ? httpsUrl('PUBLIC_BASE_URL', base).href.replace(/\/+$/, '') : undefined,
     notifyUrlOrigins: httpsOrigins('NOTIFY_URL_ORIGINS', env.NOTIFY_URL_ORIGINS),
     settleDelayMs: settleDelayMs(env),
+    secondLookMs: wholeNumber(env, 'SETTLE_SECOND_LOOK_SECONDS', 120, 0) * 1000,
     pendingLimitMs: wholeNumber(env, 'PENDING_CHARGE_LIMIT_SECONDS', 86_400, 1) * 1000,
     notificationKeepDays: wholeNumber(env, 'NOTIFICATION_KEEP_DAYS', 90, 1),
     failedAttempts: attemptsPerWindow(env),

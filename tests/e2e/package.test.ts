@@ -365,7 +365,7 @@ describe('operating it: logs, metrics and alarms (docs/operator.md "Operating it
     }
   });
 
-  it('declares an alarm on each of outcome_unknown, unknowns over an hour, signature failures, subscriptions on other terms, the budget fallback, declines and the 5xx rate', () => {
+  it('declares an alarm on each of outcome_unknown, unknowns over an hour, signature failures, subscriptions on other terms, the budget fallback, declines, card testing, possible duplicates, expired pending charges, failed ledger writes and the 5xx rate', () => {
     expect(Object.keys(alarmsOf(template)).sort()).toEqual(
       Object.keys(ALARMS)
         .map((suffix) => `${SERVICE}-${suffix}`)
@@ -379,6 +379,9 @@ describe('operating it: logs, metrics and alarms (docs/operator.md "Operating it
     'notification-signature',
     'notification-terms',
     'budget-fallback',
+    'possible-duplicate',
+    'pending-expired',
+    'ledger-write-failed',
   ] as const)('%s fires on the first one, summed over every route of this stage only', (suffix) => {
     const { Properties: alarm } = alarmsOf(template)[`${SERVICE}-${suffix}`]!;
 

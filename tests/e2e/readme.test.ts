@@ -34,8 +34,10 @@ beforeAll(async () => {
     LOCAL_ISSUER_FILE: path.join(scratch, 'issuer.json'),
     ESBUILD_WORK_FOLDER: '.esbuild-readme-test',
     LOG_LEVEL: 'warn',
-    // As "Every unknown resolves" says its block is run: no settle delay.
+    // As "Every unknown resolves" says its block is run: no settle delay, no wait between looks.
     SETTLE_DELAY_SECONDS: '0',
+    SETTLE_SECOND_LOOK_SECONDS: '0',
+    UNKNOWN_LOOK_AGAIN_SECONDS: '0',
   };
   start = spawn(process.execPath, ['scripts/start.ts'], {
     cwd: root,

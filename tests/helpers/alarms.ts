@@ -10,6 +10,9 @@ export const ALARMS = {
   'unknown-over-an-hour': 'UnknownOverAnHour',
   'notification-terms': 'NotificationTermsMismatch',
   'card-testing': 'CardTesting',
+  'possible-duplicate': 'PossibleDuplicateCharge',
+  'pending-expired': 'PendingChargeExpired',
+  'ledger-write-failed': 'LedgerWriteFailed',
 } as const;
 
 type Alarm = { Properties: any };

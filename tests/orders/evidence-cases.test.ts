@@ -287,3 +287,51 @@ describe('no order is paid without a payment', () => {
     expect(await orderOf(orderId)).toMatchObject({ verified: false });
   });
 });
+
+describe('a paid order paid again', () => {
+  const gatewayApi = async () => {
+    const { accessToken, apiClient } = await import('../sandbox/helpers.ts');
+    return apiClient(sandbox, await accessToken(sandbox));
+  };
+
+  it('is recorded on the order for the merchant, counted, once PayHere’s records show the second payment', async () => {
+    const body = chargeBody();
+    const charged = await call('charge', { body });
+    // The same order paid a second time at PayHere (through its SDK, say).
+    const second = await (await gatewayApi()).post('payment/charge', body);
+    const secondId = String(second.json.data.payment_id);
+    const lines = captureLogs('info');
+
+    const notified = await notify(
+      signed({ order_id: body.order_id, payhere_amount: '120.50', status_code: '2', payment_id: secondId }),
+    );
+
+    expect(charged.statusCode).toBe(200);
+    expect(notified.statusCode).toBe(200);
+    expect(await ledger.getOrder(body.order_id)).toMatchObject({
+      state: 'succeeded',
+      paymentId: String(charged.body.data.payment_id),
+      duplicatePayments: [secondId],
+    });
+    expect((await orderOf(body.order_id)).duplicate_payment_ids).toEqual([secondId]);
+    expect(lines).toContainEqual(
+      expect.objectContaining({ message: 'audit', evidence: 'second_payment', paymentId: secondId }),
+    );
+  });
+
+  it('is not recorded on a notification’s word alone: the payment id is not signed', async () => {
+    const body = chargeBody();
+    await call('charge', { body });
+
+    await notify(
+      signed({
+        order_id: body.order_id,
+        payhere_amount: '120.50',
+        status_code: '2',
+        payment_id: '320099999999',
+      }),
+    );
+
+    expect((await ledger.getOrder(body.order_id))?.duplicatePayments).toEqual([]);
+  });
+});
