@@ -205,11 +205,14 @@ export class SharedLimiter implements GatewayLimiter {
       const freeBefore = now - this.#windowMs - this.#marginMs;
       const slot = snapshot.pausedUntil <= now ? this.#freeSlot(snapshot, kind, freeBefore) : undefined;
       if (slot !== undefined) {
-        const taken = await this.#table.takeSlot(slot, giveUpAt, freeBefore, now);
+        // A fraction of a millisecond makes the value this take's own: a retry of a write whose
+        // answer was lost recognises it (lib/budget/state-table.ts takeSlot), another's never matches.
+        const busyUntil = giveUpAt + Math.max(0.001, this.#random()) / 2;
+        const taken = await this.#table.takeSlot(slot, busyUntil, freeBefore, now);
         if (taken.taken) {
           this.#snapshot = this.#saw(taken.budget);
           budgetWaited(now - askedAt);
-          return this.#permit(slot, giveUpAt, taken.previous);
+          return this.#permit(slot, busyUntil, taken.previous);
         }
         // Another container was first: its refusal showed the budget, unless the table keeps it to
         // itself (then it is read).

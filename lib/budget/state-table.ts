@@ -109,6 +109,10 @@ export class SharedStateTable {
     } catch (error) {
       if ((error as { name?: unknown } | null)?.name !== 'ConditionalCheckFailedException') throw error;
       const item = (error as { Item?: Record<string, AttributeValue> }).Item;
+      // A retry after a lost answer meets its own write (busyUntil is the take's own value): taken.
+      // What the slot held before is lost with the answer; it was free, so nothing is owed back.
+      if (item && Number(item[`s${slot}`]?.N) === busyUntil)
+        return { taken: true, budget: budgetOf(item), previous: undefined };
       return { taken: false, budget: item ? budgetOf(item) : undefined };
     }
   }
@@ -198,8 +202,9 @@ export class SharedStateTable {
         UpdateExpression: 'SET leaseOwner = :owner, leasedUntil = :until, expiresAt = :expiresAt',
         // And only while the token is missing or due: a container that read the item before
         // another stored a fresh token must not fetch yet another.
+        // Or this very lease's own write, met again by a retry after its answer was lost (owner is the lease's own).
         ConditionExpression:
-          '(attribute_not_exists(leasedUntil) OR leasedUntil <= :now) AND (attribute_not_exists(refreshAt) OR refreshAt <= :now)',
+          '(attribute_not_exists(leasedUntil) OR leasedUntil <= :now OR (leaseOwner = :owner AND leasedUntil = :until)) AND (attribute_not_exists(refreshAt) OR refreshAt <= :now)',
         ExpressionAttributeValues: {
           ':owner': { S: owner },
           ':until': number(until),

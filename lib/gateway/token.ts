@@ -190,6 +190,8 @@ export class SharedTokenCache implements TokenSource {
       leased = await this.#table.leaseToken(this.#owner, deadline, this.#now());
     } catch (error) {
       log.debug('could not lease the shared token', { error: describeError(error) });
+      // Its answer may have been lost with the lease taken: given back, or every container waits it out.
+      await this.#table.endLease(this.#owner).catch(() => {});
     }
     // With the lease, the new token is shared; without it (another container is fetching, or
     // already stored one that may be as stale), this container's own serves this call.
@@ -233,6 +235,8 @@ export class SharedTokenCache implements TokenSource {
       }
     } catch (error) {
       if (error instanceof GatewayUnavailableError) throw error;
+      // A lease whose answer was lost may be this container's: given back, or every container waits it out.
+      await this.#table.endLease(this.#owner).catch(() => {});
       log.warn('the shared token table cannot be reached: this container uses a token of its own', {
         error: describeError(error),
       });
