@@ -183,7 +183,7 @@ export class PayHere {
     const { envelope } = await this.#client.call(read(path, deadline, options));
     if (envelope.status === -1) throw new NotFoundError(`No payments were found for order ${orderId}.`);
     if (envelope.status === 0) {
-      // GATEWAY.md: status 0 of a retrieval means the payment is pending; what data it carries is undocumented.
+      // docs/payhere.md "Payments of an order": status 0 is a pending payment, its data undocumented.
       const records = PaymentList.safeParse(envelope.data);
       return {
         msg: `The payment of order ${orderId} is pending at the gateway; check again later.`,
