@@ -10,7 +10,7 @@ import { testLedger } from '../helpers/orders.ts';
 import { accessToken, apiClient } from '../sandbox/helpers.ts';
 
 /**
- * SPEC.md and issue "Reconciliation that cannot adopt the wrong payment": a lost charge's candidates
+ * docs/contract.md and issue "Reconciliation that cannot adopt the wrong payment": a lost charge's candidates
  * are the order's payments within the charge's window; several stay unknown (and are logged as a
  * possible duplicate); a payment is adopted by at most one charge; the payment's own status decides.
  */
