@@ -9,6 +9,11 @@ import {
   type LocalDynamoDB,
   startLocalDynamoDB,
 } from '../../scripts/local-dynamodb.ts';
+import {
+  clearDynamoDbFaults,
+  injectDynamoDbFault,
+  pendingDynamoDbFaults,
+} from '../helpers/dynamodb-faults.ts';
 import { dynamoDbAt } from '../helpers/state-table.ts';
 
 /**
@@ -258,5 +263,44 @@ describe('the fault controls over HTTP', () => {
     expect(elsewhere.status).toBe(404);
     expect(put.status).toBe(405);
     expect(put.headers.get('allow')).toBe('GET, POST, DELETE');
+  });
+
+  it("faults the test run's DynamoDB through the helper, as a service in serverless-offline sees it", async () => {
+    // Prepare: this file's ledger table in the run's dynalite, and an order only this test writes.
+    const endpoint = process.env.DYNAMODB_ENDPOINT!;
+    const ledger = process.env.LEDGER_TABLE!;
+    const prefix = `order#${randomUUID()}`;
+    await injectDynamoDbFault({
+      operation: 'PutItem',
+      table: ledger,
+      keyPrefix: prefix,
+      fault: { kind: 'applyAndLose' },
+    });
+    const client = dynamoDbClient({ region: LOCAL_AWS_ENVIRONMENT.AWS_REGION, endpoint });
+
+    // Act
+    const error = await failureOf(client.send(put(`${prefix}-1`, ledger)));
+
+    // Assess
+    expect(error).toMatchObject({ name: 'ConditionalCheckFailedException' });
+    const { Item } = await dynamoDbAt(endpoint).send(
+      new GetItemCommand({ TableName: ledger, Key: { pk: { S: `${prefix}-1` } }, ConsistentRead: true }),
+    );
+    expect(Item).toBeDefined();
+    // Used once: the prefix's next write goes through.
+    await client.send(put(`${prefix}-2`, ledger));
+  });
+
+  it('the helper reaches a server given by its endpoint, and clears it', async () => {
+    await injectDynamoDbFault(
+      { operation: 'GetItem', fault: { kind: 'throttle' }, times: Infinity },
+      local.endpoint,
+    );
+    const pending = await pendingDynamoDbFaults(local.endpoint);
+
+    await clearDynamoDbFaults(local.endpoint);
+
+    expect(pending).toBe('Infinity');
+    expect(local.faults.pending()).toBe(0);
   });
 });
