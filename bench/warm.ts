@@ -149,9 +149,10 @@ export function ledgerWrites(table: string, orderId: string, key: string) {
       Key,
       UpdateExpression:
         'SET #inflight = :key, #chargeKey = :key, #chargeSentAt = :sentAt, #chargeUntil = :until, #updatedAt = :now, ' +
+        '#chargeQueue = :queue, #chargeDueAt = :dueAt, ' +
         '#state = if_not_exists(#state, :created), #createdAt = if_not_exists(#createdAt, :now), #orderId = :orderId, ' +
         '#owner = if_not_exists(#owner, :owner), #kind = if_not_exists(#kind, :kind), #items = :items, ' +
-        '#currency = :currency, #amount = :amount, #custom1 = :custom1, #custom2 = :custom2',
+        '#currency = :currency, #amount = :amount, #custom1 = :custom1, #custom2 = :custom2 REMOVE #nothingAt',
       ConditionExpression:
         'attribute_not_exists(pk) OR (#state IN (:chargeable0, :chargeable1, :chargeable2) AND attribute_not_exists(#inflight) ' +
         'AND (attribute_not_exists(#failed) OR #failed < :failedLimit))',
@@ -170,6 +171,9 @@ export function ledgerWrites(table: string, orderId: string, key: string) {
           'chargeKey',
           'chargeSentAt',
           'chargeUntil',
+          'chargeQueue',
+          'chargeDueAt',
+          'nothingAt',
           'createdAt',
           'updatedAt',
           'orderId',
@@ -187,6 +191,8 @@ export function ledgerWrites(table: string, orderId: string, key: string) {
         ':currency': { S: price.currency },
         ':amount': { N: String(price.amountCents) },
         ':created': { S: 'created' },
+        ':queue': { S: 'charge' },
+        ':dueAt': { N: String(now + 16_000) },
         ':chargeable0': { S: 'created' },
         ':chargeable1': { S: 'failed' },
         ':chargeable2': { S: 'cancelled' },
@@ -200,13 +206,15 @@ export function ledgerWrites(table: string, orderId: string, key: string) {
       TableName: table,
       Key,
       UpdateExpression:
-        'SET #state = :state, #updatedAt = :now, #paymentId = :paymentId REMOVE #inflight, ' +
-        '#reportedAt, #reportedPaymentId, #reportedSubscriptionId, #settleQueue, #settleAt',
+        'SET #state = :state, #updatedAt = :now, #paymentId = :paymentId REMOVE #inflight, #chargeQueue, ' +
+        '#chargeDueAt, #reportedAt, #reportedPaymentId, #reportedSubscriptionId, #settleQueue, #settleAt',
       ConditionExpression: '#chargeKey = :key AND #state IN (:from0, :from1, :from2, :from3, :from4, :from5)',
       ExpressionAttributeNames: names(
         'state',
         'inflight',
         'chargeKey',
+        'chargeQueue',
+        'chargeDueAt',
         'updatedAt',
         'paymentId',
         'reportedPaymentId',

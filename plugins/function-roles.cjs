@@ -7,12 +7,12 @@
  *   functionRoles:
  *     secretArn: <the gateway secret's ARN>
  *     tables: { idempotency: IdempotencyTable, ledger: LedgerTable }   # logical ids in Resources
- *     queryIndex: settle                                                 # the one index a Query may use
+ *     queryIndex: { idempotency: [settle], ledger: [settle, charges] }   # per table, the indexes a Query may use
  *     functions:
  *       charge: { secret: true, idempotency: [GetItem, PutItem], ledger: [GetItem] }
  *
  * Each role may write its own function's logs, send the listed item actions to each listed table
- * (`Query` to its `queryIndex` only, never the table),
+ * (`Query` to its `queryIndex` indexes only, never the table),
  * and read the one secret if `secret` is set; a function placed in a VPC (plugins/vpc.cjs) may also
  * manage its network interfaces. A function without an entry fails the package: nothing falls
  * back to a shared role that holds more than it needs.
@@ -64,15 +64,19 @@ class FunctionRolesPlugin {
             Resource: [arn],
           });
         }
-        // A Query is sent to the one index `queryIndex` names (the settle job's), never to the table itself.
+        // A Query is sent to the indexes `queryIndex` names (the settle job's), never to the table itself.
         if ((access[table] ?? []).includes('Query')) {
-          if (!config.queryIndex) {
+          const named = config.queryIndex ?? [];
+          const indexes = [
+            typeof named === 'object' && !Array.isArray(named) ? (named[table] ?? []) : named,
+          ].flat();
+          if (indexes.length === 0) {
             throw new this.serverless.classes.Error('custom.functionRoles needs `queryIndex` for Query.');
           }
           statements.push({
             Effect: 'Allow',
             Action: ['dynamodb:Query'],
-            Resource: [{ 'Fn::Join': ['', [arn, `/index/${config.queryIndex}`]] }],
+            Resource: indexes.map((index) => ({ 'Fn::Join': ['', [arn, `/index/${index}`]] })),
           });
         }
       }

@@ -97,8 +97,13 @@ export async function startLocalDynamoDB(options: LocalDynamoDBOptions = {}): Pr
 export async function createTable(
   endpoint: string,
   table: string,
-  options: { settleIndex?: boolean } = {},
+  options: { settleIndex?: boolean; chargesIndex?: boolean } = {},
 ): Promise<void> {
+  // The settle job's sparse indexes, keyed by a queue (S) and a due time (N).
+  const indexes = [
+    ...(options.settleIndex ? [['settle', 'settleQueue', 'settleAt'] as const] : []),
+    ...(options.chargesIndex ? [['charges', 'chargeQueue', 'chargeDueAt'] as const] : []),
+  ];
   const client = new DynamoDBClient({
     endpoint,
     region: LOCAL_AWS_ENVIRONMENT.AWS_REGION,
@@ -113,28 +118,24 @@ export async function createTable(
         TableName: table,
         AttributeDefinitions: [
           { AttributeName: 'pk', AttributeType: 'S' },
-          ...(options.settleIndex
-            ? [
-                { AttributeName: 'settleQueue', AttributeType: 'S' as const },
-                { AttributeName: 'settleAt', AttributeType: 'N' as const },
-              ]
-            : []),
+          ...indexes.flatMap(([, queue, due]) => [
+            { AttributeName: queue, AttributeType: 'S' as const },
+            { AttributeName: due, AttributeType: 'N' as const },
+          ]),
         ],
         KeySchema: [{ AttributeName: 'pk', KeyType: 'HASH' }],
         BillingMode: 'PAY_PER_REQUEST',
-        // The settle job's index, as serverless.yml declares it on the idempotency table and the ledger.
-        ...(options.settleIndex
+        // The settle job's indexes, as serverless.yml declares them on the idempotency table and the ledger.
+        ...(indexes.length > 0
           ? {
-              GlobalSecondaryIndexes: [
-                {
-                  IndexName: 'settle',
-                  KeySchema: [
-                    { AttributeName: 'settleQueue', KeyType: 'HASH' as const },
-                    { AttributeName: 'settleAt', KeyType: 'RANGE' as const },
-                  ],
-                  Projection: { ProjectionType: 'KEYS_ONLY' as const },
-                },
-              ],
+              GlobalSecondaryIndexes: indexes.map(([name, queue, due]) => ({
+                IndexName: name,
+                KeySchema: [
+                  { AttributeName: queue, KeyType: 'HASH' as const },
+                  { AttributeName: due, KeyType: 'RANGE' as const },
+                ],
+                Projection: { ProjectionType: 'KEYS_ONLY' as const },
+              })),
             }
           : {}),
       }),
@@ -156,7 +157,7 @@ export async function createTable(
 export async function createLocalTables(endpoint: string): Promise<void> {
   await Promise.all([
     createTable(endpoint, LOCAL_IDEMPOTENCY_TABLE, { settleIndex: true }),
-    createTable(endpoint, LOCAL_LEDGER_TABLE, { settleIndex: true }),
+    createTable(endpoint, LOCAL_LEDGER_TABLE, { settleIndex: true, chargesIndex: true }),
     createTable(endpoint, LOCAL_STATE_TABLE),
   ]);
 }

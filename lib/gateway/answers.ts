@@ -24,6 +24,15 @@ export interface Result<T> {
   pending?: true;
 }
 
+/**
+ * PayHere's order search answered "No payments found": the one answer that means the order has no
+ * successful payment. Any other refusal of the search says nothing about the order's payments.
+ */
+export class NoPaymentsError extends NotFoundError {}
+
+/** PayHere's words for an order without successful payments (status -1). */
+export const NO_PAYMENTS_FOUND = /^\s*No payments found\.?\s*$/i;
+
 /** PayHere's records answered, and show nothing of the money request (its settlement decides when that means not done). */
 export const NOTHING = 'nothing';
 

@@ -13,7 +13,9 @@ import {
   expectData,
   findSubscription,
   isRefusal,
+  NO_PAYMENTS_FOUND,
   NOTHING,
+  NoPaymentsError,
   type ReadOptions,
   type RefundBody,
   type Result,
@@ -24,7 +26,13 @@ import {
   V1,
 } from './answers.ts';
 import { type GatewayAnswer, type GatewayCall, type GatewayClient, LostAnswerError } from './client.ts';
-import { type ChargeWindow, chargeDeadline, Reconciliation } from './reconcile.ts';
+import {
+  type ChargeAdoption,
+  type ChargeWindow,
+  chargeDeadline,
+  type ReconciledCharge,
+  Reconciliation,
+} from './reconcile.ts';
 import type { Reservation } from './reservation.ts';
 import {
   type CaptureResult,
@@ -92,23 +100,23 @@ export class PayHere {
 
   /**
    * Send a charge. Its upstream deadline (`window.until`, by default chargeDeadline) leaves time to
-   * reconcile a lost answer before `deadline`: a lost answer is settled from the order's payments;
-   * `adopt` claims the payment found for this charge (the ledger's conditional write) and refuses
-   * one another charge adopted.
+   * reconcile a lost answer before `deadline`: a lost answer is settled from the order's payments
+   * (`adoption`: whose a payment is in the ledger, and the conditional write that claims one for
+   * this charge).
    */
   async charge(
     request: ChargeRequest,
     deadline: number,
-    options: { window?: ChargeWindow; adopt?: AdoptPayment } = {},
-  ): Promise<Result<ChargeResult>> {
-    const window = options.window ?? { sentAt: Date.now(), until: chargeDeadline(deadline) };
+    options: { window?: ChargeWindow } & Pick<ChargeAdoption, 'adopt' | 'owner'> = {},
+  ): Promise<Result<ChargeResult> & { possibleDuplicates?: string[] }> {
+    const { window = { sentAt: Date.now(), until: chargeDeadline(deadline) }, ...adoption } = options;
     const call = { method: 'POST', path: `${V1}/payment/charge`, body: request, money: true } as const;
     let answer: GatewayAnswer;
     try {
       answer = await this.#client.call({ ...call, deadline: window.until });
     } catch (error) {
       if (!(error instanceof LostAnswerError)) throw error;
-      return this.#settledCharge(request, window, deadline, options.adopt, error);
+      return this.#settledCharge(request, window, deadline, { ...adoption, cause: error });
     }
     const { envelope } = answer;
     const result = ChargeResult.safeParse(envelope.data);
@@ -116,7 +124,7 @@ export class PayHere {
       throw refused(new GatewayRejectedError(rejection(envelope.msg, 'charge')));
     if (envelope.status !== 1 || !result.success) {
       const unusable = new LostAnswerError(new Error(`unusable charge answer (status ${envelope.status})`));
-      return this.#settledCharge(request, window, deadline, options.adopt, unusable);
+      return this.#settledCharge(request, window, deadline, { ...adoption, cause: unusable });
     }
     return { msg: envelope.msg || 'Automatic payment charged successfully', data: result.data };
   }
@@ -126,11 +134,10 @@ export class PayHere {
     request: ChargeRequest,
     window: ChargeWindow,
     deadline: number,
-    adopt: AdoptPayment | undefined,
-    cause: unknown,
-  ): Promise<Result<ChargeResult>> {
-    const found = await this.reconcileCharge(request, window, deadline, adopt, cause);
-    if (found === NOTHING) throw outcomeUnknown.charge(request.order_id, cause);
+    adoption: ChargeAdoption,
+  ): Promise<ReconciledCharge> {
+    const found = await this.reconcileCharge(request, window, deadline, adoption);
+    if (found === NOTHING) throw outcomeUnknown.charge(request.order_id, adoption.cause);
     return found;
   }
 
@@ -181,7 +188,12 @@ export class PayHere {
   ): Promise<Result<PaymentRecord[]>> {
     const path = `${V1}/payment/search?order_id=${encodeURIComponent(orderId)}`;
     const { envelope } = await this.#client.call(read(path, deadline, options));
-    if (envelope.status === -1) throw new NotFoundError(`No payments were found for order ${orderId}.`);
+    if (envelope.status === -1) {
+      if (NO_PAYMENTS_FOUND.test(envelope.msg ?? ''))
+        throw new NoPaymentsError(`No payments were found for order ${orderId}.`);
+      // Another refusal of the search is no statement about the order's payments.
+      throw new GatewayRejectedError(rejection(envelope.msg, 'payment search'));
+    }
     if (envelope.status === 0) {
       // docs/payhere.md "Payments of an order": status 0 is a pending payment, its data undocumented.
       const records = PaymentList.safeParse(envelope.data);

@@ -2,7 +2,14 @@ import { NotFoundError, OutcomeUnknownError, reached } from '../envelope/errors.
 import { log } from '../log/log.ts';
 import type { ChargeRequest } from '../schemas/charge.ts';
 import { outcomeUnknown } from './advice.ts';
-import { type AdoptPayment, NOTHING, type ReadOptions, type RefundBody, type Result } from './answers.ts';
+import {
+  type AdoptPayment,
+  NOTHING,
+  NoPaymentsError,
+  type ReadOptions,
+  type RefundBody,
+  type Result,
+} from './answers.ts';
 import type { CaptureResult, ChargeResult, PaymentRecord, SubscriptionRecord } from './schemas.ts';
 
 /** PayHere's dates are Sri Lanka time (UTC+05:30) without a zone. */
@@ -21,11 +28,18 @@ export interface ChargeWindow {
 }
 
 /**
- * The payments a lost charge may have produced: same order, amount and currency, dated (readably)
- * within the charge's window, to the second as PayHere dates are. PayHere allows reused order ids,
- * so an older payment of the order is not this charge, nor is one made after the charge could no
- * longer be processed. Without a readable date a payment does not count: a gateway clock running
- * behind ours then gives an honest "unknown", never a false success. Newest first.
+ * How far PayHere's dates may stray from the charge's window and still be this charge's payment:
+ * PayHere's clock may run behind ours, and PayHere may finish a charge after the service stopped
+ * waiting. Minutes, not a second: records decide, clocks only rank.
+ */
+export const CLOCK_TOLERANCE_MS = 15 * 60_000;
+
+/**
+ * The payments a lost charge may have produced: same order, amount and currency, dated no earlier
+ * than the charge's window less the clock tolerance (PayHere allows reused order ids: a payment of
+ * the order from before the charge was sent is not this charge). A late date never excludes one:
+ * PayHere may have finished the charge late. Without a readable date a payment still counts (the
+ * date only ranks). Ranked by distance from the window, then newest first.
  */
 export function chargeCandidates(
   payments: readonly PaymentRecord[],
@@ -34,16 +48,44 @@ export function chargeCandidates(
 ): PaymentRecord[] {
   const from = Math.floor(window.sentAt / 1000) * 1000;
   const until = Math.ceil(window.until / 1000) * 1000;
+  const distance = (payment: PaymentRecord) => {
+    const at = gatewayDateToEpoch(payment.date);
+    if (at === undefined) return Number.POSITIVE_INFINITY;
+    return at < from ? from - at : at > until ? at - until : 0;
+  };
   return payments
     .filter((payment) => {
       if (payment.order_id !== request.order_id) return false;
       if (payment.currency !== request.currency) return false;
       if (Math.round(payment.amount * 100) !== Math.round(request.amount * 100)) return false;
       const at = gatewayDateToEpoch(payment.date);
-      return at !== undefined && at >= from && at <= until;
+      return at === undefined || at >= from - CLOCK_TOLERANCE_MS;
     })
-    .sort((a, b) => Number(b.payment_id) - Number(a.payment_id));
+    .sort((a, b) => distance(a) - distance(b) || Number(b.payment_id) - Number(a.payment_id));
 }
+
+/**
+ * Whose a payment is in the ledger: this charge's (it adopted it before), another's (another
+ * charge, or the order's own notification, linked it), or nobody's yet.
+ */
+export type PaymentOwner = 'this' | 'other' | 'none';
+
+/** How a reconciliation of a lost charge learns and takes a payment's ownership (the ledger's). */
+export interface ChargeAdoption {
+  /** Claims a payment for the lost charge; false when another charge holds it. */
+  adopt?: AdoptPayment;
+  /** Whose the payment is (default: nobody's). */
+  owner?: (payment: PaymentRecord) => Promise<PaymentOwner>;
+  cause?: unknown;
+  /** The charge is settled for good (its settle delay passed): a refunded payment is its outcome too. */
+  final?: boolean;
+}
+
+/** A lost charge's payment as PayHere's records show it, and the others that could be it too. */
+export type ReconciledCharge = Result<ChargeResult> & {
+  /** Other payments of the order no one owns that match the charge: a possible duplicate charge. */
+  possibleDuplicates?: string[];
+};
 
 /** Time kept back from a charge's own deadline so a lost answer can still be reconciled. */
 const RECONCILE_RESERVE_MS = 4_000;
@@ -74,42 +116,36 @@ export class Reconciliation {
   }
 
   /**
-   * A charge whose answer was lost may have happened: the order's payments are the only record.
-   * Exactly one payment in the charge's window, received and adopted by no other charge, is its
-   * outcome; NOTHING when PayHere's records answered and show none. Anything else stays unknown
-   * (several candidates are logged as a possible duplicate; a search that fails says nothing). A
-   * payment refunded or charged back since is not reported as paid until the charge is settled for
-   * good (`final`, the settle delay passed): money moved, so it is the charge's outcome then.
+   * A charge whose answer was lost may have happened: the order's payments are the only record. A
+   * payment of the order with the charge's amount and currency that no other charge (nor the
+   * order's own notification) owns is this charge's outcome: one is adopted; several mean the order
+   * is paid and possibly twice (`possibleDuplicates`, for the caller to flag). NOTHING only when
+   * PayHere's records answered and show no such payment; a search that is pending or fails says
+   * nothing (unknown). A payment refunded or charged back since is not reported as paid until the
+   * charge is settled for good (`final`): money moved, so it is the charge's outcome then.
    */
   async charge(
     request: ChargeRequest,
     window: ChargeWindow,
     deadline: number,
-    adopt: AdoptPayment = async () => true,
-    cause?: unknown,
-    final = false,
-  ): Promise<Result<ChargeResult> | typeof NOTHING> {
+    options: ChargeAdoption = {},
+  ): Promise<ReconciledCharge | typeof NOTHING> {
+    const { cause, final = false } = options;
+    const adopt = options.adopt ?? (async () => true);
+    const owner = options.owner ?? (async () => 'none' as const);
     // A hold is no payment: the order search cannot show it; only PayHere's notification can.
     if (request.type === 'AUTHORIZE') throw outcomeUnknown.hold(request.order_id, cause);
     const payments = await this.#paymentsOf(request.order_id, deadline, () =>
       outcomeUnknown.charge(request.order_id, cause),
     );
-    const candidates = chargeCandidates(payments, request, window);
-    if (candidates.length > 1) {
-      log.warn('possible duplicate charge: several payments match one lost charge', {
-        orderId: request.order_id,
-        paymentIds: candidates.map((payment) => payment.payment_id),
-      });
-      throw reached(
-        new OutcomeUnknownError(
-          `The gateway did not answer the charge, and order ${request.order_id} shows several payments that could be it. ` +
-            "Do not charge again: the merchant must check the order's payments.",
-          cause,
-        ),
-        'lost',
-      );
+    let mine: PaymentRecord | undefined;
+    const free: PaymentRecord[] = [];
+    for (const payment of chargeCandidates(payments, request, window)) {
+      const whose = await owner(payment);
+      if (whose === 'this') mine ??= payment;
+      else if (whose === 'none') free.push(payment);
     }
-    const found = candidates[0];
+    const found = mine ?? free[0];
     if (!found) return NOTHING;
     if (found.status !== 'RECEIVED' && !final) {
       throw reached(
@@ -121,12 +157,25 @@ export class Reconciliation {
         'lost',
       );
     }
-    if (!(await adopt(found))) throw outcomeUnknown.charge(request.order_id, cause);
+    if (found !== mine && !(await adopt(found))) throw outcomeUnknown.charge(request.order_id, cause);
+    const possibleDuplicates = free.filter((payment) => payment !== found).map((p) => String(p.payment_id));
+    if (possibleDuplicates.length > 0) {
+      log.warn('possible duplicate charge: several payments match one lost charge', {
+        orderId: request.order_id,
+        paymentId: String(found.payment_id),
+        possibleDuplicates,
+      });
+    }
+    const received =
+      found.status === 'RECEIVED'
+        ? 'The gateway did not answer the charge, but its records show the payment was received.'
+        : `The gateway did not answer the charge, but its records show the payment, now ${found.status}.`;
     return {
       msg:
-        found.status === 'RECEIVED'
-          ? 'The gateway did not answer the charge, but its records show the payment was received.'
-          : `The gateway did not answer the charge, but its records show the payment, now ${found.status}.`,
+        possibleDuplicates.length > 0
+          ? `${received} Payments ${possibleDuplicates.join(', ')} of the order match this charge too: a possible duplicate. ` +
+            "Do not charge again: the merchant must check the order's payments and refund what was paid twice."
+          : received,
       data: {
         order_id: found.order_id,
         items: request.items,
@@ -140,6 +189,7 @@ export class Reconciliation {
         md5sig: null,
         authorization_token: null,
       },
+      possibleDuplicates,
     };
   }
 
@@ -241,22 +291,24 @@ export class Reconciliation {
   }
 
   /**
-   * An order's payments for reconciliation: none is an answer; a failed search leaves the outcome
-   * unknown. Always PayHere's own answer, never one shared between readers (lib/reads/): it settles
-   * money.
+   * An order's payments for reconciliation: PayHere's "No payments found" is an answer (none); a
+   * search still pending, any other refusal or a failed search leaves the outcome unknown. Always
+   * PayHere's own answer, never one shared between readers (lib/reads/): it settles money.
    */
   async #paymentsOf(
     orderId: string,
     deadline: number,
     unknown: () => OutcomeUnknownError,
   ): Promise<PaymentRecord[]> {
+    let found: Result<PaymentRecord[]>;
     try {
-      const found = await this.#reads.paymentsOfOrder(orderId, deadline, { reconciliation: true });
-      // A pending search shows no received payment: the outcome is not final either.
-      return found.pending ? [] : found.data;
+      found = await this.#reads.paymentsOfOrder(orderId, deadline, { reconciliation: true });
     } catch (error) {
-      if (error instanceof NotFoundError) return [];
+      if (error instanceof NoPaymentsError) return [];
       throw reached(unknown(), 'lost');
     }
+    // A pending payment may still become this order's: not "no payment".
+    if (found.pending) throw reached(unknown(), 'lost');
+    return found.data;
   }
 }

@@ -70,6 +70,11 @@ export interface Order extends Price {
   paymentsCopy: PaymentsCopy | null;
   /** Declined or refused charges of the order, by window (lib/orders/charge.ts: card testing). */
   failedAttempts: Record<number, number>;
+  /**
+   * Payments of the order PayHere holds besides `paymentId` that no charge owns: a lost charge
+   * matched by several, or a second payment through PayHere's SDK. The merchant checks and refunds.
+   */
+  duplicatePayments: string[];
 }
 
 /** An order's payments as PayHere answered them while the order was in `state` (lib/orders/payments.ts). */
@@ -89,6 +94,11 @@ export interface ChargeSlot {
   /** Epoch ms: when the charge was sent, and the deadline by which it must have been processed. */
   sentAt: number;
   until: number;
+  /**
+   * Epoch ms: the first look at PayHere's records, past the settle delay, that showed nothing of
+   * the charge. "Not done" needs a second look at least one settle interval later.
+   */
+  nothingAt: number | null;
 }
 
 export interface Reported {
@@ -161,6 +171,7 @@ export type NewOrder = Omit<
   | 'holdVerified'
   | 'paymentsCopy'
   | 'failedAttempts'
+  | 'duplicatePayments'
 >;
 
 /** How a charge wants to take an order's payment slot (see claimCharge). */
@@ -173,7 +184,12 @@ export interface ChargeClaim {
   price: Price;
   custom1: string | null;
   custom2: string | null;
-  slot: Omit<ChargeSlot, 'inflight'>;
+  slot: Omit<ChargeSlot, 'inflight' | 'nothingAt'>;
+  /**
+   * Epoch ms: when the settle job looks at the order if the charge's request has not finished it
+   * (by default when the slot's window closes).
+   */
+  dueAt?: number;
   /** The states the order may be charged in (lib/orders/evidence.ts CHARGEABLE). */
   chargeable: readonly OrderState[];
   /** Only while the order's failed charges in this window are fewer than `limit` (card testing). */
@@ -199,4 +215,11 @@ export interface ChargeOutcome {
   authorizationToken?: string | null;
   /** A declined or refused charge: counted against the order in this window. */
   failedWindow?: number;
+  /**
+   * Epoch ms: when the settle job looks at the order again (an outcome still open: pending or
+   * unknown); absent, the order leaves the settle job's charges.
+   */
+  dueAt?: number;
+  /** Other payments of the order that could be this charge's (a possible duplicate charge). */
+  possibleDuplicates?: readonly string[];
 }

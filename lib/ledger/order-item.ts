@@ -27,6 +27,10 @@ export const ATTRIBUTES = [
   'chargeKey',
   'chargeSentAt',
   'chargeUntil',
+  'chargeQueue',
+  'chargeDueAt',
+  'nothingAt',
+  'duplicatePayments',
   'createdAt',
   'updatedAt',
   'paymentId',
@@ -127,6 +131,7 @@ export function fromOrderItem(item: Record<string, AttributeValue>): Order {
             inflight: optionalText(item, 'inflight') !== null,
             sentAt: optionalNumber(item, 'chargeSentAt') ?? 0,
             until: optionalNumber(item, 'chargeUntil') ?? 0,
+            nothingAt: optionalNumber(item, 'nothingAt'),
           },
     installmentsPaid: optionalNumber(item, 'installmentsPaid'),
     reported: {
@@ -138,6 +143,7 @@ export function fromOrderItem(item: Record<string, AttributeValue>): Order {
     settleAt: optionalNumber(item, 'settleAt'),
     holdVerified: item.holdVerified?.BOOL ?? null,
     paymentsCopy: paymentsCopyOf(item),
+    duplicatePayments: [...(item.duplicatePayments?.SS ?? [])].sort(),
     failedAttempts: Object.fromEntries(
       Object.entries(item).flatMap(([name, value]) => {
         const window = /^failed(\d+)$/.exec(name)?.[1];

@@ -49,6 +49,13 @@ export class LedgerReferences extends LedgerTable {
     return { orderId: text(item, 'orderId'), owner: text(item, 'owner'), ...(status ? { status } : {}) };
   }
 
+  /** The order a payment belongs to and the charge that adopted it (null: linked by its order's notification). */
+  async paymentCharge(paymentId: string): Promise<{ orderId: string; chargeKey: string | null } | undefined> {
+    const item = await this.get(referenceKey('payment', paymentId));
+    if (!item) return undefined;
+    return { orderId: text(item, 'orderId'), chargeKey: optionalText(item, 'chargeKey') };
+  }
+
   /**
    * What PayHere said of a subscription the service cancelled (CANCELLED, or COMPLETED when it
    * refused as already completed): a later cancel of it is answered without PayHere.

@@ -68,6 +68,16 @@ const REPORT_ATTRIBUTES = [
   '#settleQueue',
   '#settleAt',
 ] as const;
+/**
+ * The ledger's charges index (serverless.yml): sparse, only orders whose charge through the service
+ * is still open (in flight, pending or unknown), by when the settle job is due to look at them. It
+ * is the backstop for what no request will finish: a claim whose answer was lost, a request that
+ * died, an outcome whose ledger write failed, a pending charge without a notification.
+ */
+export const CHARGES_INDEX = 'charges';
+const CHARGES_QUEUE = 'charge';
+/** What puts an order in the charges index; removing them takes it out. */
+const CHARGE_QUEUE_ATTRIBUTES = ['#chargeQueue', '#chargeDueAt'] as const;
 /** An order's failed charges in one window (card testing): one attribute a window. */
 const failedAttribute = (window: number) => `failed${window}`;
 
@@ -104,6 +114,7 @@ export class LedgerStore extends LedgerTable {
       holdVerified: null,
       paymentsCopy: null,
       failedAttempts: {},
+      duplicatePayments: [],
     };
     const written = await this.conditional(
       new PutItemCommand({
@@ -133,6 +144,8 @@ export class LedgerStore extends LedgerTable {
       ':currency': { S: claim.price.currency },
       ':amount': nullableNumber(claim.price.amountCents),
       ':created': { S: 'created' },
+      ':queue': { S: CHARGES_QUEUE },
+      ':dueAt': number(claim.dueAt ?? claim.slot.until),
     };
     const states = claim.chargeable.map((state, i) => {
       values[`:chargeable${i}`] = { S: state };
@@ -146,6 +159,7 @@ export class LedgerStore extends LedgerTable {
     let condition: string;
     let set =
       '#inflight = :key, #chargeKey = :key, #chargeSentAt = :sentAt, #chargeUntil = :until, #updatedAt = :now, ' +
+      '#chargeQueue = :queue, #chargeDueAt = :dueAt, ' +
       '#state = if_not_exists(#state, :created), #createdAt = if_not_exists(#createdAt, :now)';
     const creates =
       '#orderId = :orderId, #owner = if_not_exists(#owner, :owner), #kind = if_not_exists(#kind, :kind)';
@@ -165,14 +179,16 @@ export class LedgerStore extends LedgerTable {
         'attribute_exists(pk) AND #owner = :owner AND #kind = :kind AND #items = :items AND ' +
         `#currency = :currency AND #amount = :amount AND ${chargeable}`;
     }
+    // A new slot starts with no look at PayHere's records behind it.
+    const update = `SET ${set} REMOVE #nothingAt`;
     // Names used by the expressions that need them; DynamoDB refuses unused ones.
-    const expression = `${set} ${condition}`;
+    const expression = `${update} ${condition}`;
     const written = await sendConditional(
       this.client,
       new UpdateItemCommand({
         TableName: this.table,
         Key: { pk: { S: orderKey(claim.orderId) } },
-        UpdateExpression: `SET ${set}`,
+        UpdateExpression: update,
         ConditionExpression: condition,
         ExpressionAttributeNames: {
           ...namesIn(expression),
@@ -202,7 +218,12 @@ export class LedgerStore extends LedgerTable {
       return `:from${i}`;
     });
     let set = '#state = :state, #updatedAt = :now';
-    const remove = ['#inflight'];
+    const remove: string[] = ['#inflight'];
+    if (outcome.dueAt === undefined) remove.push(...CHARGE_QUEUE_ATTRIBUTES);
+    else {
+      set += ', #chargeDueAt = :dueAt';
+      values[':dueAt'] = number(outcome.dueAt);
+    }
     if (outcome.paymentId) {
       set += ', #paymentId = :paymentId';
       values[':paymentId'] = { S: outcome.paymentId };
@@ -217,11 +238,18 @@ export class LedgerStore extends LedgerTable {
     if (!outcome.overReport) condition += ' AND attribute_not_exists(#reportedAt)';
     let update = `SET ${set} REMOVE ${remove.join(', ')}`;
     const names = namesIn(`${update} ${condition}`);
+    const adds: string[] = [];
     if (outcome.failedWindow !== undefined) {
-      update += ' ADD #failed :one';
+      adds.push('#failed :one');
       names['#failed'] = failedAttribute(outcome.failedWindow);
       values[':one'] = number(1);
     }
+    if (outcome.possibleDuplicates && outcome.possibleDuplicates.length > 0) {
+      adds.push('#duplicatePayments :duplicates');
+      names['#duplicatePayments'] = 'duplicatePayments';
+      values[':duplicates'] = { SS: [...outcome.possibleDuplicates] };
+    }
+    if (adds.length > 0) update += ` ADD ${adds.join(', ')}`;
     return this.conditional(
       new UpdateItemCommand({
         TableName: this.table,
@@ -266,6 +294,9 @@ export class LedgerStore extends LedgerTable {
     } else if (move.clearReport) {
       remove.push(...REPORT_ATTRIBUTES);
     }
+    // A charge's outcome settled by other evidence (PayHere's records, its payment's notification):
+    // nothing is left open for the settle job.
+    if (move.to !== 'pending' && move.to !== 'unknown') remove.push(...CHARGE_QUEUE_ATTRIBUTES);
     const conditions = [
       '#state = :from',
       move.seen.charged ? 'attribute_exists(#chargeKey)' : 'attribute_not_exists(#chargeKey)',
@@ -411,18 +442,83 @@ export class LedgerStore extends LedgerTable {
     return written?.Attributes ? fromOrderItem(written.Attributes) : undefined;
   }
 
-  /** Free the slot of a charge that provably sent nothing: the order is as it was before. */
+  /**
+   * Free the slot of a charge that provably sent nothing, or whose outcome other evidence settled:
+   * the order's state stands, and it leaves the settle job's charges.
+   */
   async releaseCharge(orderId: string, key: string): Promise<boolean> {
     return this.conditional(
       new UpdateItemCommand({
         TableName: this.table,
         Key: { pk: { S: orderKey(orderId) } },
-        UpdateExpression: 'REMOVE #inflight',
+        UpdateExpression: 'REMOVE #inflight, #chargeQueue, #chargeDueAt',
         ConditionExpression: '#inflight = :key',
-        ExpressionAttributeNames: { '#inflight': 'inflight' },
+        ExpressionAttributeNames: {
+          '#inflight': 'inflight',
+          '#chargeQueue': 'chargeQueue',
+          '#chargeDueAt': 'chargeDueAt',
+        },
         ExpressionAttributeValues: { ':key': { S: key } },
       }),
     );
+  }
+
+  /**
+   * The first look past the settle delay that found nothing of the charge holding the order: kept
+   * once (a later look does not move it), so that "not done" waits for a second look.
+   */
+  async noteNothing(orderId: string, key: string, at: number): Promise<boolean> {
+    return this.#updateOrder(
+      orderId,
+      'SET #nothingAt = :at',
+      '#chargeKey = :key AND attribute_not_exists(#nothingAt)',
+      { ':at': number(at), ':key': { S: key } },
+    );
+  }
+
+  /**
+   * The orders whose charge is still open and due for the settle job at `now` (the charges index:
+   * keys only, read again strongly before acting), oldest first, at most `limit`.
+   */
+  async chargesDue(now: number, limit: number): Promise<string[]> {
+    const { Items } = await this.client.send(
+      new QueryCommand({
+        TableName: this.table,
+        IndexName: CHARGES_INDEX,
+        KeyConditionExpression: '#chargeQueue = :queue AND #chargeDueAt <= :now',
+        ExpressionAttributeNames: { '#chargeQueue': 'chargeQueue', '#chargeDueAt': 'chargeDueAt' },
+        ExpressionAttributeValues: { ':queue': { S: CHARGES_QUEUE }, ':now': number(now) },
+        Limit: limit,
+      }),
+    );
+    return (Items ?? []).map((item) => text(item, 'pk').slice('order#'.length));
+  }
+
+  /** An open charge the settle job could not settle now is looked at again at `dueAt`. */
+  async postponeCharge(orderId: string, key: string, dueAt: number): Promise<boolean> {
+    return this.#updateOrder(
+      orderId,
+      'SET #chargeDueAt = :dueAt',
+      '#chargeKey = :key AND attribute_exists(#chargeQueue)',
+      { ':dueAt': number(dueAt), ':key': { S: key } },
+    );
+  }
+
+  /** An order no charge holds open any more leaves the charges index. */
+  async closeCharge(orderId: string): Promise<boolean> {
+    return this.#updateOrder(
+      orderId,
+      'REMOVE #chargeQueue, #chargeDueAt',
+      'attribute_exists(#chargeQueue) AND attribute_not_exists(#inflight)',
+      {},
+    );
+  }
+
+  /** Payments of the order besides its own that could be duplicates (the merchant checks them). */
+  async noteDuplicatePayments(orderId: string, paymentIds: readonly string[]): Promise<boolean> {
+    return this.#updateOrder(orderId, 'ADD #duplicatePayments :ids', 'attribute_exists(pk)', {
+      ':ids': { SS: [...paymentIds] },
+    });
   }
 
   /** A conditional update of an order item, with the attribute names its expressions use. */
@@ -439,7 +535,8 @@ export class LedgerStore extends LedgerTable {
         UpdateExpression: update,
         ConditionExpression: condition,
         ExpressionAttributeNames: namesIn(`${update} ${condition}`),
-        ExpressionAttributeValues: values,
+        // DynamoDB refuses an empty map of values.
+        ...(Object.keys(values).length > 0 ? { ExpressionAttributeValues: values } : {}),
       }),
     );
   }
@@ -453,6 +550,10 @@ export class LedgerStore extends LedgerTable {
 
   lookup(kind: ReferenceKind, id: string): Promise<Reference | undefined> {
     return this.#references.lookup(kind, id);
+  }
+
+  paymentCharge(paymentId: string): Promise<{ orderId: string; chargeKey: string | null } | undefined> {
+    return this.#references.paymentCharge(paymentId);
   }
 
   setSubscriptionStatus(subscriptionId: string, status: string): Promise<boolean> {

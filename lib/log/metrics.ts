@@ -51,6 +51,10 @@ export type CountMetric =
   | 'SettledReport'
   | 'UnknownOverAnHour'
   | 'SettleBacklog'
+  | 'SettledOpenCharge'
+  | 'PossibleDuplicateCharge'
+  | 'PendingChargeExpired'
+  | 'LedgerWriteFailed'
   | 'CallerRateLimited'
   | 'CallerShareUncounted'
   | 'CardTesting';

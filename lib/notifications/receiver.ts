@@ -208,6 +208,14 @@ export class NotificationReceiver {
       const success = await this.#success(notification, order, deadline);
       if (typeof success === 'string') return this.#unmatched(success, notification);
       ({ evidence, recorded } = success);
+    } else if (
+      (report === 'notified_failed' || report === 'notified_cancelled') &&
+      order.charge !== null &&
+      order.state === 'pending'
+    ) {
+      // A charge through the service left pending: only its own payment's failure may end it.
+      evidence = 'notified_charge_failed';
+      recorded.about = notification.payment_id || null;
     } else {
       evidence = report;
     }

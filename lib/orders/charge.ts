@@ -13,9 +13,11 @@ import { paymentOutcomeResponse } from '../envelope/payment-outcome.ts';
 import { outcomeUnknown } from '../gateway/advice.ts';
 import type { PayHere } from '../gateway/payhere.ts';
 import { chargeDeadline, NOTHING } from '../gateway/payhere.ts';
+import type { ChargeAdoption, PaymentOwner } from '../gateway/reconcile.ts';
 import { type ChargeResult, idOf, statusCodeOf } from '../gateway/schemas.ts';
-import type { ChargeClaim, ChargeOutcome, Order, Price } from '../ledger/model.ts';
+import type { ChargeClaim, ChargeOutcome, ChargeSlot, Order, Price, Reference } from '../ledger/model.ts';
 import type { LedgerStore } from '../ledger/store.ts';
+import { audit } from '../log/audit.ts';
 import { describeError, log } from '../log/log.ts';
 import { countMetric } from '../log/metrics.ts';
 import { forgetWithin, type ReadInvalidation } from '../reads/invalidation.ts';
@@ -45,6 +47,12 @@ export const MAX_UPSTREAM_MS = 20_000;
 
 /** docs/payhere.md "Capture": a hold not captured within 7 days is released. */
 export const HOLD_LIFETIME_MS = 7 * 86_400_000;
+
+/**
+ * One interval of the settle job's schedule (serverless.yml): "not done" needs two looks at
+ * PayHere's records this far apart, so a payment PayHere finishes late has a run to show.
+ */
+export const SETTLE_INTERVAL_MS = 2 * 60_000;
 
 const TOKEN_NOT_FOUND = () => new NotFoundError('The customer token was not found.');
 const orderNotFound = (orderId: string) => () => new NotFoundError(`Order ${orderId} was not found.`);
@@ -84,12 +92,11 @@ export class Charging {
     const window = { sentAt: Date.now(), until: chargeDeadline(input.deadline) };
     const order = await this.#claim(input, window);
     const reference = { orderId: order.orderId, owner: order.owner };
-    let answer: ChargeAnswer;
+    let answer: ChargeAnswer & { possibleDuplicates?: string[] };
     try {
       answer = await this.#payhere.charge(upstream, input.deadline, {
         window,
-        adopt: (payment) =>
-          this.#ledger.link('payment', String(payment.payment_id), reference, input.chargeKey),
+        ...this.#adoption(reference, input.chargeKey),
       });
     } catch (error) {
       await this.#afterFailure(order, input.chargeKey, error);
@@ -102,17 +109,23 @@ export class Charging {
     const code = statusCodeOf(answer.data);
     const hold = body.type === 'AUTHORIZE';
     const evidence = chargeEvidence(code, hold);
-    await this.#record(order, input.chargeKey, this.#counted(evidence, outcome(evidence, answer.data, hold)));
+    const recorded = this.#counted(evidence, outcome(evidence, answer.data, hold));
+    if (answer.possibleDuplicates?.length) {
+      recorded.possibleDuplicates = answer.possibleDuplicates;
+      flagDuplicates(order.orderId, input.chargeKey, recorded.paymentId, answer.possibleDuplicates);
+    }
+    await this.#record(order, input.chargeKey, recorded);
     return answer;
   }
 
   /**
-   * A charge whose outcome is unknown (its key repeated, or the settle job), settled from what
-   * PayHere shows, never sent again: what other evidence already settled on the order (a
-   * notification of the hold; a payment PayHere's records showed), else the order's payments within
-   * the window the ledger kept for the charge. Once the settle delay has passed (for a hold, PayHere's
-   * hold lifetime) with nothing shown, it is settled as not done: the order may be charged again.
-   * Still unknown, it throws OutcomeUnknownError.
+   * A charge whose outcome is unknown (its key repeated, the settle job, or an order the settle job
+   * found still open), settled from what PayHere shows, never sent again: what other evidence
+   * already settled on the order (a notification of the hold; a payment PayHere's records showed),
+   * else the order's payments that no other charge owns (lib/gateway/reconcile.ts: records decide,
+   * the window only ranks). Settled as not done only once the settle delay has passed (for a hold,
+   * PayHere's hold lifetime) and two looks a settle interval apart showed nothing: the order may
+   * be charged again. Still unknown, it throws OutcomeUnknownError.
    */
   async settle(
     input: ChargeInput,
@@ -139,26 +152,122 @@ export class Charging {
       );
     }
     const reference = { orderId: body.order_id, owner: order?.owner ?? input.owner };
-    const answer = await this.#payhere.reconcileCharge(
-      body,
-      window,
-      input.deadline,
-      (payment) => this.#ledger.link('payment', String(payment.payment_id), reference, input.chargeKey),
-      undefined,
+    const answer = await this.#payhere.reconcileCharge(body, window, input.deadline, {
+      ...this.#adoption(reference, input.chargeKey),
       final,
-    );
+    });
     if (answer !== NOTHING) {
-      // PayHere's records show the charge's payment.
-      if (order && slot)
-        await this.#record(order, input.chargeKey, outcome('records_show_payment', answer.data));
+      // PayHere's records show the charge's payment (and perhaps others no charge owns).
+      const recorded = outcome('records_show_payment', answer.data);
+      if (answer.possibleDuplicates?.length) {
+        recorded.possibleDuplicates = answer.possibleDuplicates;
+        flagDuplicates(body.order_id, input.chargeKey, recorded.paymentId, answer.possibleDuplicates);
+      }
+      if (order && slot) await this.#record(order, input.chargeKey, recorded);
+      settleAudit(body.order_id, input.chargeKey, 'records_show_payment', {
+        paymentId: recorded.paymentId,
+        possibleDuplicates: answer.possibleDuplicates,
+      });
       return answer;
     }
     if (!final) throw outcomeUnknown.charge(body.order_id);
-    if (order && slot) await this.#settleNotDone(order, input.chargeKey, slot.inflight, 'settled_nothing');
+    if (order && slot) {
+      if (!(await this.#secondLook(order, slot, input.chargeKey, now())))
+        throw outcomeUnknown.charge(body.order_id);
+      await this.#settleNotDone(order, input.chargeKey, slot.inflight, 'settled_nothing');
+    }
+    settleAudit(body.order_id, input.chargeKey, 'settled_nothing', { firstLookAt: slot?.nothingAt });
     return notDone(
       input,
-      "PayHere's records show no payment for this charge, a settle delay after it could have been processed: it was not processed.",
+      "PayHere's records show no payment for this charge, at two looks a settle interval apart after its settle delay: it was not processed.",
     );
+  }
+
+  /**
+   * A charge PayHere answered pending: its payment's notification usually ends it; past the
+   * pending limit without one, PayHere's records decide (a payment no other charge owns: paid;
+   * nothing at two looks a settle interval apart: failed, counted for the operator). Still open,
+   * it throws OutcomeUnknownError.
+   */
+  async settlePending(order: Order, deadline: number, now: () => number = Date.now): Promise<void> {
+    const slot = order.charge;
+    if (order.state !== 'pending' || !slot || slot.inflight || order.amountCents === null) return;
+    const key = slot.key;
+    const body = bodyOf(order);
+    const answer = await this.#payhere.reconcileCharge(body, slot, deadline, {
+      ...this.#adoption({ orderId: order.orderId, owner: order.owner }, key),
+      final: true,
+    });
+    if (answer !== NOTHING) {
+      const recorded = outcome('records_show_payment', answer.data);
+      if (answer.possibleDuplicates?.length) {
+        recorded.possibleDuplicates = answer.possibleDuplicates;
+        flagDuplicates(order.orderId, key, recorded.paymentId, answer.possibleDuplicates);
+      }
+      await this.#record(order, key, recorded);
+      settleAudit(order.orderId, key, 'records_show_payment', { paymentId: recorded.paymentId });
+      return;
+    }
+    if (!(await this.#secondLook(order, slot, key, now()))) throw outcomeUnknown.charge(order.orderId);
+    await this.#record(order, key, outcome('pending_expired'));
+    countMetric('PendingChargeExpired');
+    log.warn("a pending charge PayHere's records never showed is settled as failed", {
+      orderId: order.orderId,
+      paymentId: order.paymentId,
+    });
+    settleAudit(order.orderId, key, 'pending_expired', { paymentId: order.paymentId });
+  }
+
+  /**
+   * An open charge no request will finish (its claim's answer was lost, its Lambda died, the write
+   * of its outcome failed, its key's record is gone): settled from PayHere's records as a repeat
+   * of its key would be, from the order's own price and the slot's window.
+   */
+  async settleOpen(
+    order: Order,
+    deadline: number,
+    settleDelayMs: number,
+    now: () => number = Date.now,
+  ): Promise<ChargeAnswer> {
+    const slot = order.charge;
+    if (!slot) throw new Error(`order ${order.orderId} holds no charge`);
+    const input = {
+      actor: { sub: 'settle', role: 'merchant' as const },
+      owner: order.owner,
+      body: bodyOf(order),
+      deadline,
+      chargeKey: slot.key,
+    };
+    return this.settle(input, slot.sentAt, settleDelayMs, now);
+  }
+
+  /**
+   * Whether this look at PayHere's records, showing nothing, may settle the charge as not done:
+   * only a second look, a settle interval after the first (which it notes).
+   */
+  async #secondLook(order: Order, slot: ChargeSlot, key: string, now: number): Promise<boolean> {
+    if (slot.nothingAt === null) {
+      await this.#write('note a first look that found nothing', order, () =>
+        this.#ledger.noteNothing(order.orderId, key, now),
+      );
+      return false;
+    }
+    return now - slot.nothingAt >= SETTLE_INTERVAL_MS;
+  }
+
+  /**
+   * Whose a payment PayHere shows is (the ledger's references), and the conditional write that
+   * adopts one for the charge holding `key`.
+   */
+  #adoption(reference: Reference, key: string): Pick<ChargeAdoption, 'adopt' | 'owner'> {
+    return {
+      adopt: (payment) => this.#ledger.link('payment', String(payment.payment_id), reference, key),
+      owner: async (payment): Promise<PaymentOwner> => {
+        const known = await this.#ledger.paymentCharge(String(payment.payment_id));
+        if (!known) return 'none';
+        return known.orderId === reference.orderId && known.chargeKey === key ? 'this' : 'other';
+      },
+    };
   }
 
   /** Settled as not done. A charge whose Lambda died in flight is first recorded as what it was: unknown. */
@@ -217,10 +326,26 @@ export class Charging {
             ? 'customer-priced'
             : 'customer',
     };
-    const claimed = await readLedger(() => this.#ledger.claimCharge(claim));
+    const claimed = await readLedger(() => this.#claimOrRelease(claim));
     if (claimed) return claimed;
     const existing = await readLedger(() => this.#ledger.getOrder(body.order_id));
+    // A retry of a claim whose answer was lost meets its own write: the slot is already ours.
+    if (existing?.charge?.inflight && existing.charge.key === input.chargeKey) return existing;
     throw notSent(refusal(claim, existing, this.#attemptsWindowEnd()));
+  }
+
+  /**
+   * The claim's write. One that failed may have been applied with its answer lost: the slot would
+   * be this request's, and nothing will be sent, so it is freed (the settle job's charges end what
+   * this cannot).
+   */
+  async #claimOrRelease(claim: ChargeClaim): Promise<Order | undefined> {
+    try {
+      return await this.#ledger.claimCharge(claim);
+    } catch (error) {
+      await this.#ledger.releaseCharge(claim.orderId, claim.slot.key).catch(() => false);
+      throw error;
+    }
   }
 
   /** The window an order's failed charges are counted in (ORDER_FAILED_ATTEMPTS), and its end. */
@@ -253,8 +378,20 @@ export class Charging {
   }
 
   /** The outcome and the ids it gave, written together: they are independent items. */
-  async #record(order: Order, chargeKey: string, outcome: ChargeOutcome): Promise<void> {
+  async #record(order: Order, chargeKey: string, recorded: ChargeOutcome): Promise<void> {
     const reference = { orderId: order.orderId, owner: order.owner };
+    // An outcome still open stays in the settle job's charges: pending until its limit, unknown
+    // until its settle delay (its key's record settles it first, if it still can).
+    const open =
+      recorded.state === 'pending'
+        ? this.#config.pendingLimitMs
+        : recorded.state === 'unknown'
+          ? this.#config.settleDelayMs
+          : undefined;
+    const outcome =
+      open === undefined || recorded.dueAt !== undefined
+        ? recorded
+        : { ...recorded, dueAt: Date.now() + open };
     const { paymentId, authorizationToken } = outcome;
     await Promise.all([
       this.#write(
@@ -279,12 +416,15 @@ export class Charging {
 
   /**
    * The money has moved (or may have): a ledger write failing now must not hide PayHere's answer
-   * from the caller. It is logged for the operator; the order stays blocked for new charges.
+   * from the caller. It is counted and logged; the order stays in the settle job's charges, which
+   * settles it from PayHere's records once the request is over.
    */
   async #write(what: string, order: Order, write: () => Promise<boolean>): Promise<void> {
     try {
       if (!(await write())) log.warn(`the ledger refused to ${what}`, { orderId: order.orderId });
     } catch (error) {
+      // The order stays in the settle job's charges, which settles it from PayHere's records.
+      countMetric('LedgerWriteFailed');
       log.error(`could not ${what}`, { orderId: order.orderId, error: describeError(error) });
     }
   }
@@ -414,4 +554,61 @@ function refusal(claim: ChargeClaim, order: Order | undefined, attemptsWindowEnd
     `Order ${orderId} already has a successful, pending or unknown payment. ` +
       'To learn what happened to an earlier charge, repeat it with its own Idempotency-Key.',
   );
+}
+
+/** Several payments no charge owns match one charge: paid, and possibly twice. Counted, alarmed, audited. */
+function flagDuplicates(
+  orderId: string,
+  chargeKey: string,
+  paymentId: string | null | undefined,
+  possibleDuplicates: readonly string[],
+): void {
+  countMetric('PossibleDuplicateCharge');
+  log.warn('possible duplicate charge: the merchant must check the order and refund what was paid twice', {
+    orderId,
+    paymentId,
+    possibleDuplicates,
+  });
+  audit({
+    route: 'settle',
+    outcome: 'done',
+    replayed: false,
+    orderId,
+    ...(paymentId ? { paymentId } : {}),
+    chargeKey,
+    evidence: 'possible_duplicate',
+    possibleDuplicates,
+  });
+}
+
+/** Every settlement of a charge from PayHere's records writes its decision and evidence to the audit trail. */
+function settleAudit(
+  orderId: string,
+  chargeKey: string,
+  evidence: Evidence,
+  facts: Record<string, unknown> = {},
+): void {
+  audit({
+    route: 'settle',
+    outcome: evidence === 'records_show_payment' ? 'done' : 'declined',
+    replayed: false,
+    orderId,
+    chargeKey,
+    evidence,
+    ...facts,
+  });
+}
+
+/** What the order's own price says its charge was, for reading PayHere's records of it. */
+function bodyOf(order: Order): ChargeRequest {
+  return {
+    type: order.kind === 'authorize' ? 'AUTHORIZE' : 'PAYMENT',
+    order_id: order.orderId,
+    items: order.items,
+    currency: order.currency,
+    amount: (order.amountCents ?? 0) / 100,
+    customer_token: '',
+    ...(order.custom1 !== null ? { custom_1: order.custom1 } : {}),
+    ...(order.custom2 !== null ? { custom_2: order.custom2 } : {}),
+  } as ChargeRequest;
 }

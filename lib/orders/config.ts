@@ -24,6 +24,11 @@ export interface OrdersConfig {
    * showing nothing settle it as not done (SETTLE_DELAY_SECONDS, default 10 minutes).
    */
   settleDelayMs: number;
+  /**
+   * How long a charge PayHere answered pending waits for its payment's notification before
+   * PayHere's records decide it (PENDING_CHARGE_LIMIT_SECONDS, default one day).
+   */
+  pendingLimitMs: number;
   /** How long notifications' identities and what is kept apart stay (NOTIFICATION_KEEP_DAYS, default 90). */
   notificationKeepDays: number;
   /**
@@ -44,6 +49,7 @@ export function loadOrdersConfig(env: Env): OrdersConfig {
     publicBaseUrl: base ? httpsUrl('PUBLIC_BASE_URL', base).href.replace(/\/+$/, '') : undefined,
     notifyUrlOrigins: httpsOrigins('NOTIFY_URL_ORIGINS', env.NOTIFY_URL_ORIGINS),
     settleDelayMs: settleDelayMs(env),
+    pendingLimitMs: wholeNumber(env, 'PENDING_CHARGE_LIMIT_SECONDS', 86_400, 1) * 1000,
     notificationKeepDays: wholeNumber(env, 'NOTIFICATION_KEEP_DAYS', 90, 1),
     failedAttempts: attemptsPerWindow(env),
   };

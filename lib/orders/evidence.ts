@@ -10,16 +10,19 @@ import type { Order, OrderKind, OrderMove, OrderState } from '../ledger/model.ts
  *   or no usable answer at all: `charge_lost`);
  * - `records_*`: PayHere's own records, read by the service: a payment of the order (its id,
  *   amount, currency, a received status), or the order's subscription on the order's terms;
- * - `settled_nothing`, `report_unconfirmed`, `hold_expired`: the settle job (or a repeat of the
- *   key, or a read of the order) after the settle delay: PayHere's records show nothing for an
- *   unknown charge, or for a reported success; a hold no notification confirmed within PayHere's
- *   hold lifetime;
+ * - `settled_nothing`, `report_unconfirmed`, `hold_expired`, `pending_expired`: the settle job (or a
+ *   repeat of the key, or a read of the order) after the settle delay: PayHere's records show
+ *   nothing for an unknown charge (at two looks a settle interval apart), or for a reported
+ *   success; a hold no notification confirmed within PayHere's hold lifetime; a charge PayHere
+ *   answered pending whose payment its records still do not show after the pending limit;
  * - `notified_*`: a signed notification. Its signature covers only the merchant, order, amount,
  *   currency and status code, and anyone holding one genuine notification can replay it late: a
  *   notification never reopens a charge (moves it to a chargeable state once a charge through the
  *   service recorded a state, or out of `unknown`), and a success is only a report until PayHere's
  *   records show it, except for the flows whose only record is the notification (a pre-approval's
- *   customer token, bound to its owner; a hold's authorization token, shown unverified).
+ *   customer token, bound to its owner; a hold's authorization token, shown unverified). The one
+ *   exception: a failure notification naming the very payment a charge through the service left
+ *   pending (`notified_charge_failed`) ends that charge, and only it.
  */
 export type Evidence =
   | 'charge_succeeded'
@@ -33,10 +36,12 @@ export type Evidence =
   | 'settled_nothing'
   | 'report_unconfirmed'
   | 'hold_expired'
+  | 'pending_expired'
   | 'notified_token'
   | 'notified_success'
   | 'notified_pending'
   | 'notified_failed'
+  | 'notified_charge_failed'
   | 'notified_cancelled'
   | 'notified_chargeback';
 
@@ -50,6 +55,8 @@ interface Rule {
   notAfterCharge?: true;
   /** Not over a success PayHere reported and its records do not show yet: it may still show. */
   notOverReport?: true;
+  /** Only about the payment the charge through the service recorded (the evidence names its id). */
+  chargePayment?: true;
 }
 
 const PAID: readonly OrderKind[] = ['payment', 'charge'];
@@ -71,6 +78,7 @@ export const TRANSITIONS: Readonly<Record<Evidence, Rule>> = {
   settled_nothing: { to: 'failed', from: ['unknown'], notOverReport: true },
   report_unconfirmed: { to: 'failed', from: ['pending'], kinds: [...PAID, 'recurring'] },
   hold_expired: { to: 'cancelled', from: ['unknown'], kinds: ['authorize'] },
+  pending_expired: { to: 'failed', from: ['pending'], kinds: PAID, notOverReport: true },
   // A pre-approval's customer token and a hold's authorization token have no record at PayHere
   // but the notification: the token is bound to its owner (a hold's shown unverified).
   notified_token: {
@@ -86,6 +94,15 @@ export const TRANSITIONS: Readonly<Record<Evidence, Rule>> = {
   },
   notified_pending: { to: 'pending', from: ['created'], notAfterCharge: true },
   notified_failed: { to: 'failed', from: ['created', 'pending'], notAfterCharge: true, notOverReport: true },
+  // Signed by PayHere for the payment id its answer to the charge gave: a replay of it can only
+  // fail that payment's pending charge, never a later one (a new charge records a new payment id).
+  notified_charge_failed: {
+    to: 'failed',
+    from: ['pending'],
+    kinds: PAID,
+    chargePayment: true,
+    notOverReport: true,
+  },
   notified_cancelled: {
     to: 'cancelled',
     from: ['created', 'pending'],
@@ -96,22 +113,29 @@ export const TRANSITIONS: Readonly<Record<Evidence, Rule>> = {
 };
 
 /** Why evidence moved nothing. */
-export type Refusal = 'state' | 'kind' | 'charged' | 'reported';
+export type Refusal = 'state' | 'kind' | 'charged' | 'reported' | 'payment';
 
 export type Decision = { to: OrderState; from: OrderState } | { refused: Refusal };
 
 /** What a decision needs to know of the order. */
-export type OrderFacts = Pick<Order, 'state' | 'kind' | 'charge' | 'reportedAt'>;
+export type OrderFacts = Pick<Order, 'state' | 'kind' | 'charge' | 'reportedAt'> &
+  Partial<Pick<Order, 'paymentId'>>;
 
 /**
  * What `evidence` does to `order`: the state to move it to, from the state it was read in (a write
  * conditional on that state persists it), or why it moves nothing. Evidence for the state the
  * order is already in decides `to === from`: nothing to move, but nothing refused either.
+ * `paymentId`: the payment the evidence is about, where it names one.
  */
-export function decide(order: OrderFacts, evidence: Evidence): Decision {
+export function decide(order: OrderFacts, evidence: Evidence, paymentId?: string | null): Decision {
   const rule = TRANSITIONS[evidence];
   if (rule.kinds && !rule.kinds.includes(order.kind)) return { refused: 'kind' };
   if (rule.notAfterCharge && order.charge !== null) return { refused: 'charged' };
+  if (
+    rule.chargePayment &&
+    (order.charge === null || !paymentId || !order.paymentId || order.paymentId !== paymentId)
+  )
+    return { refused: 'payment' };
   if (rule.notOverReport && order.reportedAt !== null) return { refused: 'reported' };
   if (order.state === rule.to) return { to: rule.to, from: order.state };
   if (!rule.from.includes(order.state)) return { refused: 'state' };
@@ -145,8 +169,11 @@ export function chargeEvidence(statusCode: number, hold: boolean): Evidence {
 /** What applying evidence to an order did. */
 export type Applied = { moved: OrderState } | { unchanged: Refusal | 'same' | 'raced' };
 
-/** What the evidence records besides the state (ids, tokens, a card, a report). */
-export type Recorded = Omit<OrderMove, 'from' | 'to' | 'seen' | 'clearReport'>;
+/**
+ * What the evidence records besides the state (ids, tokens, a card, a report), and the payment it
+ * is about (`about`: decided on, never written).
+ */
+export type Recorded = Omit<OrderMove, 'from' | 'to' | 'seen' | 'clearReport'> & { about?: string | null };
 
 /** The evidence that settles a report: PayHere's records, or the settle job finding none. */
 const SETTLES_REPORT: readonly Evidence[] = [
@@ -165,14 +192,15 @@ export async function applyEvidence(
   evidence: Evidence,
   recorded: Recorded = {},
 ): Promise<Applied> {
-  const decision = decide(order, evidence);
+  const decision = decide(order, evidence, recorded.about);
   if ('refused' in decision) return { unchanged: decision.refused };
   const reported = order.reportedAt !== null;
   // A report stands until it is settled: another never replaces it (nor postpones its settlement).
   const report = reported ? undefined : recorded.report;
   if (decision.to === decision.from && !report) return { unchanged: 'same' };
+  const { about: _about, ...recording } = recorded;
   const move: OrderMove = {
-    ...recorded,
+    ...recording,
     ...(report ? { report } : {}),
     from: decision.from,
     to: decision.to,

@@ -19,6 +19,7 @@ import { sharedReadStoreFromEnvironment } from '../reads/environment.ts';
 import { CappedTransport } from './capped-transport.ts';
 import { SettleJob, type SettleLimits } from './job.ts';
 import { MoneySettlement, type SettleDeps } from './money.ts';
+import { OpenCharges } from './open-charges.ts';
 
 /** What a money route settles its unknown requests with, over the container's PayHere client. */
 export function settleDepsFromEnvironment(payhere: PayHere): SettleDeps {
@@ -69,11 +70,19 @@ export function settleJobFromEnvironment(env: Env = process.env): {
     confirmations: new Confirmations({ payhere, reserved: true }),
     keepDays: orders.notificationKeepDays,
   });
+  const store = idempotencyStoreFromEnvironment(env);
   const job = new SettleJob({
-    store: idempotencyStoreFromEnvironment(env),
+    store,
     ledger: deps.ledger,
     money: new MoneySettlement({ ...deps, charging }),
     reports,
+    openCharges: new OpenCharges({
+      ledger: deps.ledger,
+      store,
+      charging,
+      settleDelayMs: deps.settleDelayMs,
+      pendingLimitMs: orders.pendingLimitMs,
+    }),
     limits,
     calls: () => transport.calls,
   });

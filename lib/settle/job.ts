@@ -5,6 +5,7 @@ import { describeError, log } from '../log/log.ts';
 import { countMetric } from '../log/metrics.ts';
 import type { OrderReports } from '../orders/reports.ts';
 import { LOOK_AGAIN_MS, type MoneySettlement, type MoneySubject } from './money.ts';
+import type { OpenCharges } from './open-charges.ts';
 
 /** How much one run may do: records and reports looked at, and PayHere calls (lib/settle/capped-transport.ts). */
 export interface SettleLimits {
@@ -41,6 +42,7 @@ export class SettleJob {
   readonly #ledger: LedgerStore;
   readonly #money: MoneySettlement;
   readonly #reports: OrderReports;
+  readonly #openCharges: OpenCharges | undefined;
   readonly #limits: SettleLimits;
   readonly #calls: () => number;
   readonly #now: () => number;
@@ -50,6 +52,8 @@ export class SettleJob {
     ledger: LedgerStore;
     money: MoneySettlement;
     reports: OrderReports;
+    /** The orders charges still hold open once no request can finish them (the backstop). */
+    openCharges?: OpenCharges;
     limits: SettleLimits;
     /** PayHere calls made so far (the job's capped transport counts them). */
     calls: () => number;
@@ -60,6 +64,7 @@ export class SettleJob {
     this.#ledger = options.ledger;
     this.#money = options.money;
     this.#reports = options.reports;
+    this.#openCharges = options.openCharges;
     this.#limits = options.limits;
     this.#calls = options.calls;
     this.#now = options.now ?? Date.now;
@@ -72,6 +77,13 @@ export class SettleJob {
     for (const key of keys) {
       if (!this.#room(run, deadline)) break;
       await this.#settleRequest(key, run, deadline);
+    }
+    const open = this.#openCharges
+      ? await this.#openCharges.due(now, Math.max(0, this.#limits.items - run.looked))
+      : [];
+    for (const orderId of open) {
+      if (!this.#room(run, deadline)) break;
+      await this.#settleOpenCharge(orderId, run, deadline);
     }
     const orders = await this.#ledger.reportedDue(now, Math.max(0, this.#limits.items - run.looked));
     for (const orderId of orders) {
@@ -131,6 +143,19 @@ export class SettleJob {
     }
     run.stillUnknown++;
     if (now - startedAt > HOUR_MS) run.overAnHour++;
+  }
+
+  /** An order a charge still holds open: settled from PayHere's records once no request can. */
+  async #settleOpenCharge(orderId: string, run: SettleRun, deadline: number): Promise<void> {
+    const outcome = await this.#openCharges!.settle(orderId, deadline - RESERVE_MS);
+    if (outcome === 'settled') {
+      run.looked++;
+      run.settled++;
+      countMetric('SettledOpenCharge');
+    } else if (outcome === 'open') {
+      run.looked++;
+      run.stillUnknown++;
+    }
   }
 
   /** An order whose success a notification reported: confirmed, refuted after the delay, or looked at later. */

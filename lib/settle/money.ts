@@ -7,7 +7,13 @@ import { outcomeUnknown } from '../gateway/advice.ts';
 import { NOTHING, type PayHere, type RefundBody } from '../gateway/payhere.ts';
 import type { LedgerStore } from '../ledger/store.ts';
 import { type Actor, visibleTo } from '../orders/access.ts';
-import { type Charging, chargeResponse, HOLD_LIFETIME_MS, MAX_UPSTREAM_MS } from '../orders/charge.ts';
+import {
+  type Charging,
+  chargeResponse,
+  HOLD_LIFETIME_MS,
+  MAX_UPSTREAM_MS,
+  SETTLE_INTERVAL_MS,
+} from '../orders/charge.ts';
 import type { Holds } from '../orders/holds.ts';
 import type { ReadInvalidation } from '../reads/invalidation.ts';
 import type { ChargeRequest } from '../schemas/charge.ts';
@@ -55,7 +61,7 @@ const nowOf = (deps: SettleDeps) => (deps.now ?? Date.now)();
  * it every two minutes). What it looked at goes behind what is due, so nothing starves; the run's
  * cap, not a pause, bounds what retrying costs PayHere.
  */
-export const LOOK_AGAIN_MS = 2 * 60_000;
+export const LOOK_AGAIN_MS = SETTLE_INTERVAL_MS;
 /** A hold shows only in its notification, on the ledger: looked at hourly (no PayHere call) until its lifetime ends. */
 const LOOK_AGAIN_HOLD_MS = 60 * 60_000;
 

@@ -156,6 +156,16 @@ const SETTLE_INDEX = {
   Projection: { ProjectionType: 'KEYS_ONLY' },
 };
 
+/** The ledger's open charges (lib/settle/): sparse, by queue and due time, keys only. */
+const CHARGES_INDEX = {
+  IndexName: 'charges',
+  KeySchema: [
+    { AttributeName: 'chargeQueue', KeyType: 'HASH' },
+    { AttributeName: 'chargeDueAt', KeyType: 'RANGE' },
+  ],
+  Projection: { ProjectionType: 'KEYS_ONLY' },
+};
+
 describe('the settle job', () => {
   it('runs on a schedule, every two minutes, and is reached by nothing else', () => {
     const rules = Object.values(template.Resources).filter((r) => r.Type === 'AWS::Events::Rule');
@@ -212,7 +222,7 @@ describe('the tables in the packaged template', () => {
     });
     // Orders and references never carry `expiresAt`: only notifications' identities and what is kept apart.
     expect(table.Properties.TimeToLiveSpecification).toEqual({ AttributeName: 'expiresAt', Enabled: true });
-    expect(table.Properties.GlobalSecondaryIndexes).toEqual([SETTLE_INDEX]);
+    expect(table.Properties.GlobalSecondaryIndexes).toEqual([SETTLE_INDEX, CHARGES_INDEX]);
     expect(table.DeletionPolicy).toBe('Retain');
     expect(table.UpdateReplacePolicy).toBe('Retain');
   });
@@ -276,9 +286,11 @@ describe('each function role', () => {
     expect(onTable('StateTable')).toEqual((access.state ?? []).map((action) => `dynamodb:${action}`));
     const queries = statements.filter((statement) => [statement.Action].flat().includes('dynamodb:Query'));
     expect(queries.map((statement) => statement.Resource)).toEqual(
-      (access.indexQueries ?? []).map((table) => [
-        { 'Fn::Join': ['', [{ 'Fn::GetAtt': [table, 'Arn'] }, '/index/settle']] },
-      ]),
+      (access.indexQueries ?? []).map((table) =>
+        (table === 'LedgerTable' ? ['settle', 'charges'] : ['settle']).map((index) => ({
+          'Fn::Join': ['', [{ 'Fn::GetAtt': [table, 'Arn'] }, `/index/${index}`]],
+        })),
+      ),
     );
     expect(dynamoActions).toHaveLength(
       (access.idempotency ?? []).length +

@@ -18,6 +18,7 @@ import { OrderReports } from '../../lib/orders/reports.ts';
 import { CappedTransport } from '../../lib/settle/capped-transport.ts';
 import { SettleJob, type SettleLimits } from '../../lib/settle/job.ts';
 import { MoneySettlement } from '../../lib/settle/money.ts';
+import { OpenCharges } from '../../lib/settle/open-charges.ts';
 import { createTable } from '../../scripts/local-dynamodb.ts';
 import { localClient } from '../idempotency/fixtures.ts';
 
@@ -48,10 +49,19 @@ export function settleJob(
   const payhere = createPayHere(config, { sharedState: sharedStateFromEnvironment(process.env), transport });
   const orders = loadOrdersConfig(process.env);
   const deps = { payhere, ledger, holds: new Holds(ledger), settleDelayMs: orders.settleDelayMs, now };
+  const charging = new Charging({ payhere, ledger, config: orders });
   const job = new SettleJob({
     store,
     ledger,
-    money: new MoneySettlement({ ...deps, charging: new Charging({ payhere, ledger, config: orders }) }),
+    money: new MoneySettlement({ ...deps, charging }),
+    openCharges: new OpenCharges({
+      ledger,
+      store,
+      charging,
+      settleDelayMs: orders.settleDelayMs,
+      pendingLimitMs: orders.pendingLimitMs,
+      now,
+    }),
     reports: new OrderReports({
       ledger,
       confirmations: new Confirmations({ payhere, reserved: true }),

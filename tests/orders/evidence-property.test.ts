@@ -3,6 +3,7 @@ import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { recordKey } from '../../lib/idempotency/idempotent.ts';
 import type { OrderState } from '../../lib/ledger/model.ts';
+import { SETTLE_INTERVAL_MS } from '../../lib/orders/charge.ts';
 import { SEED } from '../../sandbox/server.ts';
 import { call, useTestGateway } from '../helpers/gateway.ts';
 import { notify, signed } from '../helpers/notifications.ts';
@@ -19,7 +20,7 @@ import { checkoutRequest } from '../sandbox/signing.ts';
  * checked against the sandbox's own records: never two payments for one order through the service;
  * a payment order `succeeded` only with PayHere's payment; no recurring order succeeded on other
  * terms; a notification never moves an unknown order to a chargeable state. At the end, once
- * PayHere's search answers and the settle delay has passed, one settle run resolves every unknown,
+ * PayHere's search answers and the settle delay has passed, two settle runs an interval apart resolve every unknown,
  * and no key's answer contradicts its order.
  */
 const store = await ownIdempotencyTable();
@@ -242,9 +243,11 @@ describe('an order’s state follows PayHere’s evidence', () => {
           }
         }
 
-        // Once PayHere's search answers and the settle delay has passed, one run resolves every unknown.
+        // Once PayHere's search answers and the settle delay has passed, two runs an interval apart
+        // (the second look "not done" needs) resolve every unknown.
         sandbox.faults.clear();
         await settleJob(store, ledger, later + LATER).run();
+        await settleJob(store, ledger, later + LATER + SETTLE_INTERVAL_MS).run();
         const settled = await Promise.all(orderIds.map((id) => ledger.getOrder(id)));
         for (const order of settled) {
           expect(order?.state).not.toBe('unknown');

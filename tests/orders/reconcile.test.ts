@@ -2,7 +2,6 @@ import { randomUUID } from 'node:crypto';
 import { describe, expect, it, vi } from 'vitest';
 import { loadConfig } from '../../lib/config/config.ts';
 import { createPayHere } from '../../lib/gateway/index.ts';
-import { NOTHING } from '../../lib/gateway/payhere.ts';
 import type { ChargeRequest } from '../../lib/schemas/charge.ts';
 import { SEED } from '../../sandbox/server.ts';
 import { call, useTestGateway } from '../helpers/gateway.ts';
@@ -10,9 +9,9 @@ import { testLedger } from '../helpers/orders.ts';
 import { accessToken, apiClient } from '../sandbox/helpers.ts';
 
 /**
- * docs/contract.md and issue "Reconciliation that cannot adopt the wrong payment": a lost charge's candidates
- * are the order's payments within the charge's window; several stay unknown (and are logged as a
- * possible duplicate); a payment is adopted by at most one charge; the payment's own status decides.
+ * A lost charge's candidates are the order's payments no other charge owns (records decide, the
+ * window only ranks); several mean the order is paid, flagged as a possible duplicate; a payment is
+ * adopted by at most one charge; the payment's own status decides.
  */
 const sandbox = useTestGateway({ beforeEachTest: 'keepTokens' });
 const ledger = testLedger();
@@ -37,11 +36,11 @@ async function lostCharge(body: ChargeRequest, key: string) {
 const gatewayApi = async () => apiClient(sandbox, await accessToken(sandbox));
 
 describe('settling a lost charge on repeat', () => {
-  it('leaves two matching payments unknown, and logs a possible duplicate', async () => {
+  it('takes the order as paid when two payments match, and flags a possible duplicate for the merchant', async () => {
     const body = chargeOf(`Twice-${randomUUID()}`);
     const key = randomUUID();
     await lostCharge(body, key);
-    // The same order charged again elsewhere within the lost charge's window.
+    // The same order charged again elsewhere: two payments no charge of the service owns.
     await (await gatewayApi()).post('payment/charge', body);
     const warnings: string[] = [];
     vi.spyOn(process.stderr, 'write').mockImplementation((line) => {
@@ -54,9 +53,16 @@ describe('settling a lost charge on repeat', () => {
       process.env.LOG_LEVEL = 'silent';
     });
 
-    expect(repeat.statusCode).toBe(202);
-    expect(repeat.body.data.code).toBe('outcome_unknown');
-    expect(repeat.body.msg).toMatch(/several payments/);
+    const payments = (await (await gatewayApi()).get(`payment/search?order_id=${body.order_id}`)).json.data;
+    const ids = payments.map((payment: { payment_id: number }) => String(payment.payment_id));
+    const adopted = String(repeat.body.data.payment_id);
+    expect(repeat.statusCode).toBe(200);
+    expect(ids).toContain(adopted);
+    expect(repeat.body.msg).toMatch(/possible duplicate/);
+    const order = await ledger.getOrder(body.order_id);
+    expect(order).toMatchObject({ state: 'succeeded', paymentId: adopted });
+    expect(order?.duplicatePayments).toEqual(ids.filter((id: string) => id !== adopted));
+    expect(order?.charge?.inflight).toBe(false);
     const logged = warnings.map((line) => JSON.parse(line));
     expect(logged).toContainEqual(
       expect.objectContaining({
@@ -65,7 +71,6 @@ describe('settling a lost charge on repeat', () => {
         orderId: body.order_id,
       }),
     );
-    expect((await call('getCheckout', { id: body.order_id })).body.data.status).toBe('unknown');
   });
 
   it('does not report a payment refunded since as paid', async () => {
@@ -104,7 +109,7 @@ describe('settling a lost charge on repeat', () => {
 describe('the gateway client’s reconciliation', () => {
   const payhere = () => createPayHere(loadConfig(process.env));
 
-  it('does not adopt a payment made outside the charge’s window', async () => {
+  it('adopts a payment PayHere dated after the charge’s window: PayHere finished it late', async () => {
     const body = chargeOf(`Late-${randomUUID()}`);
     await (await gatewayApi()).post('payment/charge', body);
     const now = Date.now();
@@ -115,8 +120,8 @@ describe('the gateway client’s reconciliation', () => {
       now + 5_000,
     );
 
-    // PayHere's records show no payment of the charge: nothing to adopt.
-    expect(settled).toBe(NOTHING);
+    // Records decide, clocks only rank: the order's one payment no charge owns is this charge's.
+    expect(settled).toMatchObject({ data: { status_code: 2, order_id: body.order_id } });
   });
 
   it('does not adopt a payment another charge adopted', async () => {
@@ -132,8 +137,10 @@ describe('the gateway client’s reconciliation', () => {
         chargeKey,
       );
 
-    const first = await payhere().reconcileCharge(body, window, now + 5_000, adoptFor('charge#first'));
-    const second = payhere().reconcileCharge(body, window, now + 5_000, adoptFor('charge#second'));
+    const first = await payhere().reconcileCharge(body, window, now + 5_000, {
+      adopt: adoptFor('charge#first'),
+    });
+    const second = payhere().reconcileCharge(body, window, now + 5_000, { adopt: adoptFor('charge#second') });
 
     expect(first).toMatchObject({ data: { status_code: 2 } });
     await expect(second).rejects.toMatchObject({ code: 'outcome_unknown' });

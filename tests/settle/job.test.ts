@@ -61,11 +61,17 @@ describe('a lost charge', () => {
   it('PayHere never processed is settled as not done: the order may be charged again, the key answers the settlement', async () => {
     const { body, key } = await lostCharge(false);
 
-    const run = await settleJob(LATER).run();
+    const first = await settleJob(LATER).run();
+    const looked = await ledger.getOrder(body.order_id);
+    const run = await settleJob(LATER + 2 * MINUTE).run();
     const settled = await ledger.getOrder(body.order_id);
     const repeat = await call('charge', { body, idempotencyKey: key });
     const again = await call('charge', { body });
 
+    // Nothing at the first look past the delay is not yet "not done": a second look, one interval on.
+    expect(first).toMatchObject({ settled: 0, stillUnknown: 1 });
+    expect(looked?.state).toBe('unknown');
+    expect(looked?.charge?.nothingAt).toEqual(expect.any(Number));
     expect(run).toMatchObject({ settled: 1, stillUnknown: 0 });
     expect(settled?.state).toBe('failed');
     expect((await ledger.getOrder(body.order_id))?.state).toBe('succeeded');
@@ -112,8 +118,10 @@ describe('a lost charge', () => {
       at: started,
     });
 
-    const run = await settleJob(LATER).run();
+    const first = await settleJob(LATER).run();
+    const run = await settleJob(LATER + 2 * MINUTE).run();
 
+    expect(first.settled).toBe(0);
     expect(run.settled).toBe(1);
     expect(await ledger.getOrder(body.order_id)).toMatchObject({
       state: 'failed',

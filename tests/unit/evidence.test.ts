@@ -19,7 +19,9 @@ const facts = (state: OrderState, kind: OrderKind, extra: Partial<OrderFacts> = 
   reportedAt: null,
   ...extra,
 });
-const CHARGED = { charge: { key: 'charge#k', inflight: false, sentAt: 0, until: 0 } };
+const CHARGED = { charge: { key: 'charge#k', inflight: false, sentAt: 0, until: 0, nothingAt: null } };
+/** A charge through the service that recorded PayHere's payment id (a pending answer carries one). */
+const CHARGED_PAYMENT = { ...CHARGED, paymentId: '320025071278' };
 const REPORTED = { reportedAt: 1 };
 
 /** Each evidence: the kind it is tried on, and the states it moves that kind from (all others refused). */
@@ -47,6 +49,7 @@ const ALLOWED: Record<Evidence, { kind: OrderKind; from: OrderState[]; to: Order
   settled_nothing: { kind: 'charge', from: ['unknown'], to: 'failed' },
   report_unconfirmed: { kind: 'payment', from: ['pending'], to: 'failed' },
   hold_expired: { kind: 'authorize', from: ['unknown'], to: 'cancelled' },
+  pending_expired: { kind: 'charge', from: ['pending'], to: 'failed' },
   notified_token: {
     kind: 'preapproval',
     from: ['created', 'failed', 'cancelled', 'pending', 'unknown'],
@@ -59,6 +62,7 @@ const ALLOWED: Record<Evidence, { kind: OrderKind; from: OrderState[]; to: Order
   },
   notified_pending: { kind: 'payment', from: ['created'], to: 'pending' },
   notified_failed: { kind: 'payment', from: ['created', 'pending'], to: 'failed' },
+  notified_charge_failed: { kind: 'charge', from: ['pending'], to: 'failed' },
   notified_cancelled: { kind: 'payment', from: ['created', 'pending'], to: 'cancelled' },
   notified_chargeback: { kind: 'payment', from: ['succeeded'], to: 'chargedback' },
 };
@@ -74,7 +78,9 @@ describe('which evidence moves an order from which state', () => {
 
   it.each(cases)('%s from %s', (evidence, state) => {
     const { kind, from, to } = ALLOWED[evidence];
-    const decision: Decision = decide(facts(state, kind), evidence);
+    // Evidence about a charge's payment is tried on that charge, naming its payment.
+    const about = TRANSITIONS[evidence].chargePayment ? CHARGED_PAYMENT : {};
+    const decision: Decision = decide(facts(state, kind, about), evidence, CHARGED_PAYMENT.paymentId);
 
     if (state === to) expect(decision).toEqual({ to, from: state });
     else if (from.includes(state)) expect(decision).toEqual({ to, from: state });
@@ -120,11 +126,54 @@ describe('a notification never reopens a charge', () => {
   });
 });
 
+describe('a pending charge ends by its own payment’s failure, or by PayHere’s records after its limit', () => {
+  it('a failure notification naming the pending charge’s payment fails it', () => {
+    expect(
+      decide(facts('pending', 'charge', CHARGED_PAYMENT), 'notified_charge_failed', '320025071278'),
+    ).toEqual({
+      to: 'failed',
+      from: 'pending',
+    });
+  });
+
+  it.each([
+    ['another payment', CHARGED_PAYMENT, '320025071279'],
+    ['no payment named', CHARGED_PAYMENT, null],
+    ['a charge that recorded no payment id', CHARGED, '320025071278'],
+    ['an order no charge through the service recorded', { paymentId: '320025071278' }, '320025071278'],
+  ] as const)('is refused for %s', (_, extra, paymentId) => {
+    expect(decide(facts('pending', 'charge', extra), 'notified_charge_failed', paymentId)).toEqual({
+      refused: 'payment',
+    });
+  });
+
+  it('is refused over a success a notification reported meanwhile', () => {
+    const order = facts('pending', 'charge', { ...CHARGED_PAYMENT, ...REPORTED });
+    expect(decide(order, 'notified_charge_failed', '320025071278')).toEqual({ refused: 'reported' });
+    expect(decide(order, 'pending_expired')).toEqual({ refused: 'reported' });
+  });
+
+  it.each(['succeeded', 'unknown', 'created', 'chargedback'] as const)(
+    'never moves a charge that is %s (a replay after the order moved on)',
+    (state) => {
+      expect(
+        decide(facts(state, 'charge', CHARGED_PAYMENT), 'notified_charge_failed', '320025071278'),
+      ).toEqual({
+        refused: 'state',
+      });
+      expect(decide(facts(state, 'charge', CHARGED_PAYMENT), 'pending_expired')).toEqual({
+        refused: 'state',
+      });
+    },
+  );
+});
+
 describe('evidence for another kind of order moves nothing', () => {
   const KINDS: Partial<Record<Evidence, OrderKind[]>> = {
     records_show_payment: ['payment', 'charge'],
     records_show_subscription: ['recurring'],
     hold_expired: ['authorize'],
+    pending_expired: ['payment', 'charge'],
     report_unconfirmed: ['payment', 'charge', 'recurring'],
     notified_token: ['preapproval', 'authorize'],
     notified_success: ['payment', 'charge', 'recurring'],

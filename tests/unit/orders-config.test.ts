@@ -9,6 +9,7 @@ describe('loadOrdersConfig', () => {
       publicBaseUrl: undefined,
       notifyUrlOrigins: [],
       settleDelayMs: 600_000,
+      pendingLimitMs: 86_400_000,
       notificationKeepDays: 90,
       failedAttempts: { count: 3, windowMs: 3_600_000 },
     });
@@ -21,6 +22,7 @@ describe('loadOrdersConfig', () => {
         PUBLIC_BASE_URL: 'https://pay.example.com/prod/',
         NOTIFY_URL_ORIGINS: 'https://hooks.example.com, https://other.example.com:8443',
         SETTLE_DELAY_SECONDS: '120',
+        PENDING_CHARGE_LIMIT_SECONDS: '3600',
         NOTIFICATION_KEEP_DAYS: '30',
         ORDER_FAILED_ATTEMPTS: '5/86400000',
       }),
@@ -29,6 +31,7 @@ describe('loadOrdersConfig', () => {
       publicBaseUrl: 'https://pay.example.com/prod',
       notifyUrlOrigins: ['https://hooks.example.com', 'https://other.example.com:8443'],
       settleDelayMs: 120_000,
+      pendingLimitMs: 3_600_000,
       notificationKeepDays: 30,
       failedAttempts: { count: 5, windowMs: 86_400_000 },
     });

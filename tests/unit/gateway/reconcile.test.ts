@@ -83,19 +83,31 @@ describe('chargeCandidates', () => {
     expect(chargeCandidates([match], REQUEST, { ...WINDOW, sentAt: SENT_AT + 999 })).toEqual([match]);
   });
 
-  it('ignores an older payment of the same order, even one second older', () => {
-    expect(chargeCandidates([payment({ date: '2024-06-01 09:59:59' })], REQUEST, WINDOW)).toEqual([]);
+  it('accepts a payment dated before the window by PayHere’s clock running behind ours (minutes)', () => {
+    const behind = payment({ date: '2024-06-01 09:59:57' });
+    const farBehind = payment({ date: '2024-06-01 09:46:00' });
+
+    expect(chargeCandidates([behind], REQUEST, WINDOW)).toEqual([behind]);
+    expect(chargeCandidates([farBehind], REQUEST, WINDOW)).toEqual([farBehind]);
   });
 
-  it('accepts a payment dated in the second the window ends, and none after it', () => {
-    const last = payment({ date: '2024-06-01 10:00:10' });
-    const late = payment({ date: '2024-06-01 10:00:11' });
+  it('accepts a payment PayHere finished long after the charge’s window: a late date never excludes', () => {
+    const late = payment({ date: '2024-06-01 10:00:26' });
+    const muchLater = payment({ date: '2024-06-01 11:30:00' });
 
-    expect(chargeCandidates([last, late], REQUEST, WINDOW)).toEqual([last]);
+    expect(chargeCandidates([late], REQUEST, WINDOW)).toEqual([late]);
+    expect(chargeCandidates([muchLater], REQUEST, WINDOW)).toEqual([muchLater]);
   });
 
-  it('ignores a payment made long after the charge could be processed (a later charge of the order)', () => {
-    expect(chargeCandidates([payment({ date: '2024-06-01 10:05:00' })], REQUEST, WINDOW)).toEqual([]);
+  it('counts a payment without a readable date, ranked last', () => {
+    const undated = payment({ payment_id: 99, date: 'yesterday' });
+    const dated = payment({ payment_id: 1 });
+
+    expect(chargeCandidates([undated, dated], REQUEST, WINDOW)).toEqual([dated, undated]);
+  });
+
+  it('ignores a payment of the order from before the charge, beyond the clock tolerance (a reused order id)', () => {
+    expect(chargeCandidates([payment({ date: '2024-06-01 09:44:59' })], REQUEST, WINDOW)).toEqual([]);
   });
 
   it('does not read the date as UTC (which would shift it by 5 h 30 min)', () => {
@@ -103,12 +115,14 @@ describe('chargeCandidates', () => {
     expect(chargeCandidates([payment({ date: '2024-06-01 07:00:00' })], REQUEST, WINDOW)).toEqual([]);
   });
 
-  it('gives every match in the window, newest first by payment id as a number', () => {
+  it('ranks the payments inside the window first, then by distance from it, then newest by id', () => {
     // Prepare
     const payments = [
       payment({ payment_id: '9', date: '2024-06-01 10:00:01' }),
       payment({ payment_id: 10, date: '2024-06-01 10:00:02' }),
       payment({ payment_id: '11', order_id: 'ORD-OTHER' }),
+      payment({ payment_id: '12', date: '2024-06-01 10:03:00' }),
+      payment({ payment_id: '7', date: '2024-06-01 09:59:50' }),
       payment({ payment_id: '8', date: '2024-06-01 10:00:04' }),
     ];
 
@@ -116,7 +130,7 @@ describe('chargeCandidates', () => {
     const found = chargeCandidates(payments, REQUEST, WINDOW);
 
     // Assess
-    expect(found.map((p) => p.payment_id)).toEqual([10, '9', '8']);
+    expect(found.map((p) => p.payment_id)).toEqual([10, '9', '8', '7', '12']);
   });
 
   it('leaves an old payment of a reused order id out', () => {
