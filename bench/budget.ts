@@ -14,7 +14,7 @@ import type { LimiterPlan, LimiterSamples } from './limiter-child.ts';
 
 const run = promisify(execFile);
 
-/** PayHere's own limit, as the deployment is configured by default (SPEC.md "PayHere's budget"). */
+/** PayHere's own limit, as the deployment is configured by default (docs/contract.md "PayHere's budget"). */
 export const PAYHERE_LIMIT = { limit: 20, windowMs: 10_000 };
 
 /** A budget of its own for each measurement: a new state table, so no slot or token carries over. */

@@ -19,8 +19,8 @@ import { FORM_MEDIA_TYPE } from '../lib/http/form-route.ts';
 import { MAX_BODY_BYTES } from '../lib/http/request-guard.ts';
 
 /**
- * Every `data.code` a failure can carry, with SPEC.md's "when". The HTTP and envelope status of a
- * code are not written here: they come from the error classes the functions throw
+ * Every `data.code` a failure can carry, with its "when" (docs/contract.md "Failures"). The HTTP
+ * and envelope status of a code are not written here: they come from the error classes the functions throw
  * (lib/envelope/errors.ts), through the example instances the route table lists.
  */
 export const FAILURE_WHEN = {

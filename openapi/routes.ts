@@ -83,7 +83,10 @@ export interface RouteDoc {
   createsOrders?: true;
   /** `payhere`: the route calls PayHere; `ledger`: it answers from the service's own records. */
   upstream: 'payhere' | 'ledger';
-  /** Reads that may be answered from data shared for a few seconds, with `Age` (SPEC.md "PayHere's budget"). */
+  /**
+   * Reads that may be answered from data shared for a few seconds, with `Age`
+   * (docs/contract.md "PayHere's budget").
+   */
   shared?: true;
   answers: Answer[];
   /** An invalid request to this route and the 400 it gets (made by the functions' own validation). */

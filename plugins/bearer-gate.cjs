@@ -6,7 +6,7 @@ const { apiMethods, namedMethods } = require('./routes.cjs');
  * API Gateway answers a request without an Authorization header itself, before any function runs:
  * every method but those `custom.bearerGate.open` lists (PayHere's notifications, authenticated by
  * their signature) requires the header, checked by a request validator of parameters only. The
- * functions still verify the token (SPEC.md "Authentication"); this keeps anonymous requests from
+ * functions still verify the token (docs/contract.md "Authentication"); this keeps anonymous requests from
  * invoking them at all. serverless.yml's BAD_REQUEST_PARAMETERS gateway response answers it as a
  * function would, 401 `unauthorized`: the header is the only parameter any method requires.
  *

@@ -1,7 +1,7 @@
 'use strict';
 
 /**
- * One IAM role per function, holding exactly what that function uses (SPEC.md "Least privilege"),
+ * One IAM role per function, holding exactly what that function uses (docs/contract.md "Least privilege"),
  * declared in `custom.functionRoles`:
  *
  *   functionRoles:

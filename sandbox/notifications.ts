@@ -1,4 +1,4 @@
-// What PayHere posts to a notify_url (GATEWAY.md "Notifications"): the form fields, every value a
+// What PayHere posts to a notify_url (docs/payhere.md "Notifications"): the form fields, every value a
 // string, signed over merchant_id, order_id, payhere_amount, payhere_currency and status_code.
 // A test may ask for a form PayHere would never send: signed with another secret, or altered after
 // signing.

@@ -1,4 +1,4 @@
-// Shapes of GATEWAY.md's records. Field order follows PayHere's samples, because the records are
+// Shapes of docs/payhere.md's records. Field order follows PayHere's samples, because the records are
 // serialised as stored.
 
 export interface Customer {

@@ -42,7 +42,7 @@ export function tooManyRequests(retryAfterSeconds: number): Reply {
   );
 }
 
-/** OAuth errors do not use the envelope (GATEWAY.md "Access token"). */
+/** OAuth errors do not use the envelope (docs/payhere.md "Access token"). */
 export function oauthError(status: number, error: string, description: string): Reply {
   const challenge = status === 401 ? { 'www-authenticate': `Bearer error="${error}"` } : undefined;
   return jsonReply(status, { error, error_description: description }, challenge);

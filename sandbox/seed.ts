@@ -1,6 +1,6 @@
 // About 400 lines, one file: it is data (every seeded payment, subscription, card and token), read
 // beside sandbox/README.md's table of it; split, the ids that tie records together would be apart.
-// The data the sandbox starts with (and returns to on reset). Values come from GATEWAY.md's samples
+// The data the sandbox starts with (and returns to on reset). Values come from docs/payhere.md's samples
 // wherever a sample exists; sandbox/README.md documents every one.
 import { amountDetail } from './money.ts';
 import type {
@@ -23,7 +23,7 @@ export const SANDBOX_CREDENTIALS = {
 
 export const SEED = {
   customerTokens: {
-    /** Charges succeed (VISA ************1234, Saman Perera); the token of GATEWAY.md's charge sample. */
+    /** Charges succeed (VISA ************1234, Saman Perera); docs/payhere.md "Charge" samples it. */
     success: '59AFEE022CC69CA39D325E1B59130862',
     /** Charges succeed on a MasterCard (************4444, Nimali Fernando). */
     successMaster: 'A6C1E8F2B3D94705C8E1F6A2B9D3C704',
@@ -38,9 +38,9 @@ export const SEED = {
     authenticationFails: 'A17E5C9D0B2F4E8391C6D7A2B5E80F14',
   },
   authorizationTokens: {
-    /** 100.00 LKR on Order12345 (GATEWAY.md's capture sample), not yet captured. */
+    /** 100.00 LKR on Order12345 (the sample of docs/payhere.md "Capture"), not yet captured. */
     capturable: 'e34f3059-7b7d-4b62-a57c-784beaa169f4',
-    /** 345.67 LKR on Order12345 (GATEWAY.md's charge sample), for releasing through refund. */
+    /** 345.67 LKR on Order12345 (the sample of docs/payhere.md "Charge"), for releasing through refund. */
     releasable: '74d7f304-7f9d-481d-b47f-6c9cad32d3d5',
     /** Already captured (200.00 LKR on Order12346). */
     captured: '5f0c8e7a-2b1d-4c6e-9a3f-7d8b1e2c4a60',
@@ -48,7 +48,7 @@ export const SEED = {
     released: '9b2e4d61-8c3a-4f7e-b1d5-0a6c2e8f4b13',
   },
   orders: {
-    /** One payment: GATEWAY.md's payment record sample. */
+    /** One payment: the sample of docs/payhere.md "The payment record". */
     sample: 'LP8006126139',
     /** Two payments of the same amount (PayHere does not enforce unique order ids). */
     duplicate: 'Order55501',

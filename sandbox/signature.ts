@@ -14,7 +14,7 @@ export interface SignedFields {
   merchantSecret: string;
 }
 
-/** PayHere's notification signature (GATEWAY.md "Signature"). */
+/** PayHere's notification signature (docs/payhere.md "Signature"). */
 export function md5sig(fields: SignedFields): string {
   return upperMd5(
     fields.merchantId +

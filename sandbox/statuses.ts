@@ -1,5 +1,5 @@
 // The status_code and status_message PayHere reports for each way a payment ends, in charge answers
-// and in notifications. GATEWAY.md quotes a few texts; sandbox/README.md lists the ones assumed.
+// and in notifications. docs/payhere.md quotes a few texts; sandbox/README.md lists the ones assumed.
 import type { CheckoutKind, CheckoutOutcome } from './control-requests.ts';
 import type { Payer } from './records.ts';
 

@@ -2,11 +2,25 @@
  * A DynamoDB-compatible server (dynalite, in memory) on loopback for `npm start` and the tests,
  * with the service's tables created. No AWS account, no Docker, no mock.
  */
-import { type IncomingHttpHeaders, request, type Server, type ServerResponse } from 'node:http';
+import {
+  type IncomingHttpHeaders,
+  type IncomingMessage,
+  request,
+  type Server,
+  type ServerResponse,
+} from 'node:http';
 import type { AddressInfo } from 'node:net';
+import { Readable } from 'node:stream';
 import { crc32 } from 'node:zlib';
 import { CreateTableCommand, DescribeTableCommand, DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import dynalite from 'dynalite';
+import {
+  type DynamoDbFault,
+  DynamoDbFaultController,
+  handleFaultControl,
+  isControlRequest,
+  requestOf,
+} from './dynamodb-faults.ts';
 
 /**
  * The table name serverless.yml gives the functions for `--stage local`
@@ -38,6 +52,8 @@ export const LOCAL_AWS_ENVIRONMENT = {
 
 export interface LocalDynamoDB {
   endpoint: string;
+  /** Faults for the next matching requests (./dynamodb-faults.ts); over HTTP at `${endpoint}/__dynamodb/faults`. */
+  faults: DynamoDbFaultController;
   close(): Promise<void>;
 }
 
@@ -55,7 +71,8 @@ export interface LocalDynamoDBOptions {
 export async function startLocalDynamoDB(options: LocalDynamoDBOptions = {}): Promise<LocalDynamoDB> {
   // Tables are ACTIVE at once: nothing local should wait for a simulated creation.
   const server = dynalite({ createTableMs: 0, deleteTableMs: 0, updateTableMs: 0 });
-  asDynamoDbAnswers(server, options.delayMs ?? 0);
+  const faults = new DynamoDbFaultController();
+  asDynamoDbAnswers(server, options.delayMs ?? 0, faults);
   await new Promise<void>((resolve, reject) => {
     server.once('error', reject);
     server.listen(options.port ?? 0, '127.0.0.1', () => resolve());
@@ -63,6 +80,7 @@ export async function startLocalDynamoDB(options: LocalDynamoDBOptions = {}): Pr
   const { port } = server.address() as AddressInfo;
   return {
     endpoint: `http://127.0.0.1:${port}`,
+    faults,
     close: () =>
       new Promise<void>((resolve, reject) => {
         server.closeAllConnections?.();
@@ -144,7 +162,7 @@ export async function createLocalTables(endpoint: string): Promise<void> {
   ]);
 }
 
-/** Marks the few requests this module sends dynalite itself: they are not delayed again. */
+/** Marks the few requests this module sends dynalite itself: they are neither delayed again nor faulted. */
 const OWN_REQUEST = 'x-local-dynamodb-own';
 
 /**
@@ -152,46 +170,152 @@ const OWN_REQUEST = 'x-local-dynamodb-own';
  * `ReturnValuesOnConditionCheckFailure: 'ALL_OLD'` gets the item as it is in its
  * ConditionalCheckFailedException (`Item`), as DynamoDB sends it (dynalite's issue #182); read
  * just after the failure, so another write may land in between, which DynamoDB's own answer
- * excludes: callers may use it only as a view to write against, conditionally. And, when
- * `delayMs` is set, no answer leaves sooner than that after its request arrived.
+ * excludes: callers may use it only as a view to write against, conditionally. When `delayMs` is
+ * set, no answer leaves sooner than that after its request arrived. And DynamoDB's failures, as
+ * `faults` scripts them (./dynamodb-faults.ts), with their controls under `/__dynamodb/`.
  */
-function asDynamoDbAnswers(server: Server, delayMs: number): void {
-  const answer = server.listeners('request') as Array<(request: unknown, response: unknown) => void>;
+function asDynamoDbAnswers(server: Server, delayMs: number, faults: DynamoDbFaultController): void {
+  const dynalite = server.listeners('request') as Array<(request: unknown, response: unknown) => void>;
   server.removeAllListeners('request');
   const keySchemas = new Map<string, Promise<string[]>>();
-  server.on('request', (req, res: ServerResponse) => {
-    const chunks: Buffer[] = [];
-    const due = Date.now() + (req.headers[OWN_REQUEST] === undefined ? delayMs : 0);
+  server.on('request', (req: IncomingMessage, res: ServerResponse) => {
+    if (isControlRequest(req)) {
+      handleFaultControl(req, res, faults).catch(() => res.destroy());
+      return;
+    }
+    const own = req.headers[OWN_REQUEST] !== undefined;
+    const due = Date.now() + (own ? 0 : delayMs);
     const send = res.end.bind(res) as (body?: string) => ServerResponse;
-    const end = (body?: string): ServerResponse => {
+    /** The answer as it leaves: no sooner than its distance allows. */
+    const leave = (body?: string): void => {
       const wait = due - Date.now();
-      if (wait <= 0) return send(body);
-      setTimeout(() => send(body), wait);
-      return res;
+      if (wait <= 0) send(body);
+      else later(res, wait, () => send(body));
     };
-    Object.assign(res, {
-      end: (body?: string) => {
-        if (res.statusCode !== 400 || !body?.includes('ConditionalCheckFailedException')) return end(body);
-        const input = JSON.parse(Buffer.concat(chunks).toString('utf8')) as WriteInput;
-        if (input.ReturnValuesOnConditionCheckFailure !== 'ALL_OLD') return end(body);
-        const { port } = server.address() as AddressInfo;
-        const own = ownRequest(port, req.headers);
-        itemAsItIs(own, String(req.headers['x-amz-target']), input, keySchemas).then(
-          (item) => {
-            const withItem = JSON.stringify({ ...JSON.parse(body), ...(item ? { Item: item } : {}) });
-            res.setHeader('Content-Length', Buffer.byteLength(withItem));
-            res.setHeader('x-amz-crc32', crc32(withItem));
-            end(withItem);
-          },
-          () => end(body),
-        );
-        return res;
+    // The fault is chosen from the whole request (its table and key are in the body), before
+    // dynalite applies it, so dynalite is handed the body once it is read.
+    readBody(req).then(
+      (body) => {
+        const fault = own
+          ? undefined
+          : faults.take(requestOf(String(req.headers['x-amz-target'] ?? ''), parsed(body)));
+        if (fault?.kind === 'status500' || fault?.kind === 'throttle') return leave(failure(res, fault.kind));
+        const deliver = afterApplying(fault, req, res, leave);
+        // dynalite's answer passes through here on its way out.
+        Object.assign(res, { end: withItemAsItIs(server, req, res, body, keySchemas, deliver) });
+        const apply = () => {
+          for (const listener of dynalite) listener(replayed(req, body), res);
+        };
+        if (fault?.kind === 'slow' && fault.beforeApplying) later(res, fault.ms, apply);
+        else apply();
       },
-    });
-    for (const listener of answer) listener(req, res);
-    // dynalite's own reader is attached: this one sees the same chunks.
-    req.on('data', (chunk: Buffer) => chunks.push(chunk));
+      // The client went away before its request was whole: there is no one to answer.
+      () => res.destroy(),
+    );
   });
+}
+
+/**
+ * dynalite's answer, handed to `deliver`; a refused write that asked for the item gets it first.
+ * dynalite's ConditionalCheckFailedException has no `Item`: it is read after the refusal.
+ */
+function withItemAsItIs(
+  server: Server,
+  req: IncomingMessage,
+  res: ServerResponse,
+  body: Buffer,
+  keySchemas: Map<string, Promise<string[]>>,
+  deliver: (answer?: string) => void,
+): (answer?: string) => void {
+  return (answer) => {
+    if (res.statusCode !== 400 || !answer?.includes('ConditionalCheckFailedException'))
+      return deliver(answer);
+    const input = JSON.parse(body.toString('utf8')) as WriteInput;
+    if (input.ReturnValuesOnConditionCheckFailure !== 'ALL_OLD') return deliver(answer);
+    const { port } = server.address() as AddressInfo;
+    const target = String(req.headers['x-amz-target']);
+    itemAsItIs(ownRequest(port, req.headers), target, input, keySchemas).then(
+      (item) => {
+        const withItem = JSON.stringify({ ...JSON.parse(answer), ...(item ? { Item: item } : {}) });
+        res.setHeader('Content-Length', Buffer.byteLength(withItem));
+        res.setHeader('x-amz-crc32', crc32(withItem));
+        deliver(withItem);
+      },
+      () => deliver(answer),
+    );
+  };
+}
+
+/** What becomes of dynalite's answer to an applied request under `fault`. */
+function afterApplying(
+  fault: DynamoDbFault | undefined,
+  req: IncomingMessage,
+  res: ServerResponse,
+  leave: (body?: string) => void,
+): (body?: string) => void {
+  switch (fault?.kind) {
+    case 'applyAndLose':
+      // RST rather than FIN: the client sees ECONNRESET, as when the way back is lost.
+      return () => req.socket.resetAndDestroy();
+    case 'applyThen500':
+      return () => leave(failure(res, 'status500'));
+    case 'slow':
+      return fault.beforeApplying ? leave : (body) => later(res, fault.ms, () => leave(body));
+    default:
+      return leave;
+  }
+}
+
+/** DynamoDB's own answers for a failure on its side and for throttling, set on `res`; the body to send. */
+function failure(res: ServerResponse, kind: 'status500' | 'throttle'): string {
+  const [status, type, message] =
+    kind === 'status500'
+      ? [
+          500,
+          'com.amazon.coral.service#InternalFailure',
+          'The request processing has failed because of an unknown error, exception or failure.',
+        ]
+      : [
+          400,
+          'com.amazonaws.dynamodb.v20120810#ProvisionedThroughputExceededException',
+          'The level of configured provisioned throughput for the table was exceeded. Consider increasing your provisioning level with the UpdateTable API.',
+        ];
+  const body = JSON.stringify({ __type: type, message });
+  res.statusCode = status;
+  res.setHeader('Content-Type', 'application/x-amz-json-1.0');
+  res.setHeader('Content-Length', Buffer.byteLength(body));
+  res.setHeader('x-amz-crc32', crc32(body));
+  return body;
+}
+
+/** `work` in `ms`, unless the connection closes first (a client that gave up, or close()). */
+function later(res: ServerResponse, ms: number, work: () => void): void {
+  const timer = setTimeout(work, ms);
+  res.once('close', () => clearTimeout(timer));
+}
+
+async function readBody(req: IncomingMessage): Promise<Buffer> {
+  const chunks: Buffer[] = [];
+  for await (const chunk of req) chunks.push(chunk as Buffer);
+  return Buffer.concat(chunks);
+}
+
+function parsed(body: Buffer): unknown {
+  try {
+    return JSON.parse(body.toString('utf8'));
+  } catch {
+    // dynalite answers it as DynamoDB does (SerializationException); no fault matches its key.
+    return undefined;
+  }
+}
+
+/** The request as dynalite reads it (a stream of its body, its headers, method and URL), the body already read. */
+function replayed(req: IncomingMessage, body: Buffer): IncomingMessage {
+  return Object.assign(Readable.from([body]), {
+    headers: req.headers,
+    method: req.method,
+    url: req.url,
+  }) as unknown as IncomingMessage;
 }
 
 interface WriteInput {

@@ -8,6 +8,7 @@ import { rm, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { loadConfig } from '../lib/config/config.ts';
 import { type Sandbox, sandboxGatewayEnv, startSandbox } from '../sandbox/server.ts';
+import type { DynamoDbFault, DynamoDbFaultMatch } from './dynamodb-faults.ts';
 import { ALL_SCOPES, ISSUER_FILE, startIssuer } from './issuer.ts';
 import {
   createLocalTables,
@@ -41,6 +42,14 @@ async function gatewayEnvironment(): Promise<{ env: Record<string, string>; sand
   };
 }
 
+/** The fault npm start suggests: a ledger's order change applied, its answer lost. */
+const ORDER_WRITE_LOST = {
+  operation: 'UpdateItem',
+  table: LOCAL_TABLES_ENVIRONMENT.LEDGER_TABLE,
+  keyPrefix: 'order#',
+  fault: { kind: 'applyAndLose' },
+} satisfies DynamoDbFaultMatch & { fault: DynamoDbFault };
+
 /** Beside the issuer's key file, in the git-ignored .local/; deleted on Ctrl-C. */
 const STACK_ENV_FILE = path.join(path.dirname(ISSUER_FILE), 'stack.env');
 
@@ -56,6 +65,10 @@ async function main(): Promise<void> {
   const dynamodb = await startLocalDynamoDB({ port: Number(process.env.DYNAMODB_PORT ?? 0) });
   await createLocalTables(dynamodb.endpoint);
   console.log(`Idempotency store and ledger: local DynamoDB (dynalite) at ${dynamodb.endpoint}`);
+  console.log(
+    `  Its faults (docs/operator.md "Faults in the local DynamoDB"), e.g. the next order write's answer lost:\n` +
+      `  curl -s -X POST ${dynamodb.endpoint}/__dynamodb/faults -d '${JSON.stringify(ORDER_WRITE_LOST)}'`,
+  );
   // A fresh key pair per start, never on disk outside the git-ignored .local/ (for `npm run token`).
   const issuer = await startIssuer({ port: Number(process.env.ISSUER_PORT ?? 0) });
   console.log(`Token issuer: ${issuer.issuer} (keys at ${issuer.jwksUrl})`);

@@ -14,7 +14,7 @@ import { Recent } from '../memory/recent.ts';
 import type { StateTableOptions } from './state-table.ts';
 
 /**
- * Each caller's share of PayHere's budget (SPEC.md "PayHere's budget": each caller has a share):
+ * Each caller's share of PayHere's budget (docs/contract.md "Each caller has a share"):
  * a caller makes at most `calls` PayHere calls per window and `money` money requests per longer
  * window, counted in the shared state table so that every container counts alike, with one
  * conditional write per check. Beyond it: 429 `caller_rate_limited` with Retry-After, before any

@@ -8,7 +8,7 @@ import {
 } from '../dynamodb/index.ts';
 
 /**
- * What every container shares about PayHere (SPEC.md "PayHere's budget"), in a DynamoDB table of
+ * What every container shares about PayHere (docs/contract.md "PayHere's budget"), in a DynamoDB table of
  * its own keyed by `pk`: the budget's slots and pause (item `budget`) and the access token (item
  * `token`). Everything here can be rebuilt, so the table has no backups; every change is a named
  * conditional write, so concurrent containers agree without locks.

@@ -12,7 +12,7 @@ import {
   httpUrl,
 } from './config.ts';
 
-/** SPEC.md: credentials are looked up again at least this often (rotation takes effect within it). */
+/** Credentials are looked up again at least this often (docs/contract.md "Secrets and configuration"). */
 export const SECRET_MAX_AGE_MS = 5 * 60_000;
 
 /** The secret's JSON document; extra fields are tolerated (rotation lambdas add some). */

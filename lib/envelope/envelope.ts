@@ -1,6 +1,9 @@
 import type { APIGatewayProxyResult } from 'aws-lambda';
 
-/** The `status` of SPEC.md's envelope: 1 done, 0 accepted/not final, -1 failed, -2 not authenticated/allowed. */
+/**
+ * The envelope's `status` (docs/contract.md "Envelope"): 1 done, 0 accepted/not final, -1 failed,
+ * -2 not authenticated/allowed.
+ */
 export type EnvelopeStatus = 1 | 0 | -1 | -2;
 
 export interface Envelope<T = unknown> {

@@ -3,7 +3,7 @@ import { describeError, log } from '../log/log.ts';
 import { respond } from './envelope.ts';
 import { ApiError, InternalError, InvalidJsonError, UnsupportedMediaTypeError } from './errors.ts';
 
-/** The one place where any error becomes SPEC.md's envelope and HTTP status. */
+/** The one place where any error becomes its envelope and HTTP status (docs/contract.md "Failures"). */
 export function errorResponse(error: unknown): APIGatewayProxyResult {
   const apiError = toApiError(error);
   if (apiError.httpStatus >= 500 || apiError.code === 'outcome_unknown') {
@@ -27,7 +27,7 @@ function toApiError(error: unknown): ApiError {
   if (error instanceof ApiError) return error;
   const middyParser = (error as { cause?: { package?: unknown } } | null)?.cause?.package;
   if (middyParser === '@middy/http-json-body-parser') {
-    // middy answers 415 for both a wrong content type and malformed JSON; SPEC.md tells them apart.
+    // middy answers 415 to a wrong media type and to bad JSON alike; docs/contract.md "Failures" does not.
     return (error as Error).message === 'Unsupported Media Type'
       ? new UnsupportedMediaTypeError()
       : new InvalidJsonError();

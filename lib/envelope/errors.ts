@@ -3,7 +3,7 @@ import type { EnvelopeStatus } from './envelope.ts';
 /** Whether a request reached PayHere (ApiError.reach). */
 export type Reach = 'not_sent' | 'answered' | 'lost';
 
-/** A failure SPEC.md names: HTTP status, envelope status, stable machine-readable code. */
+/** A failure of docs/contract.md "Failures": HTTP status, envelope status, stable machine-readable code. */
 export class ApiError extends Error {
   readonly httpStatus: number;
   readonly status: EnvelopeStatus;
@@ -151,7 +151,7 @@ export class RateLimitedError extends ApiError {
 
 /**
  * This caller used its share of PayHere's budget, or this order its failed attempts: the others'
- * shares are untouched (SPEC.md "PayHere's budget").
+ * shares are untouched (docs/contract.md "PayHere's budget").
  */
 export class CallerRateLimitedError extends ApiError {
   constructor(message: string, retryAfterSeconds: number) {

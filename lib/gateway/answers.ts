@@ -4,7 +4,7 @@ import type { Reservation } from './reservation.ts';
 import type { PaymentRecord, SubscriptionRecord } from './schemas.ts';
 
 /**
- * PayHere's answers as the service reads them (GATEWAY.md): the Merchant API's paths, a result, a
+ * PayHere's answers as the service reads them (docs/payhere.md): the Merchant API's paths, a result, a
  * refusal PayHere answered, the refusals it words its own way, and what a read may ask for.
  */
 export const V1 = '/merchant/v1';
@@ -39,7 +39,7 @@ export const NOTHING = 'nothing';
 /** A refusal PayHere answered: the request reached it and was not processed. */
 export const refused = <E extends ApiError>(error: E): E => reached(error, 'answered');
 
-/** PayHere's documented capture refusals that are about state (GATEWAY.md "Capture"). */
+/** PayHere's documented capture refusals that are about state (docs/payhere.md "Capture"). */
 export const ALREADY_SETTLED = /^Authorization is already (CAPTURED|REFUNDED)\.?$/i;
 
 /**
@@ -82,7 +82,7 @@ export function expectData<T>(
 }
 
 /**
- * PayHere's documented refusal envelopes (GATEWAY.md "Envelope and generic errors"): top-level
+ * PayHere's documented refusal envelopes (docs/payhere.md "Envelope and generic errors"): top-level
  * `status` -1, or -2 without a usable result ("Customer authentication failed", and whatever else
  * PayHere words its refusals with). The request was refused, not processed: an answer, never an
  * unknown outcome. (The exact "Authentication error" never gets here: the client reads it as a

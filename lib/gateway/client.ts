@@ -79,7 +79,7 @@ export const PAUSE_AFTER_429_MS = 10_000;
 /** What a caller learns of the service's own configuration; the operator finds the rest in the log. */
 const MISCONFIGURED = 'The payment service is misconfigured; try again later.';
 
-/** PayHere's one documented envelope for a refused bearer token (GATEWAY.md "Envelope and generic errors"). */
+/** PayHere's documented envelope for a refused token (docs/payhere.md "Envelope and generic errors"). */
 const AUTHENTICATION_ERROR = 'authentication error';
 
 /** Why an attempt gave nothing usable; decides between a retry and the error for the caller. */

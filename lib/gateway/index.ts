@@ -23,7 +23,7 @@ export interface PayHereOptions {
   sleep?: (ms: number) => Promise<void>;
   transport?: Transport;
   /**
-   * The deployment's shared budget and token (SPEC.md "PayHere's budget"). Without it, the
+   * The deployment's shared budget and token (docs/contract.md "PayHere's budget"). Without it, the
    * container keeps `rateLimit` and a token of its own (tests of one container).
    */
   sharedState?: SharedStateTable;

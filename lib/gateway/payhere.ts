@@ -195,7 +195,7 @@ export class PayHere {
       throw new GatewayRejectedError(rejection(envelope.msg, 'payment search'));
     }
     if (envelope.status === 0) {
-      // GATEWAY.md: status 0 of a retrieval means the payment is pending; what data it carries is undocumented.
+      // docs/payhere.md "Payments of an order": status 0 is a pending payment, its data undocumented.
       const records = PaymentList.safeParse(envelope.data);
       return {
         msg: `The payment of order ${orderId} is pending at the gateway; check again later.`,

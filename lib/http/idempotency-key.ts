@@ -2,7 +2,7 @@ import type { APIGatewayProxyEvent } from 'aws-lambda';
 import type { FieldError } from '../envelope/errors.ts';
 import { headerValues } from './headers.ts';
 
-/** The header as SPEC.md names it; errors name it so, whatever letter case the client used. */
+/** The header as docs/contract.md "Idempotency" names it; errors name it so, whatever case the client used. */
 export const IDEMPOTENCY_HEADER = 'Idempotency-Key';
 
 /** 1–255 characters a client can generate and log without escaping (a UUID fits). */

@@ -9,7 +9,7 @@ export const ON_BEHALF_OF_HEADER = 'On-Behalf-Of';
 export const SUBJECT = /^[\x21-\x7E](?:[\x20-\x7E]{0,253}[\x21-\x7E])?$/;
 
 /**
- * The customer a merchant creates an order for (SPEC.md "Ownership"): only merchant tokens may send
+ * The customer a merchant creates an order for (docs/contract.md "Ownership"): only merchant tokens may send
  * it (403 otherwise), and only routes that create orders take it (400 elsewhere, where it would
  * silently mean nothing). Undefined when absent.
  */

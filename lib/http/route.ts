@@ -23,7 +23,7 @@ type Event = APIGatewayProxyEvent;
 type Result = APIGatewayProxyResult;
 
 export interface RouteOptions<Body, Path> extends ObserveOptions<ValidRequest<Body, Path>> {
-  /** The scope the caller's token must hold (SPEC.md "Callers, roles and ownership"). */
+  /** The scope the caller's token must hold (docs/contract.md "Callers, roles and ownership"). */
   scope: Scope;
   /** The route creates orders: a merchant may name their owner with On-Behalf-Of. */
   createsOrders?: boolean;

@@ -3,7 +3,7 @@ import { type DynamoDbConfig, dynamoDbClient, loadDynamoDbConfig } from '../conf
 import { IdempotencyStore, LOOK_AGAIN_MS } from './store.ts';
 
 /**
- * SPEC.md keeps answers at least 24 hours; a mobile client's offline queue replays later than that,
+ * docs/contract.md "Idempotency": a day is not enough; a mobile client's offline queue replays later,
  * and a replayed charge past the window would charge again: money keys are kept at least 7 days.
  */
 export const MIN_TTL_SECONDS = 7 * 86_400;

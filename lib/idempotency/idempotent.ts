@@ -221,7 +221,7 @@ function asOutcomeUnknown(error: unknown, message: string | undefined): OutcomeU
 
 /**
  * A store failure before the money request is sent leaves the client free to retry: 503, nothing
- * sent (SPEC.md: a dependency such as the table cannot be reached).
+ * sent (docs/contract.md "Failures": a dependency such as the table cannot be reached).
  */
 async function beforeSending<T>(storeCall: () => Promise<T>): Promise<T> {
   try {

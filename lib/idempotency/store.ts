@@ -71,7 +71,7 @@ export const LOOK_AGAIN_MS = 30_000;
 export interface IdempotencyStoreOptions {
   client: DynamoDBClient;
   table: string;
-  /** How long an answer is kept; SPEC.md asks for at least 24 hours. */
+  /** How long an answer is kept: at least 7 days (docs/contract.md "Idempotency"). */
   ttlSeconds: number;
   /** Epoch ms; injectable so tests can move through a day without waiting. */
   now?: () => number;
@@ -201,7 +201,7 @@ export class IdempotencyStore {
 
   /**
    * Store the answer of the attempt that holds the record. A complete answer then lives
-   * `ttlSeconds` from now; an outcome_unknown one never expires (SPEC.md: never deleted), so its
+   * `ttlSeconds` from now; an outcome_unknown one never expires (docs/contract.md "Idempotency"), so its
    * key can never send the money request again. False when the attempt no longer holds it
    * (another invocation took it over).
    */

@@ -20,7 +20,7 @@ export interface Card {
   card_expiry: string | null;
 }
 
-/** What the order's price is made of; a customer's charge must match it (SPEC.md "Prices"). */
+/** What the order's price is made of; a customer's charge must match it (docs/contract.md "Prices"). */
 export interface Price {
   items: string;
   currency: string;

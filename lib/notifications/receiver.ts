@@ -21,7 +21,7 @@ import { verifySignature } from './signature.ts';
 /** What a verified notification did, for the log, the metrics and the tests. */
 export type Outcome = 'recorded' | 'unchanged' | 'replayed' | UnmatchedNotification['reason'];
 
-/** How long a notification's identity and what is kept apart stay (SPEC.md: 90 days by default). */
+/** How long a notification's identity and what is kept apart stay (docs/contract.md "notify"). */
 export const DEFAULT_KEEP_DAYS = 90;
 /** How often PayHere's records may be asked about one order on behalf of its notifications. */
 export const CONFIRM_INTERVAL_MS = 10_000;
@@ -97,7 +97,7 @@ function identityOf(notification: Notification): string {
 }
 
 /**
- * PayHere's notifications (SPEC.md "notify"). Only merchant_id, order_id, payhere_amount,
+ * PayHere's notifications (docs/contract.md "notify"). Only merchant_id, order_id, payhere_amount,
  * payhere_currency and status_code are signed, and a captured notification can be replayed at any
  * time, so a notification changes nothing unless the signature verifies, the order is one the
  * ledger created, the signed amount and currency are the order's, its fields are the flow of the

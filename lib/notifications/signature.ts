@@ -1,6 +1,6 @@
 import { createHash, timingSafeEqual } from 'node:crypto';
 
-/** The fields PayHere signs (GATEWAY.md "Notifications"): nothing else in a notification is. */
+/** The fields PayHere signs (docs/payhere.md "Signature"): nothing else in a notification is. */
 export interface SignedFields {
   merchant_id: string;
   order_id: string;

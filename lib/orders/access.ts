@@ -11,7 +11,7 @@ export interface Actor {
 }
 
 /**
- * Ownership (SPEC.md "Callers, roles and ownership"): for a customer, an object the ledger does not
+ * Ownership (docs/contract.md "Ownership"): for a customer, an object the ledger does not
  * know and one another customer owns are answered the same way, with the route's own not-found
  * error and nothing sent to PayHere. The merchant passes without a ledger read.
  */

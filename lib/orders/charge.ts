@@ -45,7 +45,7 @@ export interface ChargeAnswer {
 /** lib/http/deadline.ts's budget for all of a request's upstream work. */
 export const MAX_UPSTREAM_MS = 20_000;
 
-/** GATEWAY.md "Capture": a hold not captured within 7 days is released. */
+/** docs/payhere.md "Capture": a hold not captured within 7 days is released. */
 export const HOLD_LIFETIME_MS = 7 * 86_400_000;
 
 /** One interval of the settle job's schedule (serverless.yml): when it looks again at what is still open. */
@@ -55,7 +55,7 @@ const TOKEN_NOT_FOUND = () => new NotFoundError('The customer token was not foun
 const orderNotFound = (orderId: string) => () => new NotFoundError(`Order ${orderId} was not found.`);
 
 /**
- * A charge of an order (SPEC.md "Prices", "One payment per order", "notify_url"): who may charge
+ * A charge of an order (docs/contract.md "Prices", "One payment per order", "notify_url"): who may charge
  * what, at which price, at most one successful, pending or unknown payment per order, and the
  * ledger told what PayHere answered. Refusals before sending are marked not sent, so the request's
  * Idempotency-Key is released.
@@ -286,7 +286,7 @@ export class Charging {
       });
   }
 
-  /** SPEC.md: PayHere posts signed results to notify_url, so nobody may point it elsewhere. */
+  /** docs/contract.md "notify_url": PayHere posts signed results there, so nobody may point it elsewhere. */
   #notifyUrl(requested: string | undefined): { notify_url?: string } {
     if (requested !== undefined) {
       if (!this.#config.notifyUrlOrigins.includes(new URL(requested).origin)) {

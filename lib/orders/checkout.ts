@@ -13,7 +13,7 @@ import type { CheckoutRequest } from '../schemas/checkout.ts';
 import { type Actor, Ownership, readLedger } from './access.ts';
 import { NOTIFY_PATH, type OrdersConfig } from './config.ts';
 
-/** What the app hands PayHere's SDK or checkout (SPEC.md "createCheckout"). */
+/** What the app hands PayHere's SDK or checkout (docs/contract.md "createCheckout"). */
 export interface CheckoutParameters {
   order_id: string;
   kind: Order['kind'];
@@ -26,7 +26,7 @@ export interface CheckoutParameters {
   sandbox: boolean;
 }
 
-/** The order as the ledger knows it, for its owner or the merchant (SPEC.md "getCheckout"). */
+/** The order as the ledger knows it, for its owner or the merchant (docs/contract.md "getCheckout"). */
 export interface CheckoutView {
   order_id: string;
   kind: Order['kind'];

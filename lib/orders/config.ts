@@ -8,7 +8,7 @@ import {
 } from '../config/config.ts';
 
 /**
- * How orders are priced and where PayHere reports on them (SPEC.md "Prices" and "notify_url").
+ * How orders are priced and where PayHere reports on them (docs/contract.md "Prices" and "notify_url").
  * - pricing `merchant` (default): a customer charges only an order the merchant priced for it;
  *   `client`: the app prices its own orders (a customer can then pay what it likes).
  * - publicBaseUrl: the API's public base URL; its `/gateway/notify` is set as every charge's

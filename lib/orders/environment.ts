@@ -91,7 +91,7 @@ export function checkoutsFromEnvironment(): Checkouts {
   });
 }
 
-/** PayHere's live Merchant API host (GATEWAY.md "Hosts"); every other gateway is a sandbox. */
+/** PayHere's live Merchant API host (docs/payhere.md "Hosts"); every other gateway is a sandbox. */
 const LIVE_HOST = 'www.payhere.lk';
 
 /** Captures of holds over the container's PayHere client. */

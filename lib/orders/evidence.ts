@@ -1,7 +1,7 @@
 import type { Order, OrderKind, OrderMove, OrderState } from '../ledger/model.ts';
 
 /**
- * Which evidence moves an order from which state to which (SPEC.md "Checkouts and notifications",
+ * Which evidence moves an order from which state to which (docs/contract.md "Checkouts and notifications",
  * "The ledger"): the one place that decides. The stores persist a decision with a write conditional
  * on the state it was made from; they never decide.
  *

@@ -31,7 +31,7 @@ const orderNotFound = (orderId: string) => () =>
 type Payments = Result<PaymentRecord[]>;
 
 /**
- * An order's payments for retrievePayments (SPEC.md "PayHere's budget"): shared for 10 s between
+ * An order's payments for retrievePayments (docs/contract.md "PayHere's budget"): shared for 10 s between
  * every caller; and for a customer's own order in a final state, answered from a copy kept on the
  * order's ledger item, without PayHere, for as long as the state stays what it was.
  */

@@ -6,7 +6,10 @@ import { countMetric } from '../log/metrics.ts';
 import type { Confirmations } from '../notifications/confirm.ts';
 import { type Applied, applyEvidence, type Evidence, type Recorded } from './evidence.ts';
 
-/** SPEC.md "PayHere's budget": an order's payments are fresh for 10 s; an order is checked at most that often. */
+/**
+ * docs/contract.md "PayHere's budget": an order's payments are fresh for 10 s; an order is
+ * checked at most that often.
+ */
 export const REFRESH_INTERVAL_MS = 10_000;
 
 /**

@@ -13,7 +13,7 @@ const ENDED: Record<string, string> = {
 };
 
 /**
- * Cancelling a subscription (SPEC.md "Each caller has a share": work that cannot change anything
+ * Cancelling a subscription (docs/contract.md "Each caller has a share": work that cannot change anything
  * costs PayHere nothing): a subscription the ledger or a fresh shared answer shows cancelled or
  * completed is answered 409 as PayHere would, without asking it; what PayHere answers is kept on
  * the ledger, so that the next cancel of it needs no call either.

@@ -2,7 +2,7 @@ import { describeError, log } from '../log/log.ts';
 
 /**
  * After the service's own money call on an object, the answers shared about it are dropped, so the
- * next read sees PayHere's truth (SPEC.md "PayHere's budget"): the money routes and the
+ * next read sees PayHere's truth (docs/contract.md "PayHere's budget"): the money routes and the
  * notification receiver hold this, not the read store itself.
  */
 export interface ReadInvalidation {

@@ -47,7 +47,7 @@ type Lookup<T> = { fresh: true; answer: T; fetchedAt: number } | { fresh: false;
 type Schema<T> = { safeParse(input: unknown): { success: true; data: T } | { success: false } };
 
 /**
- * PayHere's reads through the shared store (SPEC.md "PayHere's budget"): an answer fetched from
+ * PayHere's reads through the shared store (docs/contract.md "PayHere's budget"): an answer fetched from
  * PayHere is kept for its window and served to every container and caller meanwhile; in one
  * container, callers asking for the same thing at once share one fetch. Never stored: a pending
  * answer, a not-found (thrown), an answer too large. The table is a convenience, never a

@@ -11,7 +11,7 @@ import type { ReadInvalidation } from './invalidation.ts';
 
 /**
  * Answers PayHere gave to reads, shared by every container and caller for a short freshness window
- * (SPEC.md "PayHere's budget"), as items of the shared state table under keys of their own:
+ * (docs/contract.md "PayHere's budget"), as items of the shared state table under keys of their own:
  *
  *   read#payments#<order_id>               an order's payments (10 s)
  *   read#subscriptions                     the merchant's subscriptions (30 s)

@@ -1,7 +1,7 @@
 import * as z from 'zod/mini';
 
 /**
- * A PayHere notification (GATEWAY.md "Notifications"), form-encoded, every value a string. The
+ * A PayHere notification (docs/payhere.md "Notifications"), form-encoded, every value a string. The
  * signed fields are required and checked for their form; the others are optional and taken only
  * as far as a verified notification for a known order allows (lib/notifications/receiver.ts).
  * Fields PayHere may add are tolerated.

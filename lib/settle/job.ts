@@ -29,7 +29,7 @@ const HOUR_MS = 3_600_000;
 const RESERVE_MS = 3_000;
 
 /**
- * The settle job (SPEC.md "The ledger": every unknown resolves), run on a schedule: every money
+ * The settle job (docs/contract.md "Every unknown resolves"), run on a schedule: every money
  * request whose outcome is unknown (answered 202, or whose Lambda died in flight) and every success
  * a notification reported that PayHere's records did not show, once due (the settle delay after its
  * window), is settled from PayHere's records: done, or not done, or looked at again later. Bounded

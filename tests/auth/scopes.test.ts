@@ -8,7 +8,7 @@ import { ROUTES, type RouteName } from '../helpers/routes.ts';
  * Every route against every scope, as the merchant: a token holding only the route's scope and
  * `merchant` gets the route's real answer (200 or 201); a token holding only any other scope (and
  * `merchant`) gets 403 and the gateway sees nothing. `merchant` alone grants no route. The expected
- * scopes are SPEC.md's table (tests/helpers/auth.ts), not the handlers'.
+ * scopes are docs/contract.md's table (tests/helpers/auth.ts), not the handlers'.
  */
 const sandbox = useTestGateway({ beforeEachTest: 'keepTokens' });
 

@@ -15,9 +15,10 @@ import { createTable } from '../../scripts/local-dynamodb.ts';
 import { dynamoDbAt, freshStateTable } from '../helpers/state-table.ts';
 
 /**
- * SPEC.md "PayHere's budget" (issue "No one caller … can take the service from everyone else"):
- * each caller's share, counted in the shared state table with one conditional write per PayHere
- * call, is refused beyond its limit with 429 caller_rate_limited and a Retry-After that says when.
+ * docs/contract.md "Each caller has a share" (issue "No one caller … can take the service from
+ * everyone else"): each caller's share, counted in the shared state table with one conditional
+ * write per PayHere call, is refused beyond its limit with 429 caller_rate_limited and a
+ * Retry-After that says when.
  */
 const DEFAULTS = loadSharesConfig({});
 /** A moment 2 s into a 10-s window and 2 s into a minute: the windows are aligned to the epoch. */

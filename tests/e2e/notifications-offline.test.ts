@@ -7,7 +7,7 @@ import { startOfflineAgainst } from '../helpers/offline.ts';
 import { customer, customerToken, testLedger } from '../helpers/orders.ts';
 
 /**
- * Every flow of SPEC.md "Checkouts and notifications" through serverless-offline, driven by the
+ * Every flow of docs/contract.md "Checkouts and notifications" through serverless-offline, driven by the
  * sandbox's notifications as PayHere would send them: a checkout created by the API, completed in
  * the sandbox (the customer's part in the SDK), notified to the notify_url the checkout named (the
  * API's own base URL here: no PUBLIC_BASE_URL), then seen by its owner through getCheckout.

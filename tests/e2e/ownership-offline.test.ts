@@ -14,7 +14,7 @@ import {
 } from '../helpers/orders.ts';
 
 /**
- * SPEC.md "Callers, roles and ownership", through the whole path a client takes (HTTP →
+ * docs/contract.md "Callers, roles and ownership", through the whole path a client takes (HTTP →
  * serverless-offline → bundled handler → sandbox): two customers and the merchant, every route.
  * Bob holds every route scope, yet nothing of Alice's exists for him: each attempt answers 404
  * exactly as an object that does not exist, and PayHere sees no call. Alice can; the merchant can.

@@ -144,7 +144,7 @@ describe('every function', () => {
     }
   });
 
-  it('is invoked by API Gateway without an authorizer: the function authenticates (SPEC.md)', () => {
+  it('is invoked by API Gateway without an authorizer: the function authenticates (docs/contract.md)', () => {
     const methods = resourcesOf(template, 'AWS::ApiGateway::Method').map(([, method]) => method.Properties);
 
     expect(methods.length).toBeGreaterThanOrEqual(9);

@@ -72,7 +72,7 @@ describe('osls package', () => {
 });
 
 /**
- * SPEC.md "Least privilege": what each function may send to each table, written out here from what
+ * docs/contract.md "Least privilege": what each function may send to each table, written out here from what
  * its code does (lib/idempotency/store.ts, lib/ledger/store.ts, lib/budget/state-table.ts,
  * lib/reads/store.ts), so that a role granting more fails. Every function that calls PayHere shares
  * its budget and token, and reads or drops shared answers with the same actions.

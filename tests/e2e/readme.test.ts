@@ -178,6 +178,18 @@ const runHere: Record<string, () => Promise<void>> = {
     expect(hold).toMatchObject({ data: { order_id: 'Hold-4002', status: 'succeeded', verified: false } });
   },
 
+  // The local DynamoDB's fault controls, at the address npm start wrote.
+  'docs/operator.md "Faults in the local DynamoDB"': async () => {
+    const answers = await runCurls(documented('docs/operator.md "Faults in the local DynamoDB"'));
+
+    expect(answers.map(({ status }) => status)).toEqual([200, 200, 200]);
+    const [injected, counted, cleared] = answers.map(({ body }) => JSON.parse(body));
+    expect(injected).toEqual({ pending: 1 });
+    // The settle job may change an order in between, and take the fault.
+    expect([{ pending: 1 }, { pending: 0 }]).toContainEqual(counted);
+    expect(cleared).toEqual({ pending: 0 });
+  },
+
   // sls invoke local of one function, with the addresses npm start wrote and a fresh token.
   'docs/operator.md "Invoke a function locally"': async () => {
     const { stdout } = await run(

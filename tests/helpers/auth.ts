@@ -10,7 +10,10 @@ import type { RouteName } from './routes.ts';
 export const TEST_ISSUER = 'https://issuer.test.invalid';
 export const TEST_AUDIENCE = 'payhere-payments-api-test';
 
-/** SPEC.md's scope per route, written out here so that a handler declaring another one fails. */
+/**
+ * The scope per route of docs/contract.md "Callers, roles and ownership", written out here so that a handler
+ * declaring another one fails.
+ */
 export const ROUTE_SCOPES: Record<RouteName, string> = {
   charge: 'payments:charge',
   capture: 'payments:capture',

@@ -1,6 +1,6 @@
 /**
  * PayHere's notifications as a test sends them: form-encoded, every value a string, signed as
- * GATEWAY.md says (the signature written out here, independently of lib/notifications/signature.ts).
+ * docs/payhere.md "Signature" says (written out here, independently of lib/notifications/signature.ts).
  */
 import { createHash } from 'node:crypto';
 import type { APIGatewayProxyEvent, APIGatewayProxyResult, Context } from 'aws-lambda';

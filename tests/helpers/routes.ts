@@ -1,6 +1,6 @@
 import type { EventOptions } from './events.ts';
 
-/** SPEC.md's routes: function name, method and resource template. */
+/** The routes of docs/contract.md "Routes": function name, method and resource template. */
 export const ROUTES = {
   charge: { method: 'POST', resource: '/gateway/api/payments/charge' },
   capture: { method: 'POST', resource: '/gateway/api/payments/capture' },
@@ -41,5 +41,8 @@ export const GATEWAY_ROUTES = [
 
 export type GatewayRouteName = (typeof GATEWAY_ROUTES)[number];
 
-/** The money routes that require an Idempotency-Key (SPEC.md "Idempotency"); cancel, a DELETE, does not. */
+/**
+ * The money routes that require an Idempotency-Key (docs/contract.md "Idempotency"); cancel, a DELETE,
+ * does not.
+ */
 export const IDEMPOTENT_ROUTES: readonly RouteName[] = ['charge', 'capture', 'refund', 'retrySubscription'];

@@ -6,7 +6,7 @@ import type { Answer } from '../helpers/events.ts';
 import { call, startTestGateway } from '../helpers/gateway.ts';
 import { chargeBody } from './fixtures.ts';
 
-/** SPEC.md "Idempotency" through the deployed handlers, against the sandbox and dynalite. */
+/** docs/contract.md "Idempotency" through the deployed handlers, against the sandbox and dynalite. */
 let sandbox: Sandbox;
 
 beforeAll(async () => {

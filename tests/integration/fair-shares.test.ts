@@ -35,8 +35,8 @@ import { chargeBody } from '../resilience/fixtures.ts';
 import { accessToken, apiClient } from '../sandbox/helpers.ts';
 
 /**
- * SPEC.md "PayHere's budget" (issue "No one caller, and no stranger, can take the service from
- * everyone else"), in-process through the handlers against the sandbox: each caller's share, an
+ * docs/contract.md "Each caller has a share" (issue "No one caller, and no stranger, can take the
+ * service from everyone else"), in-process through the handlers against the sandbox: each caller's share, an
  * order's failed attempts, and work that cannot change anything costing PayHere nothing.
  */
 const sandbox = useTestGateway({ beforeEachTest: 'keepTokens' });

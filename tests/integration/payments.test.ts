@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 
-// The merchant allows the sample's notify_url (SPEC.md "notify_url"); read when the handler loads.
+// The merchant allows the sample's notify_url (docs/contract.md "notify_url"); read when the handler loads.
 process.env.NOTIFY_URL_ORIGINS = 'https://www.abc.com';
 
 import { SEED } from '../../sandbox/server.ts';

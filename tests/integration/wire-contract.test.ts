@@ -4,14 +4,14 @@ import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { call } from '../helpers/gateway.ts';
 import { forgetSharedReads } from '../helpers/state-table.ts';
 
-// SPEC.md "notify_url", read when the handlers load: the service's own notification route, and the
+// docs/contract.md "notify_url", read when the handlers load: the service's own notification route, and the
 // merchant allowing the sample's notify_url.
 process.env.PUBLIC_BASE_URL = 'https://pay.example.com/v1';
 process.env.NOTIFY_URL_ORIGINS = 'https://www.abc.com';
 
 /**
  * Another PayHere-compatible gateway, behind a path prefix: it records every request exactly as
- * it arrives and answers with GATEWAY.md's samples. What it records is the service's wire contract.
+ * it arrives and answers with docs/payhere.md's samples. What it records is the service's wire contract.
  */
 interface Recorded {
   method: string;

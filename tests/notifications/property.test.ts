@@ -8,10 +8,10 @@ import { testLedger } from '../helpers/orders.ts';
 /**
  * Random sequences of notifications (duplicates, reorderings, tampered unsigned fields, another
  * flow's fields, wrong amounts and currencies, bad signatures, unknown orders and status codes) for
- * random checkout orders that PayHere never paid: the ledger ends where a model of SPEC.md's rules
- * says the signed, verified notifications lead, and holds no token or card from a notification that
- * should not have acted. A payment's success is only a report here (PayHere's records show none):
- * such an order is never paid, only pending.
+ * random checkout orders that PayHere never paid: the ledger ends where a model of the rules of
+ * docs/contract.md "notify" says the signed, verified notifications lead, and holds no token or
+ * card from a notification that should not have acted. A payment's success is only a report here
+ * (PayHere's records show none): such an order is never paid, only pending.
  */
 useTestGateway({ beforeEachTest: 'nothing' });
 const ledger = testLedger();
@@ -77,7 +77,10 @@ const FIELD_OF: Record<Kind, 'customer' | 'hold' | null> = {
   authorize: 'hold',
 };
 
-/** What SPEC.md says the order becomes: only verified, matching, fitting moves the evidence allows act. */
+/**
+ * What docs/contract.md "notify" says the order becomes: only verified, matching, fitting moves the
+ * evidence allows act.
+ */
 function expected(kinds: Kind[], events: Event[]): Model[] {
   const orders: Model[] = kinds.map(() => ({ state: 'created', token: null, card: null, reported: false }));
   const tokenOwner = new Map<string, number>();

@@ -7,7 +7,7 @@ import { checkedSecondsAgo, customer, customerToken, testLedger } from '../helpe
 import { accessToken, apiClient } from '../sandbox/helpers.ts';
 
 /**
- * SPEC.md "notify", in-process against the sandbox (which PayHere's records are read from):
+ * docs/contract.md "notify", in-process against the sandbox (which PayHere's records are read from):
  * nothing unsigned is trusted on its own; each flow ends where the app can see it.
  */
 const sandbox = useTestGateway({ beforeEachTest: 'keepTokens' });

@@ -9,7 +9,7 @@ vi.mock('node:crypto', async (importOriginal) => {
 
 const { notificationSignature, verifySignature } = await import('../../lib/notifications/signature.ts');
 
-/** GATEWAY.md's worked example. */
+/** The worked example of docs/payhere.md "Signature". */
 const EXAMPLE = {
   merchant_id: '1211149',
   order_id: 'ORDER-1001',
@@ -21,7 +21,7 @@ const SECRET = 'MERCHANT_SECRET_EXAMPLE';
 const EXAMPLE_SIGNATURE = 'C12CC18FD89630351949AE2037AA0A3E';
 
 describe('the notification signature', () => {
-  it('is GATEWAY.md’s worked example', () => {
+  it('is docs/payhere.md’s worked example', () => {
     expect(notificationSignature(EXAMPLE, SECRET)).toBe(EXAMPLE_SIGNATURE);
     expect(verifySignature(EXAMPLE, EXAMPLE_SIGNATURE, [SECRET])).toBe(true);
   });

@@ -7,7 +7,7 @@ import { apiEvent } from '../helpers/events.ts';
 import { call, useTestGateway } from '../helpers/gateway.ts';
 import { customer, customerToken, saveCard, testLedger } from '../helpers/orders.ts';
 
-/** SPEC.md "createCheckout" and "getCheckout", in-process against the sandbox's credentials. */
+/** docs/contract.md "createCheckout" and "getCheckout", in-process against the sandbox's credentials. */
 const sandbox = useTestGateway({ beforeEachTest: 'keepTokens' });
 const alice = customer('alice');
 const bob = customer('bob');
@@ -18,7 +18,7 @@ beforeAll(async () => {
 
 const asCustomer = async (sub: string) => ({ Authorization: `Bearer ${await customerToken(sub)}` });
 const md5 = (text: string) => createHash('md5').update(text).digest('hex').toUpperCase();
-/** PayHere's checkout hash, written out from SPEC.md for the test. */
+/** PayHere's checkout hash, written out from docs/contract.md "createCheckout". */
 const expectedHash = (orderId: string, amount: string, currency: string) =>
   md5(
     `${SANDBOX_CREDENTIALS.merchantId}${orderId}${amount}${currency}${md5(SANDBOX_CREDENTIALS.merchantSecret)}`,
@@ -62,8 +62,8 @@ describe('createCheckout', () => {
     expect(sandbox.counters().token ?? 0).toBe(0);
   });
 
-  it('signs with GATEWAY.md’s worked example values as the formula says', () => {
-    // GATEWAY.md: UPPER(MD5('MERCHANT_SECRET_EXAMPLE')) = 8F0CD93ACABA62D3466AD40E2BFE6638.
+  it('signs with docs/payhere.md’s worked example values as the formula says', () => {
+    // docs/payhere.md "Signature": UPPER(MD5('MERCHANT_SECRET_EXAMPLE')) = 8F0CD93ACABA62D3466AD40E2BFE6638.
     const hash = checkoutHash({
       merchantId: '1211149',
       orderId: 'ORDER-1001',

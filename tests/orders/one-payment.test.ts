@@ -4,7 +4,7 @@ import { SEED } from '../../sandbox/server.ts';
 import { call, useTestGateway } from '../helpers/gateway.ts';
 
 /**
- * SPEC.md "One payment per order": a new charge (a new Idempotency-Key) of an order that already has
+ * docs/contract.md "One payment per order": a new charge (a new Idempotency-Key) of an order that already has
  * a successful, pending or unknown payment or hold is refused with 409 order_conflict and sends
  * nothing, whoever asks; a declined or failed charge does not block a new attempt.
  */

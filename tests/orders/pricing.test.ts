@@ -5,7 +5,7 @@ import { call, useTestGateway } from '../helpers/gateway.ts';
 import { customer, customerToken, saveCard, testLedger } from '../helpers/orders.ts';
 
 /**
- * SPEC.md "Prices", with CHARGE_PRICING=merchant (the default): a customer charges only an order
+ * docs/contract.md "Prices", with CHARGE_PRICING=merchant (the default): a customer charges only an order
  * the merchant priced for it, at exactly that price; nothing is sent otherwise.
  */
 const sandbox = useTestGateway({ beforeEachTest: 'keepTokens' });

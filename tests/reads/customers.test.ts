@@ -12,7 +12,7 @@ import { dynamoDbAt, forgetSharedReads } from '../helpers/state-table.ts';
 import { busiestWindow } from '../helpers/windows.ts';
 
 /**
- * "Reads that scale" (SPEC.md "PayHere's budget"): 200 customers, each with its own paid order and
+ * "Reads that scale" (docs/contract.md "PayHere's budget"): 200 customers, each with its own paid order and
  * its own subscription, open the app at once and read their subscriptions, their subscription and
  * their order, twice over, against the sandbox with PayHere's real budget (20 calls per 10 s). The
  * handlers run in-process, each function one container, as the other in-process tests do.

@@ -10,7 +10,7 @@ import { localClient } from '../idempotency/fixtures.ts';
 
 /**
  * A customer's own order in a final state is answered from the copy of PayHere's answer kept on the
- * order's ledger item, without PayHere (SPEC.md "PayHere's budget"), while the state stays the one
+ * order's ledger item, without PayHere (docs/contract.md "PayHere's budget"), while the state stays the one
  * it was kept in. Each read here first forgets the table's shared answers, so that only the ledger
  * copy can spare PayHere a call.
  */

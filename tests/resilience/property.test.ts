@@ -69,7 +69,7 @@ function processes(fault: Fault): boolean {
   }
 }
 
-/** SPEC.md's pairing of HTTP status and envelope status. */
+/** The pairing of HTTP status and envelope status in docs/contract.md "Failures". */
 function expectedStatus(httpStatus: number): number {
   if (httpStatus === 200) return 1;
   if (httpStatus === 202) return 0;

@@ -46,7 +46,7 @@ const HEX32 = /^[0-9A-F]{32}$/;
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
 
 describe('the signature', () => {
-  it("recomputed with node:crypto reproduces GATEWAY.md's worked example", () => {
+  it("recomputed with node:crypto reproduces docs/payhere.md's worked example", () => {
     const example = {
       merchant_id: '1211149',
       order_id: 'ORDER-1001',
@@ -58,7 +58,7 @@ describe('the signature', () => {
     expect(expectedMd5sig(example, 'MERCHANT_SECRET_EXAMPLE')).toBe('C12CC18FD89630351949AE2037AA0A3E');
   });
 
-  it("of a successful payment of GATEWAY.md's worked example is the documented md5sig", async () => {
+  it("of a successful payment of docs/payhere.md's worked example is the documented md5sig", async () => {
     await sandbox.completeCheckout(checkout({ order_id: 'ORDER-1001', amount: 1000, currency: 'LKR' }));
     const fields = await onlyNotification();
 

@@ -89,7 +89,7 @@ describe('an installment', () => {
     expect(payments.json.data).toHaveLength(2);
   });
 
-  it('carries the same signature every time, as GATEWAY.md warns', async () => {
+  it('carries the same signature every time, as docs/payhere.md warns', async () => {
     const id = await subscribe('Forever');
     await sandbox.chargeInstallment(id, { outcome: 'success' });
     await sandbox.chargeInstallment(id, { outcome: 'success' });

@@ -15,7 +15,7 @@ beforeEach(async () => {
   api = apiClient(sandbox, await accessToken(sandbox));
 });
 
-// GATEWAY.md's charge request sample.
+// The charge request sample of docs/payhere.md "Charge".
 function chargeRequest(overrides: Record<string, unknown> = {}) {
   return {
     type: 'PAYMENT',
@@ -288,7 +288,7 @@ describe('charge', () => {
 describe('capture', () => {
   const capturable = SEED.authorizationTokens.capturable;
 
-  it('captures part of the seeded authorization as in GATEWAY.md, making a payment', async () => {
+  it('captures part of the seeded authorization as in docs/payhere.md, making a payment', async () => {
     const answer = await api.post('payment/capture', {
       authorization_token: capturable,
       amount: 80.0,

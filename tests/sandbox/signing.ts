@@ -1,4 +1,4 @@
-// GATEWAY.md's formulas written out again with node:crypto, so that the tests check the sandbox's
+// docs/payhere.md's formulas written out again with node:crypto, so that the tests check the sandbox's
 // signatures against the documentation rather than against the sandbox's own code.
 import { createHash } from 'node:crypto';
 

@@ -19,7 +19,7 @@ import { checkCharge, checkQuery } from '../../sandbox/validate.ts';
 import { checkoutHashOf, expectedMd5sig } from './signing.ts';
 
 describe('md5sig', () => {
-  it('matches the worked example of GATEWAY.md', () => {
+  it('matches the worked example of docs/payhere.md', () => {
     expect(
       md5sig({
         merchantId: '1211149',
@@ -51,7 +51,7 @@ describe('amounts', () => {
     expect([0, -1, 10.005, Number.NaN].map(isValidAmount)).toEqual([false, false, false, false]);
   });
 
-  it('computes the 2.9 % fee of the GATEWAY.md sample', () => {
+  it('computes the 2.9 % fee of the docs/payhere.md sample', () => {
     expect(amountDetail('LKR', 500)).toMatchObject({ gross: 500, fee: 14.5, net: 485.5 });
   });
 });
@@ -114,7 +114,7 @@ describe('request checking', () => {
 });
 
 describe('checkoutHash', () => {
-  it('is the formula of SPEC.md, over the amount as written', () => {
+  it('is the formula of docs/contract.md, over the amount as written', () => {
     const fields = { merchantId: '1211149', orderId: 'ORDER-1001', currency: 'LKR' };
     const secret = 'MERCHANT_SECRET_EXAMPLE';
 

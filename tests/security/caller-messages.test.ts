@@ -19,7 +19,7 @@ import {
 
 /**
  * A caller learns what went wrong and what it can do, never how the service is configured: no
- * variable name, no ARN, no account id in any message (SPEC.md "Envelope"). The operator finds
+ * variable name, no ARN, no account id in any message (docs/contract.md "Envelope"). The operator finds
  * the detail in an error log line carrying the request id.
  */
 const root = path.resolve(import.meta.dirname, '../..');

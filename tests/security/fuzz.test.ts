@@ -19,8 +19,8 @@ import { IDEMPOTENT_ROUTES, ROUTES, type RouteName } from '../helpers/routes.ts'
 /**
  * Every route, in-process, against at least 1,000 generated invalid bodies, 1,000 invalid paths
  * and 1,000 invalid header sets, each invalid by construction in that one dimension (the rest of
- * the request is valid). No answer may be a 5xx, every answer is SPEC.md's envelope with its
- * status pairing, and the gateway sandbox must not see a single request.
+ * the request is valid). No answer may be a 5xx, every answer is the envelope of docs/contract.md
+ * "Envelope" with its status pairing, and the gateway sandbox must not see a single request.
  */
 const NUM_RUNS = 1_000;
 const ROUTE_NAMES = Object.keys(ROUTES) as RouteName[];
@@ -32,7 +32,7 @@ const PATH_ROUTES: Partial<Record<RouteName, 'order' | 'subscription'>> = {
   retrySubscription: 'subscription',
   cancelSubscription: 'subscription',
 };
-/** SPEC.md's failure table: the codes each HTTP status may carry. */
+/** docs/contract.md "Failures": the codes each HTTP status may carry. */
 const CODES: Record<number, string[]> = {
   400: ['invalid_request', 'invalid_json'],
   401: ['unauthorized'],
@@ -86,7 +86,7 @@ const VALID_BODIES: Partial<Record<RouteName, Record<string, unknown>>> = {
   refund: { payment_id: SEED.payments.refundable, description: 'Item is out of stock' },
   createCheckout: { kind: 'payment', items: 'Taxi Hire 123', currency: 'LKR', amount: 345.67 },
 };
-/** The routes that create orders: On-Behalf-Of is theirs (SPEC.md "Ownership"). */
+/** The routes that create orders: On-Behalf-Of is theirs (docs/contract.md "Ownership"). */
 const CREATES_ORDERS: readonly RouteName[] = ['charge', 'createCheckout'];
 /** The path parameter of a route with one. */
 const paramOf = (route: RouteName) => (route === 'getCheckout' ? 'order_id' : 'id');

@@ -29,7 +29,7 @@ const ROTATED = { appId: `CANARY-APPID-${tag()}`, appSecret: `CANARY-SECRET-${ta
 const MERCHANT_SECRET = `CANARY-MERCHANT-${tag()}`;
 const AWS_SECRET_KEY = `CANARY-AWSKEY-${tag()}`;
 const CUSTOMER_TOKEN = `CANARYCUSTOMER${tag()}`;
-/** SPEC.md: full request bodies are never logged; this rides in every charge body. */
+/** docs/contract.md "Logs": full request bodies are never logged; this rides in every charge body. */
 const BODY_MARKER = `CANARY-BODY-${tag()}`;
 const CARD_NUMBER = '4916217501611292';
 const SUBJECT = 'canary-client';

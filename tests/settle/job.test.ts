@@ -12,7 +12,7 @@ import { chargeBody, paymentsOf, validRequest } from '../resilience/fixtures.ts'
 import { accessToken, apiClient } from '../sandbox/helpers.ts';
 
 /**
- * The settle job (SPEC.md "The ledger": every unknown resolves): money requests whose outcome is
+ * The settle job (docs/contract.md "Every unknown resolves"): money requests whose outcome is
  * unknown and successes PayHere's records did not show are settled from PayHere's records once the
  * settle delay has passed, within a run's limits. The job runs here in-process with its clock moved
  * past the delay; the requests it settles were made through the handlers.

@@ -3,6 +3,7 @@
  * ledger under the names serverless-offline gives them (`--stage local`), so in-process handlers and
  * the e2e functions share them. Tests never collide in them: every request carries a fresh random
  * key, and every order a test charges or creates has an id of its own (tests/helpers/orders.ts).
+ * Tests fault it over HTTP (tests/helpers/dynamodb-faults.ts), each narrowed to what it alone writes.
  */
 import type { TestProject } from 'vitest/node';
 import {

@@ -19,7 +19,7 @@ import {
   UnsupportedMediaTypeError,
 } from '../../lib/envelope/errors.ts';
 
-// SPEC.md's failure table: HTTP status, envelope status, code.
+// docs/contract.md "Failures": HTTP status, envelope status, code.
 const table: [string, () => ApiError, number, number, string][] = [
   [
     'InvalidRequestError',

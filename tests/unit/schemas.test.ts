@@ -8,7 +8,7 @@ import { ChargeRequest } from '../../lib/schemas/charge.ts';
 import { OrderPath, SubscriptionPath } from '../../lib/schemas/paths.ts';
 import { RefundRequest, refundUpstreamBody } from '../../lib/schemas/refund.ts';
 
-// Request schemas against SPEC.md "Requests": every rule accepted at its bounds, rejected past them,
+// Request schemas against docs/contract.md "Requests": every rule accepted at its bounds, rejected past them,
 // and every bad field named in the `errors` array.
 
 const AUTH_TOKEN = 'e2a4c3f0-9b1d-4e5f-8a7b-1c2d3e4f5a6b';

@@ -14,7 +14,8 @@ async function sources(): Promise<string[]> {
 }
 
 describe('schemas', () => {
-  it("import zod only as 'zod/mini' (SPEC.md; classic zod adds about 450 KB to every bundle)", async () => {
+  // docs/contract.md "Shape": every cold start is paid by a real user.
+  it("import zod only as 'zod/mini' (classic zod adds about 450 KB to every bundle)", async () => {
     const imports: string[] = [];
     for (const file of await sources()) {
       for (const match of (await readFile(file, 'utf8')).matchAll(/from '(zod[^']*)'/g))

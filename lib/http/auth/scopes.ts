@@ -1,7 +1,7 @@
 /**
- * The scopes a token's `scope` claim (space-separated) can grant (SPEC.md "Callers, roles and
- * ownership"). Each route requires exactly one route scope; `merchant` grants no route by itself
- * but, added to a route's scope, lifts the ownership rules: the caller is the merchant.
+ * The scopes a token's `scope` claim (space-separated) can grant (docs/contract.md
+ * "Callers, roles and ownership"). Each route requires exactly one route scope; `merchant` grants
+ * no route by itself but, added to a route's scope, lifts the ownership rules: the caller is the merchant.
  */
 export const ROUTE_SCOPES = [
   'payments:read',
