@@ -63,7 +63,7 @@ const floorBudget = new SharedStateTable({
 });
 const roundTrip = (i: number) => {
   const now = Date.now();
-  return floorBudget.takeSlot(i % config.rateLimit.limit, now, now, now);
+  return floorBudget.takeSlot(i % config.rateLimit.limit, now, now, now, `floor-${i}`);
 };
 
 /** A customer of its own: the bench's shares are generous, so no call is refused. */

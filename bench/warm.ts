@@ -282,7 +282,7 @@ export function bareFloor(
     const slot = nextSlot++ % slots;
     const now = Date.now();
     const busyUntil = now + 25_000;
-    if (!(await budget.takeSlot(slot, busyUntil, now, now)).taken)
+    if (!(await budget.takeSlot(slot, busyUntil, now, now, `floor-${slot}-${now}`)).taken)
       throw new Error(`floor: budget slot ${slot} busy`);
     const result = await call();
     // Freed after the answer, off its path, as lib/gateway/client.ts frees it.

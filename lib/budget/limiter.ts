@@ -1,3 +1,4 @@
+import { randomUUID } from 'node:crypto';
 import { RateLimitedError } from '../envelope/errors.ts';
 import { describeError, log } from '../log/log.ts';
 import { countMetric } from '../log/metrics.ts';
@@ -195,7 +196,11 @@ export class SharedLimiter implements GatewayLimiter {
     // slot's write either succeeds or fails, and shows it the budget either way (one round trip,
     // where reading the budget first made two); a warm container whose view was stale learns the
     // same way.
-    let snapshot = this.#snapshot ?? { busyUntil: new Map<number, number>(), pausedUntil: 0 };
+    let snapshot = this.#snapshot ?? {
+      busyUntil: new Map<number, number>(),
+      takenBy: new Map<number, string>(),
+      pausedUntil: 0,
+    };
     for (;;) {
       const now = this.#now();
       // A slot with no time left to send on is no use: the caller hears 429 now, not a timeout later.
@@ -205,10 +210,10 @@ export class SharedLimiter implements GatewayLimiter {
       const freeBefore = now - this.#windowMs - this.#marginMs;
       const slot = snapshot.pausedUntil <= now ? this.#freeSlot(snapshot, kind, freeBefore) : undefined;
       if (slot !== undefined) {
-        // A fraction of a millisecond makes the value this take's own: a retry of a write whose
-        // answer was lost recognises it (lib/budget/state-table.ts takeSlot), another's never matches.
-        const busyUntil = giveUpAt + Math.max(0.001, this.#random()) / 2;
-        const taken = await this.#table.takeSlot(slot, busyUntil, freeBefore, now);
+        // The take's own name on the slot: a retry of a write whose answer was lost knows it.
+        const take = randomUUID();
+        const busyUntil = giveUpAt;
+        const taken = await this.#table.takeSlot(slot, busyUntil, freeBefore, now, take);
         if (taken.taken) {
           this.#snapshot = this.#saw(taken.budget);
           budgetWaited(now - askedAt);
@@ -218,6 +223,11 @@ export class SharedLimiter implements GatewayLimiter {
         // itself (then it is read).
         snapshot = this.#saw(taken.budget ?? (await this.#table.readBudget()));
         this.#snapshot = snapshot;
+        // Or the refusal met this take's own write, retried after its answer was lost: the slot is ours.
+        if (snapshot.takenBy.get(slot) === take) {
+          budgetWaited(now - askedAt);
+          return this.#permit(slot, busyUntil, undefined);
+        }
         continue;
       }
       const freeAt = Math.max(snapshot.pausedUntil, this.#earliestFree(snapshot, kind, now));

@@ -18,6 +18,8 @@ import {
 export interface BudgetSnapshot {
   /** Slot index → epoch ms by which the slot's last request certainly arrived (or was abandoned). */
   busyUntil: Map<number, number>;
+  /** Which take set each slot (`t<slot>`): a retry after a lost answer knows its own write by it. */
+  takenBy: Map<number, string>;
   /** Epoch ms until which nobody sends (PayHere answered 429); 0 when not paused. */
   pausedUntil: number;
 }
@@ -78,6 +80,7 @@ export class SharedStateTable {
     busyUntil: number,
     freeBefore: number,
     now: number,
+    take: string,
   ): Promise<
     | { taken: true; budget: BudgetSnapshot; previous: number | undefined }
     | { taken: false; budget: BudgetSnapshot | undefined }
@@ -87,12 +90,13 @@ export class SharedStateTable {
         new UpdateItemCommand({
           TableName: this.#table,
           Key: BUDGET_KEY,
-          UpdateExpression: 'SET #slot = :busyUntil, expiresAt = :expiresAt',
+          UpdateExpression: 'SET #slot = :busyUntil, #take = :take, expiresAt = :expiresAt',
           ConditionExpression:
             '(attribute_not_exists(#slot) OR #slot <= :freeBefore) AND (attribute_not_exists(pausedUntil) OR pausedUntil <= :now)',
-          ExpressionAttributeNames: { '#slot': `s${slot}` },
+          ExpressionAttributeNames: { '#slot': `s${slot}`, '#take': `t${slot}` },
           ExpressionAttributeValues: {
             ':busyUntil': number(busyUntil),
+            ':take': { S: take },
             ':freeBefore': number(freeBefore),
             ':now': number(now),
             ':expiresAt': expiry(now),
@@ -105,14 +109,14 @@ export class SharedStateTable {
       const budget = budgetOf(Attributes);
       const previous = budget.busyUntil.get(slot);
       budget.busyUntil.set(slot, busyUntil);
+      budget.takenBy.set(slot, take);
       return { taken: true, budget, previous };
     } catch (error) {
       if ((error as { name?: unknown } | null)?.name !== 'ConditionalCheckFailedException') throw error;
       const item = (error as { Item?: Record<string, AttributeValue> }).Item;
-      // A retry after a lost answer meets its own write (busyUntil is the take's own value): taken.
-      // What the slot held before is lost with the answer; it was free, so nothing is owed back.
-      if (item && Number(item[`s${slot}`]?.N) === busyUntil)
-        return { taken: true, budget: budgetOf(item), previous: undefined };
+      // A retry after a lost answer meets its own write (the slot names this take): taken. What the
+      // slot held before is lost with the answer; it was free, so nothing is owed back.
+      if (item?.[`t${slot}`]?.S === take) return { taken: true, budget: budgetOf(item), previous: undefined };
       return { taken: false, budget: item ? budgetOf(item) : undefined };
     }
   }
@@ -273,9 +277,12 @@ export class SharedStateTable {
 /** The budget an item holds (a missing item is an untouched budget). */
 function budgetOf(item: Record<string, AttributeValue> | undefined): BudgetSnapshot {
   const busyUntil = new Map<number, number>();
+  const takenBy = new Map<number, string>();
   for (const [name, value] of Object.entries(item ?? {})) {
     const slot = /^s(\d+)$/.exec(name);
     if (slot && value.N !== undefined) busyUntil.set(Number(slot[1]), Number(value.N));
+    const taker = /^t(\d+)$/.exec(name);
+    if (taker && value.S !== undefined) takenBy.set(Number(taker[1]), value.S);
   }
-  return { busyUntil, pausedUntil: Number(item?.pausedUntil?.N ?? 0) };
+  return { busyUntil, takenBy, pausedUntil: Number(item?.pausedUntil?.N ?? 0) };
 }

@@ -7,8 +7,11 @@ import { DeleteItemCommand, DynamoDBClient, ScanCommand } from '../../lib/dynamo
 import { backgroundSettled } from '../../lib/net/background.ts';
 import { createTable, LOCAL_AWS_ENVIRONMENT } from '../../scripts/local-dynamodb.ts';
 
-/** A DynamoDB client for `endpoint` with one attempt per request, as fault tests want to see them. */
-export function dynamoDbAt(endpoint: string): DynamoDBClient {
+/**
+ * A DynamoDB client for `endpoint` with one attempt per request, as fault tests want to see them
+ * (or `maxAttempts`, as the functions' clients retry).
+ */
+export function dynamoDbAt(endpoint: string, maxAttempts = 1): DynamoDBClient {
   return new DynamoDBClient({
     endpoint,
     region: LOCAL_AWS_ENVIRONMENT.AWS_REGION,
@@ -16,7 +19,7 @@ export function dynamoDbAt(endpoint: string): DynamoDBClient {
       accessKeyId: LOCAL_AWS_ENVIRONMENT.AWS_ACCESS_KEY_ID,
       secretAccessKey: LOCAL_AWS_ENVIRONMENT.AWS_SECRET_ACCESS_KEY,
     }),
-    maxAttempts: 1,
+    maxAttempts,
   });
 }
 
@@ -42,11 +45,11 @@ export async function forgetSharedReads(table = process.env.STATE_TABLE!): Promi
 
 /** A new, empty state table in the test run's dynalite, and the name it has. */
 export async function freshStateTable(
-  options: { endpoint?: string; timeoutMs?: number } = {},
+  options: { endpoint?: string; timeoutMs?: number; attempts?: number } = {},
 ): Promise<{ table: SharedStateTable; name: string }> {
   const name = `state-${randomUUID()}`;
   await createTable(inject('dynamodbEndpoint'), name);
-  const client = dynamoDbAt(options.endpoint ?? inject('dynamodbEndpoint'));
+  const client = dynamoDbAt(options.endpoint ?? inject('dynamodbEndpoint'), options.attempts);
   return {
     table: new SharedStateTable({ client, table: name, timeoutMs: options.timeoutMs ?? 2_000 }),
     name,
