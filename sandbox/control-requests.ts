@@ -64,6 +64,8 @@ const subscriptionEndSchema = z.strictObject({
 export type SubscriptionEndInput = z.input<typeof subscriptionEndSchema>;
 export type SubscriptionEndRequest = z.infer<typeof subscriptionEndSchema>;
 
+const clockSchema = z.strictObject({ clockOffsetMs: z.int() });
+
 /** Why a control call is refused: the HTTP status and `msg` of its answer. */
 export interface Refusal {
   ok: false;
@@ -137,4 +139,9 @@ export function verifySubscriptionEnd(body: unknown): Result<SubscriptionEndRequ
   const checked = parsed(subscriptionEndSchema, body);
   const conflict = checked.ok ? deliveryConflict(checked.value.delivery) : undefined;
   return conflict ? refused(conflict) : checked;
+}
+
+/** `POST /__sandbox/clock`: how far PayHere's clock is off the sandbox's. */
+export function verifyClockOffset(body: unknown): Result<{ clockOffsetMs: number }> {
+  return parsed(clockSchema, body);
 }

@@ -1,5 +1,6 @@
 // /__sandbox/*: the test controls over HTTP, for a sandbox running in another process. Not rate
 // limited and not counted, so driving the sandbox does not disturb what a test measures.
+import { verifyClockOffset } from './control-requests.ts';
 import type { Delivery } from './deliveries.ts';
 import { type FaultController, parseInjection } from './faults.ts';
 import { type NotifyingControls, SandboxRefusal } from './notifying.ts';
@@ -9,6 +10,13 @@ import { failureReply, jsonReply, notFound, type Reply } from './replies.ts';
 export interface Arrival {
   at: number;
   endpoint: string;
+}
+
+/** The sandbox's time and PayHere's: `payhereDate` is what PayHere would write on a record now. */
+export interface Clock {
+  now: number;
+  clockOffsetMs: number;
+  payhereDate: string;
 }
 
 export const CONTROL_PREFIX = '/__sandbox/';
@@ -21,6 +29,8 @@ export interface Controls extends NotifyingControls {
   resetState(): void;
   reset(): void;
   expireTokens(): void;
+  clock(): Clock;
+  setClockOffset(ms: number): void;
   deliveries(): Delivery[];
   pendingDeliveries(): number;
   clearDeliveries(): void;
@@ -71,6 +81,15 @@ async function notifyingAction(action: string, body: Buffer, controls: Controls)
   return undefined;
 }
 
+/** The JSON body, or undefined when it is none, so that the schema names what is missing. */
+function parsedJson(body: Buffer): unknown {
+  try {
+    return JSON.parse(body.toString('utf8'));
+  } catch {
+    return undefined;
+  }
+}
+
 // Infinity does not survive JSON.stringify; say it in words.
 function pendingOf(faults: FaultController): number | string {
   const pending = faults.pending();
@@ -85,21 +104,18 @@ export async function handleControl(
 ): Promise<Reply> {
   const action = `${method} ${pathname.slice(CONTROL_PREFIX.length)}`;
   try {
-    const reply = await notifyingAction(action, body, controls);
-    if (reply) return reply;
+    return (await notifyingAction(action, body, controls)) ?? fixedAction(action, body, controls);
   } catch (error) {
     if (error instanceof SandboxRefusal) return failureReply(error.status, error.message);
     throw error;
   }
+}
+
+/** The control calls at fixed paths. */
+function fixedAction(action: string, body: Buffer, controls: Controls): Reply {
   switch (action) {
     case 'POST faults': {
-      let parsed: unknown;
-      try {
-        parsed = JSON.parse(body.toString('utf8'));
-      } catch {
-        parsed = undefined;
-      }
-      const injection = parseInjection(parsed);
+      const injection = parseInjection(parsedJson(body));
       if (!injection) return jsonReply(400, { status: -1, msg: 'Invalid fault injection', data: null });
       controls.faults.inject(injection.endpoint, injection.fault, injection.times);
       return done('Fault injected', { pending: pendingOf(controls.faults) });
@@ -125,6 +141,14 @@ export async function handleControl(
     case 'POST expire-tokens':
       controls.expireTokens();
       return done('Tokens expired');
+    case 'GET clock':
+      return done('Clock', controls.clock());
+    case 'POST clock': {
+      const offset = verifyClockOffset(jsonBody(body));
+      if (!offset.ok) throw new SandboxRefusal(offset.status, offset.msg);
+      controls.setClockOffset(offset.value.clockOffsetMs);
+      return done('Clock set', controls.clock());
+    }
     case 'GET notifications':
       return done('Notification deliveries', {
         pending: controls.pendingDeliveries(),

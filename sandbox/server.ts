@@ -3,7 +3,7 @@
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { type Arrival, CONTROL_PREFIX, type Controls, handleControl } from './control.ts';
+import { type Arrival, type Clock, CONTROL_PREFIX, type Controls, handleControl } from './control.ts';
 import type { CheckoutInput, InstallmentInput, SubscriptionEndInput } from './control-requests.ts';
 import { Deliveries, type Delivery } from './deliveries.ts';
 import { type Fault, FaultController } from './faults.ts';
@@ -16,6 +16,7 @@ import {
   type SubscriptionEventAnswer,
 } from './notifying.ts';
 import { bearerToken } from './oauth.ts';
+import { payhereDate } from './payment-book.ts';
 import { type RateLimitOptions, SlidingWindowLimiter } from './rate-limit.ts';
 import {
   expiredToken,
@@ -31,7 +32,7 @@ import { SANDBOX_CREDENTIALS } from './seed.ts';
 import { GatewayState } from './state.ts';
 import { AccessTokens } from './tokens.ts';
 
-export type { Arrival } from './control.ts';
+export type { Arrival, Clock } from './control.ts';
 export type {
   CheckoutInput,
   DeliveryOptions,
@@ -66,8 +67,13 @@ export interface SandboxOptions {
   /** A token request while the last token is valid gets that token back (see tokens.ts). */
   reuseLiveTokens?: boolean;
   rateLimit?: RateLimitOptions | false;
-  /** Clock (ms) for token expiry and the rate-limit window. */
+  /** Clock (ms) for token expiry, the rate-limit window and what PayHere does when. */
   now?: () => number;
+  /**
+   * How far PayHere's clock is off `now` (ms; -3000: 3 s behind): it shifts the dates PayHere writes,
+   * not token expiry or the rate-limit window, which follow elapsed time. Default 0.
+   */
+  clockOffsetMs?: number;
   credentials?: { appId: string; appSecret: string };
   /** How long a notify_url has to answer before the attempt is logged as a timeout. */
   notificationTimeoutMs?: number;
@@ -86,6 +92,10 @@ export interface Sandbox {
   resetState(): void;
   reset(): void;
   expireTokens(): void;
+  /** The sandbox's time, how far PayHere's clock is off it, and the date PayHere would write now. */
+  clock(): Clock;
+  /** Sets how far PayHere's clock is off the sandbox's (ms), from now on; reset() restores the option's. */
+  setClockOffset(ms: number): void;
   /** The customer ends a checkout in PayHere's SDK; PayHere then notifies its notify_url. */
   completeCheckout(checkout: CheckoutInput): Promise<CheckoutAnswer>;
   /** PayHere charges a subscription's next installment and notifies. */
@@ -136,6 +146,12 @@ function resetConnection(req: IncomingMessage): void {
   req.socket.resetAndDestroy();
 }
 
+function checkedClockOffset(ms: number): number {
+  if (!Number.isSafeInteger(ms))
+    throw new RangeError(`clockOffsetMs must be a whole number of ms, got ${ms}`);
+  return ms;
+}
+
 function faultReply(fault: Fault, req: IncomingMessage): Reply | undefined {
   switch (fault.kind) {
     case 'status':
@@ -159,12 +175,14 @@ export async function startSandbox(options: SandboxOptions = {}): Promise<Sandbo
   const tokenLifetimeSeconds = options.tokenLifetimeSeconds ?? DEFAULT_TOKEN_LIFETIME_SECONDS;
   const credentials = options.credentials ?? SANDBOX_CREDENTIALS;
   const rateLimit = options.rateLimit ?? DEFAULT_RATE_LIMIT;
+  const initialClockOffsetMs = checkedClockOffset(options.clockOffsetMs ?? 0);
+  let clockOffsetMs = initialClockOffsetMs;
 
   const signer = {
     merchantId: SANDBOX_CREDENTIALS.merchantId,
     merchantSecret: SANDBOX_CREDENTIALS.merchantSecret,
   };
-  const newState = () => new GatewayState({ now, ...signer });
+  const newState = () => new GatewayState({ now, clockOffsetMs: () => clockOffsetMs, ...signer });
   let state = newState();
   const deliveries = new Deliveries({
     timeoutMs: options.notificationTimeoutMs ?? DEFAULT_NOTIFICATION_TIMEOUT_MS,
@@ -197,8 +215,16 @@ export async function startSandbox(options: SandboxOptions = {}): Promise<Sandbo
       tokens.clear();
       limiter?.clear();
       deliveries.clear();
+      clockOffsetMs = initialClockOffsetMs;
     },
     expireTokens: () => tokens.expireAll(),
+    clock: () => {
+      const at = now();
+      return { now: at, clockOffsetMs, payhereDate: payhereDate(at + clockOffsetMs) };
+    },
+    setClockOffset: (ms: number) => {
+      clockOffsetMs = checkedClockOffset(ms);
+    },
     ...notifyingControls(notifying),
     deliveries: () => deliveries.log(),
     pendingDeliveries: () => deliveries.pending(),
