@@ -19,6 +19,7 @@ import { bearerToken } from './oauth.ts';
 import { payhereDate } from './payment-book.ts';
 import { type RateLimitOptions, SlidingWindowLimiter } from './rate-limit.ts';
 import {
+  envelopeReply,
   expiredToken,
   failureReply,
   htmlPage,
@@ -150,6 +151,13 @@ function checkedClockOffset(ms: number): number {
   if (!Number.isSafeInteger(ms))
     throw new RangeError(`clockOffsetMs must be a whole number of ms, got ${ms}`);
   return ms;
+}
+
+/** The envelope of a search fault: "pending" (status 0) or an error that is not "No payments found". */
+function searchAnswer(fault: Extract<Fault, { kind: 'searchPending' | 'searchFailed' }>): Reply {
+  return fault.kind === 'searchPending'
+    ? envelopeReply({ status: 0, msg: fault.msg ?? 'Payment pending', data: null })
+    : envelopeReply({ status: -1, msg: fault.msg ?? 'Error occurred', data: null });
 }
 
 function faultReply(fault: Fault, req: IncomingMessage): Reply | undefined {
@@ -292,6 +300,13 @@ export async function startSandbox(options: SandboxOptions = {}): Promise<Sandbo
       case 'hang':
         // Never answered: the socket ends when the client gives up or close() destroys it.
         return;
+      case 'searchPending':
+      case 'searchFailed': {
+        // PayHere's own answer, so its rate limit and token check come first and can answer instead.
+        const checked = process();
+        send(res, checked.status === 200 ? searchAnswer(fault) : checked);
+        return;
+      }
       case 'status':
       case 'nonJson':
         if (fault.process) process();
