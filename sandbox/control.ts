@@ -72,6 +72,7 @@ async function notifyingAction(action: string, body: Buffer, controls: Controls)
     }
     return done('Subscription stopped', await controls.stopSubscription(id, input));
   }
+  if (action === 'POST process-due') return done('Due work processed', await controls.processDue());
   const replay = REPLAY.exec(action);
   if (replay) {
     return done('Notification replayed', {

@@ -20,6 +20,11 @@ export type Fault =
   | { kind: 'invalidToken' }
   /** Never answer, until the client or close() ends the connection. */
   | { kind: 'hang' }
+  /**
+   * Charge only: reset the connection at once, and PayHere makes the charge `ms` later on the
+   * sandbox's clock (recorded, dated and notified then).
+   */
+  | { kind: 'processLate'; ms: number }
   /** Search only: PayHere's retrieval `status` 0, "payment pending", with `data` null. */
   | { kind: 'searchPending'; msg?: string }
   /** Search only: `status` -1 with another `msg` than "No payments found": an error, not "none". */
@@ -35,6 +40,7 @@ interface Injected {
 
 /** Faults that are answers of one endpoint, meaningless anywhere else (so not for '*' either). */
 const ONLY_ON: Partial<Record<Fault['kind'], EndpointName>> = {
+  processLate: 'charge',
   searchPending: 'search',
   searchFailed: 'search',
 };
@@ -100,6 +106,7 @@ const faultSchema = z.discriminatedUnion('kind', [
   }),
   z.strictObject({ kind: z.literal('invalidToken') }),
   z.strictObject({ kind: z.literal('hang') }),
+  z.strictObject({ kind: z.literal('processLate'), ms: z.number().check(z.nonnegative()) }),
   z.strictObject({ kind: z.literal('searchPending'), msg: z.optional(z.string()) }),
   z.strictObject({ kind: z.literal('searchFailed'), msg: z.optional(z.string()) }),
 ]);

@@ -10,9 +10,11 @@ import { type Fault, FaultController } from './faults.ts';
 import { handleApiRequest } from './merchant-api.ts';
 import {
   type CheckoutAnswer,
+  type DueWork,
   deliverQueued,
   type NotifyingContext,
   notifyingControls,
+  processDueFirst,
   type SubscriptionEventAnswer,
 } from './notifying.ts';
 import { bearerToken } from './oauth.ts';
@@ -45,7 +47,12 @@ export type { Fault, FaultTarget } from './faults.ts';
 export { FaultController } from './faults.ts';
 export { amountDetail, formatAmount } from './money.ts';
 export type { MessageType, NotificationForm } from './notifications.ts';
-export { type CheckoutAnswer, SandboxRefusal, type SubscriptionEventAnswer } from './notifying.ts';
+export {
+  type CheckoutAnswer,
+  type DueWork,
+  SandboxRefusal,
+  type SubscriptionEventAnswer,
+} from './notifying.ts';
 export type { EndpointName } from './routes.ts';
 export { CHECKOUT_PAYER, SANDBOX_CREDENTIALS, SEED } from './seed.ts';
 
@@ -108,6 +115,12 @@ export interface Sandbox {
   ): Promise<SubscriptionEventAnswer>;
   /** RECURRING_STOPPED: the subscription is CANCELLED. */
   stopSubscription(subscriptionId: number, request?: SubscriptionEndInput): Promise<SubscriptionEventAnswer>;
+  /**
+   * PayHere finishes the late charges (processLate) due by now() and posts their notifications;
+   * also done lazily before every request and by a timer, so calling it is needed only to wait for
+   * those notifications or to see a due charge without making a request.
+   */
+  processDue(): Promise<DueWork>;
   /** Posts an earlier delivery's form again, unchanged. */
   replayNotification(deliveryId: number): Promise<Delivery[]>;
   /** Every notification attempt since the last reset, oldest first. */
@@ -127,6 +140,8 @@ const DEFAULT_TOKEN_LIFETIME_SECONDS = 599;
 const DEFAULT_NOTIFICATION_TIMEOUT_MS = 5_000;
 const KEEP_ALIVE_TIMEOUT_MS = 5_000;
 const MAX_BODY_BYTES = 1024 * 1024;
+// setTimeout's longest delay; a later charge is looked at then, and again until it is due.
+const MAX_TIMER_MS = 2_147_483_647;
 const COUNTED_NAMES: readonly CountedName[] = [...ENDPOINT_NAMES, 'unknown'];
 
 /** The whole body, or undefined when it is larger than any Merchant API request can be. */
@@ -204,6 +219,23 @@ export async function startSandbox(options: SandboxOptions = {}): Promise<Sandbo
   // Aborted by close() so that a latency fault does not process a request after the sandbox stopped.
   const closing = new AbortController();
 
+  // Late charges happen when the sandbox's clock reaches them: looked at before every request (the
+  // only way with an injected clock that does not move by itself) and by this timer (so that with
+  // real time a late charge is recorded and notified on time, whether anyone asks or not).
+  let lateTimer: NodeJS.Timeout | undefined;
+  function armLateTimer(): void {
+    clearTimeout(lateTimer);
+    const dueAt = state.nextDueAt();
+    if (dueAt === undefined) return;
+    // +1: a timer can fire a hair before the clock reads dueAt.
+    const delay = Math.min(Math.max(0, dueAt - now()) + 1, MAX_TIMER_MS);
+    lateTimer = setTimeout(() => {
+      processDueFirst(notifying);
+      armLateTimer();
+    }, delay);
+    lateTimer.unref();
+  }
+
   const controls: Controls = {
     faults,
     counters: () => Object.fromEntries(COUNTED_NAMES.map((name) => [name, counts.get(name) ?? 0])),
@@ -214,9 +246,11 @@ export async function startSandbox(options: SandboxOptions = {}): Promise<Sandbo
     },
     resetState: () => {
       state = newState();
+      clearTimeout(lateTimer);
     },
     reset: () => {
       state = newState();
+      clearTimeout(lateTimer);
       faults.clear();
       counts.clear();
       arrivals = [];
@@ -231,7 +265,10 @@ export async function startSandbox(options: SandboxOptions = {}): Promise<Sandbo
       return { now: at, clockOffsetMs, payhereDate: payhereDate(at + clockOffsetMs) };
     },
     setClockOffset: (ms: number) => {
-      clockOffsetMs = checkedClockOffset(ms);
+      const offset = checkedClockOffset(ms);
+      // What fell due before the change is dated by the clock as it was then.
+      processDueFirst(notifying);
+      clockOffsetMs = offset;
     },
     ...notifyingControls(notifying),
     deliveries: () => deliveries.log(),
@@ -254,14 +291,17 @@ export async function startSandbox(options: SandboxOptions = {}): Promise<Sandbo
     const method = req.method ?? 'GET';
     const url = new URL(req.url ?? '/', 'http://sandbox.invalid');
     if (url.pathname.startsWith(CONTROL_PREFIX)) {
+      // The controls that touch the state finish what is due themselves (POST process-due must
+      // find it still to do, to answer its deliveries).
       send(res, await handleControl(method, url.pathname, body, controls));
       return;
     }
+    processDueFirst(notifying);
 
     const route = matchRoute(method, url.pathname);
     counts.set(route.endpoint, (counts.get(route.endpoint) ?? 0) + 1);
     arrivals.push({ at: arrivedAt, endpoint: route.endpoint });
-    const process = (): Reply =>
+    const process = (processLateMs?: number): Reply =>
       handleApiRequest(
         {
           route,
@@ -270,6 +310,7 @@ export async function startSandbox(options: SandboxOptions = {}): Promise<Sandbo
           authorization: req.headers.authorization,
           contentType: req.headers['content-type'],
           body,
+          ...(processLateMs === undefined ? {} : { processLateMs }),
         },
         { state, tokens, limiter, credentials },
       );
@@ -296,6 +337,12 @@ export async function startSandbox(options: SandboxOptions = {}): Promise<Sandbo
         return;
       case 'resetBeforeProcessing':
         resetConnection(req);
+        return;
+      case 'processLate':
+        // Checked (rate limit, token, fields) now, as PayHere takes it; made fault.ms later.
+        process(fault.ms);
+        resetConnection(req);
+        armLateTimer();
         return;
       case 'hang':
         // Never answered: the socket ends when the client gives up or close() destroys it.
@@ -345,6 +392,7 @@ export async function startSandbox(options: SandboxOptions = {}): Promise<Sandbo
     closeIdleConnections: () => server.closeIdleConnections(),
     close: async () => {
       closing.abort();
+      clearTimeout(lateTimer);
       const closed = new Promise<void>((resolve) => server.close(() => resolve()));
       server.closeAllConnections();
       await Promise.all([closed, deliveries.close()]);

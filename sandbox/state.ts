@@ -29,13 +29,22 @@ export interface CheckoutResult {
 export type { StateOptions } from './payment-book.ts';
 export type { SubscriptionEnd, SubscriptionEvent } from './subscription-book.ts';
 
+/** A charge PayHere took and finishes at `dueAt` (the sandbox's clock). */
+interface LateCharge {
+  dueAt: number;
+  request: ChargeRequest;
+}
+
 export class GatewayState {
+  readonly #now: () => number;
   readonly #data: SeedData;
   readonly #payments: PaymentBook;
   readonly #subscriptions: SubscriptionBook;
   #outbox: Notification[] = [];
+  #lateCharges: LateCharge[] = [];
 
   constructor(options: StateOptions) {
+    this.#now = options.now;
     this.#data = seedData();
     this.#payments = new PaymentBook(options, this.#data);
     this.#subscriptions = new SubscriptionBook(this.#data.subscriptions, this.#payments, (notification) =>
@@ -56,7 +65,40 @@ export class GatewayState {
     return taken;
   }
 
-  charge(request: ChargeRequest): Envelope {
+  /**
+   * PayHere takes the charge now and finishes it `ms` later: until processDue() runs it, nothing is
+   * recorded or notified. The answer is never sent (the fault resets the connection).
+   */
+  chargeLate(request: ChargeRequest, ms: number): Envelope {
+    this.#lateCharges.push({ dueAt: this.#now() + ms, request });
+    return ok('Charge accepted for processing');
+  }
+
+  /**
+   * Finishes the late charges due by now, in the order they fall due, each as made at its due time;
+   * answers how many. Called lazily before every request and by a timer (server.ts), so it works
+   * with an injected clock as with real time.
+   */
+  processDue(): number {
+    const now = this.#now();
+    const due = this.#lateCharges.filter((late) => late.dueAt <= now).sort((a, b) => a.dueAt - b.dueAt);
+    this.#lateCharges = this.#lateCharges.filter((late) => late.dueAt > now);
+    for (const late of due) this.charge(late.request, late.dueAt);
+    return due.length;
+  }
+
+  /** When the next late charge falls due (the sandbox's clock), or undefined when none waits. */
+  nextDueAt(): number | undefined {
+    return this.#lateCharges.length === 0 ? undefined : Math.min(...this.#lateCharges.map((l) => l.dueAt));
+  }
+
+  /** Late charges not yet due. */
+  lateCharges(): number {
+    return this.#lateCharges.length;
+  }
+
+  /** `at`: when PayHere made it (the sandbox's clock), which dates the payment; default now. */
+  charge(request: ChargeRequest, at = this.#now()): Envelope {
     // A refusal PayHere words its own way (top-level -2, no data): nothing is processed.
     if (request.customer_token === SEED.customerTokens.authenticationFails)
       return failed('Customer authentication failed', -2);
@@ -100,6 +142,7 @@ export class GatewayState {
         amount: request.amount,
         payer,
         items: itemLines ?? null,
+        at,
       });
     }
 
