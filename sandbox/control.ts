@@ -52,6 +52,16 @@ function jsonBody(body: Buffer): unknown {
 
 const SUBSCRIPTION_EVENT = /^POST subscriptions\/(\d{1,15})\/(installment|complete|stop)$/;
 const REPLAY = /^POST notifications\/(\d{1,9})\/replay$/;
+const PENDING_DECISION = /^POST pending\/([^/]+)$/;
+
+/** A path segment as sent, percent-decoded (order ids are the merchant's own strings). */
+function pathSegment(segment: string): string {
+  try {
+    return decodeURIComponent(segment);
+  } catch {
+    throw new SandboxRefusal(400, 'Malformed path');
+  }
+}
 
 /** The control calls that make PayHere post a notification. */
 async function notifyingAction(action: string, body: Buffer, controls: Controls): Promise<Reply | undefined> {
@@ -73,6 +83,15 @@ async function notifyingAction(action: string, body: Buffer, controls: Controls)
     return done('Subscription stopped', await controls.stopSubscription(id, input));
   }
   if (action === 'POST process-due') return done('Due work processed', await controls.processDue());
+  if (action === 'GET pending') return done('Pending charges', controls.pendingCharges());
+  const decision = PENDING_DECISION.exec(action);
+  if (decision) {
+    const decided = await controls.decidePending(pathSegment(decision[1] ?? ''), jsonBody(body));
+    return done(
+      decided.outcome === 'success' ? 'Pending charge succeeded' : 'Pending charge failed',
+      decided,
+    );
+  }
   const replay = REPLAY.exec(action);
   if (replay) {
     return done('Notification replayed', {

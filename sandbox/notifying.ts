@@ -6,11 +6,19 @@ import {
   type Result,
   verifyCheckout,
   verifyInstallment,
+  verifyPendingDecision,
   verifySubscriptionEnd,
 } from './control-requests.ts';
 import type { Deliveries, Delivery } from './deliveries.ts';
 import { notificationForm, type Signer } from './notifications.ts';
-import type { CheckoutResult, GatewayState, SubscriptionEnd, SubscriptionEvent } from './state.ts';
+import type {
+  CheckoutResult,
+  GatewayState,
+  PendingChargeView,
+  PendingDecision,
+  SubscriptionEnd,
+  SubscriptionEvent,
+} from './state.ts';
 
 /** A control call PayHere would refuse; `status` is the HTTP status the control API answers. */
 export class SandboxRefusal extends Error {
@@ -25,6 +33,7 @@ export class SandboxRefusal extends Error {
 
 export type CheckoutAnswer = CheckoutResult & { deliveries: Delivery[] };
 export type SubscriptionEventAnswer = SubscriptionEvent & { deliveries: Delivery[] };
+export type PendingDecisionAnswer = PendingDecision & { deliveries: Delivery[] };
 
 export interface NotifyingContext {
   /** The current state: a reset replaces it. */
@@ -112,6 +121,24 @@ export function notifyingControls(context: NotifyingContext) {
     completeSubscription: (id: number, input: unknown = {}) => endSubscription(id, 'complete', input),
 
     stopSubscription: (id: number, input: unknown = {}) => endSubscription(id, 'stop', input),
+
+    /**
+     * PayHere decides a pending charge of the order: `input` is `{ outcome, payment_id?, notify_url?,
+     * delivery? }` (server.ts's Sandbox takes the outcome apart).
+     */
+    async decidePending(orderId: string, input: unknown): Promise<PendingDecisionAnswer> {
+      const request = accepted(verifyPendingDecision(input));
+      processDueFirst(context);
+      const decided = accepted(
+        context.state().decidePending(orderId, request.outcome, request.payment_id, request.notify_url),
+      );
+      return { ...decided, deliveries: await deliverQueued(context, request.delivery) };
+    },
+
+    pendingCharges(): PendingChargeView[] {
+      processDueFirst(context);
+      return context.state().pendingCharges();
+    },
 
     /** Finishes the late charges due by now and posts their notifications. */
     processDue: () => processDue(context),

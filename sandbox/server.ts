@@ -4,7 +4,12 @@ import { createServer, type IncomingMessage, type ServerResponse } from 'node:ht
 import type { AddressInfo } from 'node:net';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { type Arrival, type Clock, CONTROL_PREFIX, type Controls, handleControl } from './control.ts';
-import type { CheckoutInput, InstallmentInput, SubscriptionEndInput } from './control-requests.ts';
+import type {
+  CheckoutInput,
+  InstallmentInput,
+  PendingDecisionInput,
+  SubscriptionEndInput,
+} from './control-requests.ts';
 import { Deliveries, type Delivery } from './deliveries.ts';
 import { type Fault, FaultController } from './faults.ts';
 import { handleApiRequest } from './merchant-api.ts';
@@ -14,6 +19,7 @@ import {
   deliverQueued,
   type NotifyingContext,
   notifyingControls,
+  type PendingDecisionAnswer,
   processDueFirst,
   type SubscriptionEventAnswer,
 } from './notifying.ts';
@@ -32,7 +38,7 @@ import {
 } from './replies.ts';
 import { API_PREFIX, type CountedName, ENDPOINT_NAMES, matchRoute } from './routes.ts';
 import { SANDBOX_CREDENTIALS } from './seed.ts';
-import { GatewayState } from './state.ts';
+import { GatewayState, type PendingChargeView, type PendingOutcome } from './state.ts';
 import { AccessTokens } from './tokens.ts';
 
 export type { Arrival, Clock } from './control.ts';
@@ -40,6 +46,7 @@ export type {
   CheckoutInput,
   DeliveryOptions,
   InstallmentInput,
+  PendingDecisionInput,
   SubscriptionEndInput,
 } from './control-requests.ts';
 export type { Delivery } from './deliveries.ts';
@@ -50,11 +57,13 @@ export type { MessageType, NotificationForm } from './notifications.ts';
 export {
   type CheckoutAnswer,
   type DueWork,
+  type PendingDecisionAnswer,
   SandboxRefusal,
   type SubscriptionEventAnswer,
 } from './notifying.ts';
 export type { EndpointName } from './routes.ts';
 export { CHECKOUT_PAYER, SANDBOX_CREDENTIALS, SEED } from './seed.ts';
+export type { PendingChargeView, PendingOutcome } from './state.ts';
 
 /** What a function reads at start-up to call the sandbox at `url` as its seeded merchant. */
 export function sandboxGatewayEnv(url: string): Record<string, string> {
@@ -121,6 +130,17 @@ export interface Sandbox {
    * those notifications or to see a due charge without making a request.
    */
   processDue(): Promise<DueWork>;
+  /**
+   * PayHere decides a charge answered pending (status_code 0) on `orderId`: a success is recorded
+   * (a RECEIVED payment, or for AUTHORIZE a hold), a failure is not; either is notified.
+   */
+  decidePending(
+    orderId: string,
+    outcome: PendingOutcome,
+    options?: Omit<PendingDecisionInput, 'outcome'>,
+  ): Promise<PendingDecisionAnswer>;
+  /** The charges still pending, oldest first. */
+  pendingCharges(): PendingChargeView[];
   /** Posts an earlier delivery's form again, unchanged. */
   replayNotification(deliveryId: number): Promise<Delivery[]>;
   /** Every notification attempt since the last reset, oldest first. */
@@ -388,6 +408,8 @@ export async function startSandbox(options: SandboxOptions = {}): Promise<Sandbo
     url: `http://${urlHost}:${port}`,
     port,
     ...controls,
+    decidePending: (orderId, outcome, options = {}) =>
+      controls.decidePending(orderId, { ...options, outcome }),
     deliveriesSettled: () => deliveries.settled(),
     closeIdleConnections: () => server.closeIdleConnections(),
     close: async () => {

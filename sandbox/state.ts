@@ -3,13 +3,14 @@
 // (validate.ts, control-requests.ts); answers are PayHere's envelopes, so the HTTP layer only
 // serialises them. What PayHere would report to a notify_url waits in an outbox for whoever drove the
 // transition to deliver, after answering.
+import { ChargeBook, type PendingChargeView } from './charge-book.ts';
 import type { CheckoutKind, CheckoutOutcome, CheckoutRequest } from './control-requests.ts';
-import { ACCEPTED_CURRENCIES, centsOf, isValidAmount } from './money.ts';
+import { centsOf, isValidAmount } from './money.ts';
 import type { Notification } from './notifications.ts';
 import { failed, ids, ok, PaymentBook, type StateOptions } from './payment-book.ts';
-import type { Envelope, ItemLine } from './records.ts';
-import { CHECKOUT_PAYER, SEED, type SeedData, seedData } from './seed.ts';
-import { CHARGE_AUTHORIZED, CHARGE_STATUS, checkoutStatus } from './statuses.ts';
+import type { Envelope } from './records.ts';
+import { CHECKOUT_PAYER, type SeedData, seedData } from './seed.ts';
+import { checkoutStatus } from './statuses.ts';
 import { SubscriptionBook } from './subscription-book.ts';
 import type { CaptureRequest, ChargeRequest, RefundRequest } from './validate.ts';
 
@@ -26,30 +27,23 @@ export interface CheckoutResult {
   subscription_id: number | null;
 }
 
+export type { PendingChargeView, PendingDecision, PendingOutcome } from './charge-book.ts';
 export type { StateOptions } from './payment-book.ts';
 export type { SubscriptionEnd, SubscriptionEvent } from './subscription-book.ts';
 
-/** A charge PayHere took and finishes at `dueAt` (the sandbox's clock). */
-interface LateCharge {
-  dueAt: number;
-  request: ChargeRequest;
-}
-
 export class GatewayState {
-  readonly #now: () => number;
   readonly #data: SeedData;
   readonly #payments: PaymentBook;
+  readonly #charges: ChargeBook;
   readonly #subscriptions: SubscriptionBook;
   #outbox: Notification[] = [];
-  #lateCharges: LateCharge[] = [];
 
   constructor(options: StateOptions) {
-    this.#now = options.now;
     this.#data = seedData();
     this.#payments = new PaymentBook(options, this.#data);
-    this.#subscriptions = new SubscriptionBook(this.#data.subscriptions, this.#payments, (notification) =>
-      this.#outbox.push(notification),
-    );
+    const notify = (notification: Notification) => this.#outbox.push(notification);
+    this.#charges = new ChargeBook(options.now, this.#data, this.#payments, notify);
+    this.#subscriptions = new SubscriptionBook(this.#data.subscriptions, this.#payments, notify);
   }
 
   searchPayments(orderId: string): Envelope {
@@ -65,115 +59,39 @@ export class GatewayState {
     return taken;
   }
 
-  /**
-   * PayHere takes the charge now and finishes it `ms` later: until processDue() runs it, nothing is
-   * recorded or notified. The answer is never sent (the fault resets the connection).
-   */
+  // Charges, late and pending ones included, are a book of their own (sandbox/charge-book.ts).
+
+  charge(request: ChargeRequest): Envelope {
+    return this.#charges.charge(request);
+  }
+
+  /** The processLate fault: checked now, made `ms` later by processDue(). */
   chargeLate(request: ChargeRequest, ms: number): Envelope {
-    this.#lateCharges.push({ dueAt: this.#now() + ms, request });
-    return ok('Charge accepted for processing');
+    return this.#charges.chargeLate(request, ms);
   }
 
   /**
-   * Finishes the late charges due by now, in the order they fall due, each as made at its due time;
-   * answers how many. Called lazily before every request and by a timer (server.ts), so it works
-   * with an injected clock as with real time.
+   * Finishes the late charges due by now; answers how many. Called lazily before requests and by a
+   * timer (server.ts), so it works with an injected clock as with real time.
    */
   processDue(): number {
-    const now = this.#now();
-    const due = this.#lateCharges.filter((late) => late.dueAt <= now).sort((a, b) => a.dueAt - b.dueAt);
-    this.#lateCharges = this.#lateCharges.filter((late) => late.dueAt > now);
-    for (const late of due) this.charge(late.request, late.dueAt);
-    return due.length;
+    return this.#charges.processDue();
   }
 
-  /** When the next late charge falls due (the sandbox's clock), or undefined when none waits. */
   nextDueAt(): number | undefined {
-    return this.#lateCharges.length === 0 ? undefined : Math.min(...this.#lateCharges.map((l) => l.dueAt));
+    return this.#charges.nextDueAt();
   }
 
-  /** Late charges not yet due. */
   lateCharges(): number {
-    return this.#lateCharges.length;
+    return this.#charges.lateCharges();
   }
 
-  /** `at`: when PayHere made it (the sandbox's clock), which dates the payment; default now. */
-  charge(request: ChargeRequest, at = this.#now()): Envelope {
-    // A refusal PayHere words its own way (top-level -2, no data): nothing is processed.
-    if (request.customer_token === SEED.customerTokens.authenticationFails)
-      return failed('Customer authentication failed', -2);
-    const payer = this.#data.payers.get(request.customer_token);
-    if (!payer) return failed('Invalid token');
-    if (!ACCEPTED_CURRENCIES.has(request.currency)) return failed('Invalid currency');
-    if (!isValidAmount(request.amount)) return failed('Invalid amount');
+  pendingCharges(): PendingChargeView[] {
+    return this.#charges.pendingCharges();
+  }
 
-    const paymentId = this.#payments.newPaymentId();
-    const itemLines = request.itemList?.map(
-      (item): ItemLine => ({
-        name: item.name,
-        quantity: item.quantity,
-        currency: request.currency,
-        unit_price: item.unit_amount,
-        total_price: centsOf(item.quantity * item.unit_amount) / 100,
-      }),
-    );
-    const authorize = request.type === 'AUTHORIZE' && payer.outcome === 'success';
-    const status = authorize ? CHARGE_AUTHORIZED : CHARGE_STATUS[payer.outcome];
-    let authorizationToken: string | null = null;
-
-    if (authorize) {
-      authorizationToken = this.#payments.addAuthorization({
-        paymentId,
-        orderId: request.order_id,
-        items: request.items,
-        currency: request.currency,
-        amount: request.amount,
-        custom1: request.custom_1 ?? null,
-        custom2: request.custom_2 ?? null,
-        itemLines: itemLines ?? null,
-        payer,
-      });
-    } else if (payer.outcome === 'success') {
-      this.#payments.addPayment({
-        paymentId,
-        orderId: request.order_id,
-        description: request.items,
-        currency: request.currency,
-        amount: request.amount,
-        payer,
-        items: itemLines ?? null,
-        at,
-      });
-    }
-
-    if (request.notify_url) {
-      this.#outbox.push({
-        url: request.notify_url,
-        orderId: request.order_id,
-        paymentId,
-        amount: request.amount,
-        currency: request.currency,
-        statusCode: status.code,
-        statusMessage: status.message,
-        custom1: request.custom_1 ?? null,
-        custom2: request.custom_2 ?? null,
-        payer,
-        ...(authorizationToken === null ? {} : { authorizationToken, capturedAmount: 0 }),
-      });
-    }
-    return ok('Automatic payment charged successfully', {
-      order_id: request.order_id,
-      items: request.items,
-      currency: request.currency,
-      amount: request.amount,
-      custom_1: request.custom_1 ?? null,
-      custom_2: request.custom_2 ?? null,
-      payment_id: paymentId,
-      status_code: status.code,
-      status_message: status.message,
-      md5sig: this.#payments.sign(request.order_id, request.amount, request.currency, status.code),
-      authorization_token: authorizationToken,
-    });
+  decidePending(...args: Parameters<ChargeBook['decidePending']>): ReturnType<ChargeBook['decidePending']> {
+    return this.#charges.decidePending(...args);
   }
 
   capture(request: CaptureRequest): Envelope {
