@@ -74,6 +74,14 @@ const pendingDecisionSchema = z.strictObject({
 export type PendingDecisionInput = z.input<typeof pendingDecisionSchema>;
 export type PendingDecisionRequest = z.infer<typeof pendingDecisionSchema>;
 
+const refundAdvanceSchema = z.strictObject({
+  status: z.optional(z.enum(['REFUND PROCESSING', 'REFUNDED'])),
+  refund_id: z.optional(z.int()),
+});
+
+export type RefundAdvanceInput = z.input<typeof refundAdvanceSchema>;
+export type RefundAdvanceRequest = z.infer<typeof refundAdvanceSchema>;
+
 const clockSchema = z.strictObject({ clockOffsetMs: z.int() });
 
 /** Why a control call is refused: the HTTP status and `msg` of its answer. */
@@ -160,4 +168,9 @@ export function verifyPendingDecision(body: unknown): Result<PendingDecisionRequ
   const checked = parsed(pendingDecisionSchema, body);
   const conflict = checked.ok ? deliveryConflict(checked.value.delivery) : undefined;
   return conflict ? refused(conflict) : checked;
+}
+
+/** `advanceRefunds`: to which step (default REFUNDED), and which refund (default all). */
+export function verifyRefundAdvance(body: unknown): Result<RefundAdvanceRequest> {
+  return parsed(refundAdvanceSchema, body);
 }

@@ -4,6 +4,7 @@ import { verifyClockOffset } from './control-requests.ts';
 import type { Delivery } from './deliveries.ts';
 import { type FaultController, parseInjection } from './faults.ts';
 import { type NotifyingControls, SandboxRefusal } from './notifying.ts';
+import type { PaymentRefunds } from './refunds.ts';
 import { failureReply, jsonReply, notFound, type Reply } from './replies.ts';
 
 /** A Merchant API request as it arrived: when (the sandbox's clock) and at which endpoint. */
@@ -31,6 +32,8 @@ export interface Controls extends NotifyingControls {
   expireTokens(): void;
   clock(): Clock;
   setClockOffset(ms: number): void;
+  refunds(paymentId: number): PaymentRefunds;
+  advanceRefunds(paymentId: number, input?: unknown): PaymentRefunds;
   deliveries(): Delivery[];
   pendingDeliveries(): number;
   clearDeliveries(): void;
@@ -53,6 +56,8 @@ function jsonBody(body: Buffer): unknown {
 const SUBSCRIPTION_EVENT = /^POST subscriptions\/(\d{1,15})\/(installment|complete|stop)$/;
 const REPLAY = /^POST notifications\/(\d{1,9})\/replay$/;
 const PENDING_DECISION = /^POST pending\/([^/]+)$/;
+const REFUNDS = /^GET payments\/(\d{1,15})\/refunds$/;
+const REFUNDS_ADVANCE = /^POST payments\/(\d{1,15})\/refunds\/advance$/;
 
 /** A path segment as sent, percent-decoded (order ids are the merchant's own strings). */
 function pathSegment(segment: string): string {
@@ -84,6 +89,10 @@ async function notifyingAction(action: string, body: Buffer, controls: Controls)
   }
   if (action === 'POST process-due') return done('Due work processed', await controls.processDue());
   if (action === 'GET pending') return done('Pending charges', controls.pendingCharges());
+  const refunds = REFUNDS.exec(action);
+  if (refunds) return done('Refunds', controls.refunds(Number(refunds[1])));
+  const advance = REFUNDS_ADVANCE.exec(action);
+  if (advance) return done('Refunds advanced', controls.advanceRefunds(Number(advance[1]), jsonBody(body)));
   const decision = PENDING_DECISION.exec(action);
   if (decision) {
     const decided = await controls.decidePending(pathSegment(decision[1] ?? ''), jsonBody(body));

@@ -84,7 +84,8 @@ export function processDueFirst(context: NotifyingContext): void {
   processDue(context).catch((error: unknown) => console.error('sandbox: notification failed', error));
 }
 
-function accepted<T>(result: Result<T>): T {
+/** The value of a control's result, or the SandboxRefusal that says why not. */
+export function accepted<T>(result: Result<T>): T {
   if (!result.ok) throw new SandboxRefusal(result.status, result.msg);
   return result.value;
 }

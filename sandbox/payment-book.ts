@@ -128,7 +128,7 @@ export class PaymentBook {
         payment_method: fields.payer.paymentMethod,
         items: fields.items,
       },
-      refundedCents: 0,
+      refunds: [],
       subscriptionId: fields.subscriptionId ?? null,
     });
     this.#data.payments.push(payment);

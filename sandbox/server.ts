@@ -4,16 +4,19 @@ import { createServer, type IncomingMessage, type ServerResponse } from 'node:ht
 import type { AddressInfo } from 'node:net';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { type Arrival, type Clock, CONTROL_PREFIX, type Controls, handleControl } from './control.ts';
-import type {
-  CheckoutInput,
-  InstallmentInput,
-  PendingDecisionInput,
-  SubscriptionEndInput,
+import {
+  type CheckoutInput,
+  type InstallmentInput,
+  type PendingDecisionInput,
+  type RefundAdvanceInput,
+  type SubscriptionEndInput,
+  verifyRefundAdvance,
 } from './control-requests.ts';
 import { Deliveries, type Delivery } from './deliveries.ts';
 import { type Fault, FaultController } from './faults.ts';
 import { handleApiRequest } from './merchant-api.ts';
 import {
+  accepted,
   type CheckoutAnswer,
   type DueWork,
   deliverQueued,
@@ -26,6 +29,7 @@ import {
 import { bearerToken } from './oauth.ts';
 import { payhereDate } from './payment-book.ts';
 import { type RateLimitOptions, SlidingWindowLimiter } from './rate-limit.ts';
+import type { PaymentRefunds } from './refunds.ts';
 import {
   envelopeReply,
   expiredToken,
@@ -47,6 +51,7 @@ export type {
   DeliveryOptions,
   InstallmentInput,
   PendingDecisionInput,
+  RefundAdvanceInput,
   SubscriptionEndInput,
 } from './control-requests.ts';
 export type { Delivery } from './deliveries.ts';
@@ -61,6 +66,8 @@ export {
   SandboxRefusal,
   type SubscriptionEventAnswer,
 } from './notifying.ts';
+export type { RefundStatus, StoredRefund } from './records.ts';
+export type { PaymentRefunds } from './refunds.ts';
 export type { EndpointName } from './routes.ts';
 export { CHECKOUT_PAYER, SANDBOX_CREDENTIALS, SEED } from './seed.ts';
 export type { PendingChargeView, PendingOutcome } from './state.ts';
@@ -109,6 +116,13 @@ export interface Sandbox {
   resetState(): void;
   reset(): void;
   expireTokens(): void;
+  /** A payment's refunds (each request one, oldest first), its status and the amount refunded. */
+  refunds(paymentId: number): PaymentRefunds;
+  /**
+   * PayHere moves the payment's refunds (or the one `refund_id`) on to `status` (default REFUNDED);
+   * the payment's status follows. Answers as refunds().
+   */
+  advanceRefunds(paymentId: number, options?: RefundAdvanceInput): PaymentRefunds;
   /** The sandbox's time, how far PayHere's clock is off it, and the date PayHere would write now. */
   clock(): Clock;
   /** Sets how far PayHere's clock is off the sandbox's (ms), from now on; reset() restores the option's. */
@@ -283,6 +297,15 @@ export async function startSandbox(options: SandboxOptions = {}): Promise<Sandbo
     clock: () => {
       const at = now();
       return { now: at, clockOffsetMs, payhereDate: payhereDate(at + clockOffsetMs) };
+    },
+    refunds: (paymentId: number) => {
+      processDueFirst(notifying);
+      return accepted(state.refundsOf(paymentId));
+    },
+    advanceRefunds: (paymentId: number, input: unknown = {}) => {
+      const request = accepted(verifyRefundAdvance(input));
+      processDueFirst(notifying);
+      return accepted(state.advanceRefunds(paymentId, request.status ?? 'REFUNDED', request.refund_id));
     },
     setClockOffset: (ms: number) => {
       const offset = checkedClockOffset(ms);

@@ -4,11 +4,12 @@
 // serialises them. What PayHere would report to a notify_url waits in an outbox for whoever drove the
 // transition to deliver, after answering.
 import { ChargeBook, type PendingChargeView } from './charge-book.ts';
-import type { CheckoutKind, CheckoutOutcome, CheckoutRequest } from './control-requests.ts';
+import type { CheckoutKind, CheckoutOutcome, CheckoutRequest, Result } from './control-requests.ts';
 import { centsOf, isValidAmount } from './money.ts';
 import type { Notification } from './notifications.ts';
-import { failed, ids, ok, PaymentBook, type StateOptions } from './payment-book.ts';
-import type { Envelope } from './records.ts';
+import { failed, ok, PaymentBook, type StateOptions } from './payment-book.ts';
+import type { Envelope, RefundStatus } from './records.ts';
+import { type PaymentRefunds, RefundBook } from './refunds.ts';
 import { CHECKOUT_PAYER, type SeedData, seedData } from './seed.ts';
 import { checkoutStatus } from './statuses.ts';
 import { SubscriptionBook } from './subscription-book.ts';
@@ -29,12 +30,14 @@ export interface CheckoutResult {
 
 export type { PendingChargeView, PendingDecision, PendingOutcome } from './charge-book.ts';
 export type { StateOptions } from './payment-book.ts';
+export type { PaymentRefunds } from './refunds.ts';
 export type { SubscriptionEnd, SubscriptionEvent } from './subscription-book.ts';
 
 export class GatewayState {
   readonly #data: SeedData;
   readonly #payments: PaymentBook;
   readonly #charges: ChargeBook;
+  readonly #refunds: RefundBook;
   readonly #subscriptions: SubscriptionBook;
   #outbox: Notification[] = [];
 
@@ -43,6 +46,7 @@ export class GatewayState {
     this.#payments = new PaymentBook(options, this.#data);
     const notify = (notification: Notification) => this.#outbox.push(notification);
     this.#charges = new ChargeBook(options.now, this.#data, this.#payments, notify);
+    this.#refunds = new RefundBook(options.now, this.#payments);
     this.#subscriptions = new SubscriptionBook(this.#data.subscriptions, this.#payments, notify);
   }
 
@@ -133,20 +137,17 @@ export class GatewayState {
     if (request.authorization_token !== undefined) {
       return this.#payments.releaseAuthorization(request.authorization_token, request.amount);
     }
-    const payment =
-      request.payment_id === undefined ? undefined : this.#payments.byPaymentId(request.payment_id);
-    if (!payment) return failed('Error processing refund');
-    const remainingCents = centsOf(payment.record.amount) - payment.refundedCents;
-    const requestedCents = request.amount === undefined ? remainingCents : centsOf(request.amount);
-    const validAmount = request.amount === undefined || isValidAmount(request.amount);
-    if (remainingCents <= 0 || !validAmount || requestedCents > remainingCents) {
-      return failed('Error processing refund');
-    }
+    return this.#refunds.refund(request.payment_id, request.amount, request.description);
+  }
 
-    payment.refundedCents += requestedCents;
-    // PayHere refunds asynchronously; the sandbox stays at the first step.
-    payment.record.status = 'REFUND REQUESTED';
-    return ok('Successfully processed the refund', ids.nextRefundNumber++);
+  /** A payment's refunds and status (a control; PayHere's API has no such call). */
+  refundsOf(paymentId: number): Result<PaymentRefunds> {
+    return this.#refunds.refundsOf(paymentId);
+  }
+
+  /** PayHere moves a payment's refunds (or one) on to `step`. */
+  advanceRefunds(paymentId: number, step: RefundStatus, refundId?: number): Result<PaymentRefunds> {
+    return this.#refunds.advance(paymentId, step, refundId);
   }
 
   /** The customer ends a checkout in PayHere's SDK with the outcome the test chose. */
