@@ -68,7 +68,10 @@ function pathSegment(segment: string): string {
   }
 }
 
-/** The control calls that make PayHere post a notification. */
+/**
+ * The control calls that play PayHere's customer and scheduler (they notify), finish or decide its
+ * charges, and show or advance refunds: those at paths with ids, and those that may notify.
+ */
 async function notifyingAction(action: string, body: Buffer, controls: Controls): Promise<Reply | undefined> {
   if (action === 'POST checkouts') {
     return done('Checkout completed', await controls.completeCheckout(jsonBody(body)));
