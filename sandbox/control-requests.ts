@@ -64,6 +64,26 @@ const subscriptionEndSchema = z.strictObject({
 export type SubscriptionEndInput = z.input<typeof subscriptionEndSchema>;
 export type SubscriptionEndRequest = z.infer<typeof subscriptionEndSchema>;
 
+const pendingDecisionSchema = z.strictObject({
+  outcome: z.enum(['success', 'failure']),
+  payment_id: z.optional(z.int()),
+  notify_url: z.optional(url),
+  delivery: z.optional(deliverySchema),
+});
+
+export type PendingDecisionInput = z.input<typeof pendingDecisionSchema>;
+export type PendingDecisionRequest = z.infer<typeof pendingDecisionSchema>;
+
+const refundAdvanceSchema = z.strictObject({
+  status: z.optional(z.enum(['REFUND PROCESSING', 'REFUNDED'])),
+  refund_id: z.optional(z.int()),
+});
+
+export type RefundAdvanceInput = z.input<typeof refundAdvanceSchema>;
+export type RefundAdvanceRequest = z.infer<typeof refundAdvanceSchema>;
+
+const clockSchema = z.strictObject({ clockOffsetMs: z.int() });
+
 /** Why a control call is refused: the HTTP status and `msg` of its answer. */
 export interface Refusal {
   ok: false;
@@ -137,4 +157,20 @@ export function verifySubscriptionEnd(body: unknown): Result<SubscriptionEndRequ
   const checked = parsed(subscriptionEndSchema, body);
   const conflict = checked.ok ? deliveryConflict(checked.value.delivery) : undefined;
   return conflict ? refused(conflict) : checked;
+}
+
+/** `POST /__sandbox/clock`: how far PayHere's clock is off the sandbox's. */
+export function verifyClockOffset(body: unknown): Result<{ clockOffsetMs: number }> {
+  return parsed(clockSchema, body);
+}
+
+export function verifyPendingDecision(body: unknown): Result<PendingDecisionRequest> {
+  const checked = parsed(pendingDecisionSchema, body);
+  const conflict = checked.ok ? deliveryConflict(checked.value.delivery) : undefined;
+  return conflict ? refused(conflict) : checked;
+}
+
+/** `advanceRefunds`: to which step (default REFUNDED), and which refund (default all). */
+export function verifyRefundAdvance(body: unknown): Result<RefundAdvanceRequest> {
+  return parsed(refundAdvanceSchema, body);
 }

@@ -1,14 +1,23 @@
 // /__sandbox/*: the test controls over HTTP, for a sandbox running in another process. Not rate
 // limited and not counted, so driving the sandbox does not disturb what a test measures.
+import { verifyClockOffset } from './control-requests.ts';
 import type { Delivery } from './deliveries.ts';
 import { type FaultController, parseInjection } from './faults.ts';
 import { type NotifyingControls, SandboxRefusal } from './notifying.ts';
+import type { PaymentRefunds } from './refunds.ts';
 import { failureReply, jsonReply, notFound, type Reply } from './replies.ts';
 
 /** A Merchant API request as it arrived: when (the sandbox's clock) and at which endpoint. */
 export interface Arrival {
   at: number;
   endpoint: string;
+}
+
+/** The sandbox's time and PayHere's: `payhereDate` is what PayHere would write on a record now. */
+export interface Clock {
+  now: number;
+  clockOffsetMs: number;
+  payhereDate: string;
 }
 
 export const CONTROL_PREFIX = '/__sandbox/';
@@ -21,6 +30,10 @@ export interface Controls extends NotifyingControls {
   resetState(): void;
   reset(): void;
   expireTokens(): void;
+  clock(): Clock;
+  setClockOffset(ms: number): void;
+  refunds(paymentId: number): PaymentRefunds;
+  advanceRefunds(paymentId: number, input?: unknown): PaymentRefunds;
   deliveries(): Delivery[];
   pendingDeliveries(): number;
   clearDeliveries(): void;
@@ -42,8 +55,23 @@ function jsonBody(body: Buffer): unknown {
 
 const SUBSCRIPTION_EVENT = /^POST subscriptions\/(\d{1,15})\/(installment|complete|stop)$/;
 const REPLAY = /^POST notifications\/(\d{1,9})\/replay$/;
+const PENDING_DECISION = /^POST pending\/([^/]+)$/;
+const REFUNDS = /^GET payments\/(\d{1,15})\/refunds$/;
+const REFUNDS_ADVANCE = /^POST payments\/(\d{1,15})\/refunds\/advance$/;
 
-/** The control calls that make PayHere post a notification. */
+/** A path segment as sent, percent-decoded (order ids are the merchant's own strings). */
+function pathSegment(segment: string): string {
+  try {
+    return decodeURIComponent(segment);
+  } catch {
+    throw new SandboxRefusal(400, 'Malformed path');
+  }
+}
+
+/**
+ * The control calls that play PayHere's customer and scheduler (they notify), finish or decide its
+ * charges, and show or advance refunds: those at paths with ids, and those that may notify.
+ */
 async function notifyingAction(action: string, body: Buffer, controls: Controls): Promise<Reply | undefined> {
   if (action === 'POST checkouts') {
     return done('Checkout completed', await controls.completeCheckout(jsonBody(body)));
@@ -62,6 +90,20 @@ async function notifyingAction(action: string, body: Buffer, controls: Controls)
     }
     return done('Subscription stopped', await controls.stopSubscription(id, input));
   }
+  if (action === 'POST process-due') return done('Due work processed', await controls.processDue());
+  if (action === 'GET pending') return done('Pending charges', controls.pendingCharges());
+  const refunds = REFUNDS.exec(action);
+  if (refunds) return done('Refunds', controls.refunds(Number(refunds[1])));
+  const advance = REFUNDS_ADVANCE.exec(action);
+  if (advance) return done('Refunds advanced', controls.advanceRefunds(Number(advance[1]), jsonBody(body)));
+  const decision = PENDING_DECISION.exec(action);
+  if (decision) {
+    const decided = await controls.decidePending(pathSegment(decision[1] ?? ''), jsonBody(body));
+    return done(
+      decided.outcome === 'success' ? 'Pending charge succeeded' : 'Pending charge failed',
+      decided,
+    );
+  }
   const replay = REPLAY.exec(action);
   if (replay) {
     return done('Notification replayed', {
@@ -69,6 +111,15 @@ async function notifyingAction(action: string, body: Buffer, controls: Controls)
     });
   }
   return undefined;
+}
+
+/** The JSON body, or undefined when it is none, so that the schema names what is missing. */
+function parsedJson(body: Buffer): unknown {
+  try {
+    return JSON.parse(body.toString('utf8'));
+  } catch {
+    return undefined;
+  }
 }
 
 // Infinity does not survive JSON.stringify; say it in words.
@@ -85,21 +136,18 @@ export async function handleControl(
 ): Promise<Reply> {
   const action = `${method} ${pathname.slice(CONTROL_PREFIX.length)}`;
   try {
-    const reply = await notifyingAction(action, body, controls);
-    if (reply) return reply;
+    return (await notifyingAction(action, body, controls)) ?? fixedAction(action, body, controls);
   } catch (error) {
     if (error instanceof SandboxRefusal) return failureReply(error.status, error.message);
     throw error;
   }
+}
+
+/** The control calls at fixed paths. */
+function fixedAction(action: string, body: Buffer, controls: Controls): Reply {
   switch (action) {
     case 'POST faults': {
-      let parsed: unknown;
-      try {
-        parsed = JSON.parse(body.toString('utf8'));
-      } catch {
-        parsed = undefined;
-      }
-      const injection = parseInjection(parsed);
+      const injection = parseInjection(parsedJson(body));
       if (!injection) return jsonReply(400, { status: -1, msg: 'Invalid fault injection', data: null });
       controls.faults.inject(injection.endpoint, injection.fault, injection.times);
       return done('Fault injected', { pending: pendingOf(controls.faults) });
@@ -125,6 +173,14 @@ export async function handleControl(
     case 'POST expire-tokens':
       controls.expireTokens();
       return done('Tokens expired');
+    case 'GET clock':
+      return done('Clock', controls.clock());
+    case 'POST clock': {
+      const offset = verifyClockOffset(jsonBody(body));
+      if (!offset.ok) throw new SandboxRefusal(offset.status, offset.msg);
+      controls.setClockOffset(offset.value.clockOffsetMs);
+      return done('Clock set', controls.clock());
+    }
     case 'GET notifications':
       return done('Notification deliveries', {
         pending: controls.pendingDeliveries(),

@@ -19,7 +19,16 @@ export type Fault =
   /** 401 invalid_token, as if the access token had expired. */
   | { kind: 'invalidToken' }
   /** Never answer, until the client or close() ends the connection. */
-  | { kind: 'hang' };
+  | { kind: 'hang' }
+  /**
+   * Charge only: reset the connection at once, and PayHere makes the charge `ms` later on the
+   * sandbox's clock (recorded, dated and notified then).
+   */
+  | { kind: 'processLate'; ms: number }
+  /** Search only: PayHere's retrieval `status` 0, "payment pending", with `data` null. */
+  | { kind: 'searchPending'; msg?: string }
+  /** Search only: `status` -1 with another `msg` than "No payments found": an error, not "none". */
+  | { kind: 'searchFailed'; msg?: string };
 
 export type FaultTarget = EndpointName | '*';
 
@@ -27,6 +36,19 @@ interface Injected {
   endpoint: FaultTarget;
   fault: Fault;
   remaining: number;
+}
+
+/** Faults that are answers of one endpoint, meaningless anywhere else (so not for '*' either). */
+const ONLY_ON: Partial<Record<Fault['kind'], EndpointName>> = {
+  processLate: 'charge',
+  searchPending: 'search',
+  searchFailed: 'search',
+};
+
+/** Why `fault` cannot be injected on `endpoint`, or undefined when it can. */
+function misplaced(endpoint: FaultTarget, fault: Fault): string | undefined {
+  const only = ONLY_ON[fault.kind];
+  return only === undefined || only === endpoint ? undefined : `${fault.kind} is a fault of ${only} only`;
 }
 
 export class FaultController {
@@ -37,6 +59,8 @@ export class FaultController {
     if (!(times >= 1 && (Number.isInteger(times) || times === Number.POSITIVE_INFINITY))) {
       throw new RangeError(`times must be a positive integer or Infinity, got ${times}`);
     }
+    const wrongPlace = misplaced(endpoint, fault);
+    if (wrongPlace) throw new RangeError(`${wrongPlace}, not ${endpoint}`);
     this.#queue.push({ endpoint, fault, remaining: times });
   }
 
@@ -82,6 +106,9 @@ const faultSchema = z.discriminatedUnion('kind', [
   }),
   z.strictObject({ kind: z.literal('invalidToken') }),
   z.strictObject({ kind: z.literal('hang') }),
+  z.strictObject({ kind: z.literal('processLate'), ms: z.number().check(z.nonnegative()) }),
+  z.strictObject({ kind: z.literal('searchPending'), msg: z.optional(z.string()) }),
+  z.strictObject({ kind: z.literal('searchFailed'), msg: z.optional(z.string()) }),
 ]);
 
 // JSON has no Infinity, so the control interface also takes the string "Infinity".
@@ -102,6 +129,7 @@ export function parseInjection(body: unknown): Injection | undefined {
   const parsed = injectionSchema.safeParse(body);
   if (!parsed.success) return undefined;
   const { endpoint, fault, times } = parsed.data;
+  if (misplaced(endpoint, fault)) return undefined;
   return {
     endpoint,
     fault,

@@ -31,6 +31,8 @@ export interface ApiRequest {
   authorization: string | undefined;
   contentType: string | undefined;
   body: Buffer;
+  /** A charge PayHere finishes this much later (the processLate fault): checked now, made then. */
+  processLateMs?: number;
 }
 
 export interface ApiContext {
@@ -103,8 +105,12 @@ export function handleApiRequest(request: ApiRequest, context: ApiContext): Repl
       if (!query.ok) return invalidParameter(query.field);
       return envelopeReply(state.searchPayments(query.value.order_id ?? ''));
     }
-    case 'charge':
-      return withBody(request, checkCharge, (body) => state.charge(body));
+    case 'charge': {
+      const lateMs = request.processLateMs;
+      return withBody(request, checkCharge, (body) =>
+        lateMs === undefined ? state.charge(body) : state.chargeLate(body, lateMs),
+      );
+    }
     case 'capture':
       return withBody(request, checkCapture, (body) => state.capture(body));
     case 'refund':

@@ -20,6 +20,11 @@ export const ids = {
   nextSubscriptionId: FIRST_SUBSCRIPTION_ID,
 };
 
+/** A moment (ms) as PayHere writes dates: Sri Lanka local time without a zone. */
+export function payhereDate(ms: number): string {
+  return new Date(ms + SRI_LANKA_OFFSET_MS).toISOString().slice(0, 19).replace('T', ' ');
+}
+
 export function ok(msg: string, data: unknown = null): Envelope {
   return { status: 1, msg, data };
 }
@@ -35,7 +40,10 @@ function append<Key, Value>(map: Map<Key, Value[]>, key: Key, value: Value): voi
 }
 
 export interface StateOptions {
+  /** The sandbox's clock (ms): when things happen. */
   now: () => number;
+  /** How far PayHere's own clock, which dates its records, is off the sandbox's (ms; default 0). */
+  clockOffsetMs?: () => number;
   merchantId: string;
   merchantSecret: string;
 }
@@ -103,12 +111,14 @@ export class PaymentBook {
     payer: Payer;
     items: ItemLine[] | null;
     subscriptionId?: number;
+    /** When PayHere made it, on the sandbox's clock; default now. */
+    at?: number;
   }): StoredPayment {
     const payment: StoredPayment = structuredClone({
       record: {
         payment_id: fields.paymentId,
         order_id: fields.orderId,
-        date: this.date(),
+        date: this.date(fields.at),
         description: fields.description,
         status: 'RECEIVED',
         currency: fields.currency,
@@ -118,7 +128,7 @@ export class PaymentBook {
         payment_method: fields.payer.paymentMethod,
         items: fields.items,
       },
-      refundedCents: 0,
+      refunds: [],
       subscriptionId: fields.subscriptionId ?? null,
     });
     this.#data.payments.push(payment);
@@ -136,9 +146,9 @@ export class PaymentBook {
     return ids.nextPaymentId++;
   }
 
-  /** PayHere's dates are Sri Lanka local time without a zone. */
-  date(): string {
-    return new Date(this.#options.now() + SRI_LANKA_OFFSET_MS).toISOString().slice(0, 19).replace('T', ' ');
+  /** PayHere's date of a moment on the sandbox's clock (default now), read off PayHere's own clock. */
+  date(at = this.#options.now()): string {
+    return payhereDate(at + (this.#options.clockOffsetMs?.() ?? 0));
   }
 
   // The md5sig of charge and capture answers is undocumented; the notification formula is a

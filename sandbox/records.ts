@@ -72,10 +72,27 @@ export interface Payer {
   cardExpiry: string;
 }
 
+/** Where a refund is in PayHere's asynchronous processing. */
+export type RefundStatus = 'REFUND REQUESTED' | 'REFUND PROCESSING' | 'REFUNDED';
+
+/** One refund of a payment, as the control API lists it (PayHere's Merchant API does not). */
+export interface StoredRefund {
+  /** The refund number the refund answer carries as `data`. */
+  refund_id: number;
+  amount: number;
+  description: string;
+  /** When it was requested, on the sandbox's clock (ms). */
+  at: number;
+  /** The same, as PayHere dates it. */
+  date: string;
+  status: RefundStatus;
+}
+
 /** A payment plus what PayHere tracks behind it but does not show. */
 export interface StoredPayment {
   record: PaymentRecord;
-  refundedCents: number;
+  /** Oldest first. */
+  refunds: StoredRefund[];
   subscriptionId: number | null;
 }
 

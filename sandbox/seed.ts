@@ -167,7 +167,7 @@ function payment(seed: PaymentSeed): StoredPayment {
       payment_method: seed.method ?? samanVisa,
       items: seed.items,
     },
-    refundedCents: 0,
+    refunds: [],
     subscriptionId: seed.subscriptionId ?? null,
   };
 }

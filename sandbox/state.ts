@@ -3,13 +3,15 @@
 // (validate.ts, control-requests.ts); answers are PayHere's envelopes, so the HTTP layer only
 // serialises them. What PayHere would report to a notify_url waits in an outbox for whoever drove the
 // transition to deliver, after answering.
-import type { CheckoutKind, CheckoutOutcome, CheckoutRequest } from './control-requests.ts';
-import { ACCEPTED_CURRENCIES, centsOf, isValidAmount } from './money.ts';
+import { ChargeBook, type PendingChargeView } from './charge-book.ts';
+import type { CheckoutKind, CheckoutOutcome, CheckoutRequest, Result } from './control-requests.ts';
+import { centsOf, isValidAmount } from './money.ts';
 import type { Notification } from './notifications.ts';
-import { failed, ids, ok, PaymentBook, type StateOptions } from './payment-book.ts';
-import type { Envelope, ItemLine } from './records.ts';
-import { CHECKOUT_PAYER, SEED, type SeedData, seedData } from './seed.ts';
-import { CHARGE_AUTHORIZED, CHARGE_STATUS, checkoutStatus } from './statuses.ts';
+import { failed, ok, PaymentBook, type StateOptions } from './payment-book.ts';
+import type { Envelope, RefundStatus } from './records.ts';
+import { type PaymentRefunds, RefundBook } from './refunds.ts';
+import { CHECKOUT_PAYER, type SeedData, seedData } from './seed.ts';
+import { checkoutStatus } from './statuses.ts';
 import { SubscriptionBook } from './subscription-book.ts';
 import type { CaptureRequest, ChargeRequest, RefundRequest } from './validate.ts';
 
@@ -26,21 +28,26 @@ export interface CheckoutResult {
   subscription_id: number | null;
 }
 
+export type { PendingChargeView, PendingDecision, PendingOutcome } from './charge-book.ts';
 export type { StateOptions } from './payment-book.ts';
+export type { PaymentRefunds } from './refunds.ts';
 export type { SubscriptionEnd, SubscriptionEvent } from './subscription-book.ts';
 
 export class GatewayState {
   readonly #data: SeedData;
   readonly #payments: PaymentBook;
+  readonly #charges: ChargeBook;
+  readonly #refunds: RefundBook;
   readonly #subscriptions: SubscriptionBook;
   #outbox: Notification[] = [];
 
   constructor(options: StateOptions) {
     this.#data = seedData();
     this.#payments = new PaymentBook(options, this.#data);
-    this.#subscriptions = new SubscriptionBook(this.#data.subscriptions, this.#payments, (notification) =>
-      this.#outbox.push(notification),
-    );
+    const notify = (notification: Notification) => this.#outbox.push(notification);
+    this.#charges = new ChargeBook(options.now, this.#data, this.#payments, notify);
+    this.#refunds = new RefundBook(options.now, this.#payments);
+    this.#subscriptions = new SubscriptionBook(this.#data.subscriptions, this.#payments, notify);
   }
 
   searchPayments(orderId: string): Envelope {
@@ -56,81 +63,39 @@ export class GatewayState {
     return taken;
   }
 
+  // Charges, late and pending ones included, are a book of their own (sandbox/charge-book.ts).
+
   charge(request: ChargeRequest): Envelope {
-    // A refusal PayHere words its own way (top-level -2, no data): nothing is processed.
-    if (request.customer_token === SEED.customerTokens.authenticationFails)
-      return failed('Customer authentication failed', -2);
-    const payer = this.#data.payers.get(request.customer_token);
-    if (!payer) return failed('Invalid token');
-    if (!ACCEPTED_CURRENCIES.has(request.currency)) return failed('Invalid currency');
-    if (!isValidAmount(request.amount)) return failed('Invalid amount');
+    return this.#charges.charge(request);
+  }
 
-    const paymentId = this.#payments.newPaymentId();
-    const itemLines = request.itemList?.map(
-      (item): ItemLine => ({
-        name: item.name,
-        quantity: item.quantity,
-        currency: request.currency,
-        unit_price: item.unit_amount,
-        total_price: centsOf(item.quantity * item.unit_amount) / 100,
-      }),
-    );
-    const authorize = request.type === 'AUTHORIZE' && payer.outcome === 'success';
-    const status = authorize ? CHARGE_AUTHORIZED : CHARGE_STATUS[payer.outcome];
-    let authorizationToken: string | null = null;
+  /** The processLate fault: checked now, made `ms` later by processDue(). */
+  chargeLate(request: ChargeRequest, ms: number): Envelope {
+    return this.#charges.chargeLate(request, ms);
+  }
 
-    if (authorize) {
-      authorizationToken = this.#payments.addAuthorization({
-        paymentId,
-        orderId: request.order_id,
-        items: request.items,
-        currency: request.currency,
-        amount: request.amount,
-        custom1: request.custom_1 ?? null,
-        custom2: request.custom_2 ?? null,
-        itemLines: itemLines ?? null,
-        payer,
-      });
-    } else if (payer.outcome === 'success') {
-      this.#payments.addPayment({
-        paymentId,
-        orderId: request.order_id,
-        description: request.items,
-        currency: request.currency,
-        amount: request.amount,
-        payer,
-        items: itemLines ?? null,
-      });
-    }
+  /**
+   * Finishes the late charges due by now; answers how many. Called lazily before requests and by a
+   * timer (server.ts), so it works with an injected clock as with real time.
+   */
+  processDue(): number {
+    return this.#charges.processDue();
+  }
 
-    if (request.notify_url) {
-      this.#outbox.push({
-        url: request.notify_url,
-        orderId: request.order_id,
-        paymentId,
-        amount: request.amount,
-        currency: request.currency,
-        statusCode: status.code,
-        statusMessage: status.message,
-        custom1: request.custom_1 ?? null,
-        custom2: request.custom_2 ?? null,
-        payer,
-        ...(authorizationToken === null ? {} : { authorizationToken, capturedAmount: 0 }),
-      });
-    }
-    return ok('Automatic payment charged successfully', {
-      order_id: request.order_id,
-      items: request.items,
-      currency: request.currency,
-      amount: request.amount,
-      custom_1: request.custom_1 ?? null,
-      custom_2: request.custom_2 ?? null,
-      payment_id: paymentId,
-      status_code: status.code,
-      status_message: status.message,
-      md5sig: this.#payments.sign(request.order_id, request.amount, request.currency, status.code),
-      authorization_token: authorizationToken,
-    });
+  nextDueAt(): number | undefined {
+    return this.#charges.nextDueAt();
+  }
+
+  lateCharges(): number {
+    return this.#charges.lateCharges();
+  }
+
+  pendingCharges(): PendingChargeView[] {
+    return this.#charges.pendingCharges();
+  }
+
+  decidePending(...args: Parameters<ChargeBook['decidePending']>): ReturnType<ChargeBook['decidePending']> {
+    return this.#charges.decidePending(...args);
   }
 
   capture(request: CaptureRequest): Envelope {
@@ -172,20 +137,17 @@ export class GatewayState {
     if (request.authorization_token !== undefined) {
       return this.#payments.releaseAuthorization(request.authorization_token, request.amount);
     }
-    const payment =
-      request.payment_id === undefined ? undefined : this.#payments.byPaymentId(request.payment_id);
-    if (!payment) return failed('Error processing refund');
-    const remainingCents = centsOf(payment.record.amount) - payment.refundedCents;
-    const requestedCents = request.amount === undefined ? remainingCents : centsOf(request.amount);
-    const validAmount = request.amount === undefined || isValidAmount(request.amount);
-    if (remainingCents <= 0 || !validAmount || requestedCents > remainingCents) {
-      return failed('Error processing refund');
-    }
+    return this.#refunds.refund(request.payment_id, request.amount, request.description);
+  }
 
-    payment.refundedCents += requestedCents;
-    // PayHere refunds asynchronously; the sandbox stays at the first step.
-    payment.record.status = 'REFUND REQUESTED';
-    return ok('Successfully processed the refund', ids.nextRefundNumber++);
+  /** A payment's refunds and status (a control; PayHere's API has no such call). */
+  refundsOf(paymentId: number): Result<PaymentRefunds> {
+    return this.#refunds.refundsOf(paymentId);
+  }
+
+  /** PayHere moves a payment's refunds (or one) on to `step`. */
+  advanceRefunds(paymentId: number, step: RefundStatus, refundId?: number): Result<PaymentRefunds> {
+    return this.#refunds.advance(paymentId, step, refundId);
   }
 
   /** The customer ends a checkout in PayHere's SDK with the outcome the test chose. */

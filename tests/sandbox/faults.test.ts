@@ -177,6 +177,46 @@ describe('fault injection', () => {
     expect(statuses).toEqual([500, 500, 504, 200]);
   });
 
+  it('searchPending: the retrieval answers status 0, "payment pending", with no data', async () => {
+    sandbox.faults.inject('search', { kind: 'searchPending' });
+    sandbox.faults.inject('search', { kind: 'searchPending', msg: 'Payment is pending' });
+    const pending = await api.search(SEED.orders.sample);
+    const worded = await api.search(SEED.orders.withoutPayments);
+    const next = await api.search(SEED.orders.sample);
+
+    expect(pending.status).toBe(200);
+    expect(pending.json).toEqual({ status: 0, msg: 'Payment pending', data: null });
+    expect(worded.json).toEqual({ status: 0, msg: 'Payment is pending', data: null });
+    expect(next.json.data).toHaveLength(1);
+  });
+
+  it('searchFailed: status -1 worded otherwise than "No payments found", though payments exist', async () => {
+    sandbox.faults.inject('search', { kind: 'searchFailed' });
+    sandbox.faults.inject('search', { kind: 'searchFailed', msg: 'Internal error' });
+    const failed = await api.search(SEED.orders.sample);
+    const worded = await api.search(SEED.orders.sample);
+
+    expect(failed.status).toBe(200);
+    expect(failed.json).toEqual({ status: -1, msg: 'Error occurred', data: null });
+    expect(worded.json).toEqual({ status: -1, msg: 'Internal error', data: null });
+  });
+
+  it("search faults are PayHere's answers: a request its token check refuses gets that refusal", async () => {
+    sandbox.faults.inject('search', { kind: 'searchPending' });
+    const unauthenticated = await call(sandbox, 'GET', `/merchant/v1/payment/search?order_id=x`, {
+      token: 'not-a-token',
+    });
+
+    expect(unauthenticated.status).toBe(401);
+    expect(sandbox.faults.pending()).toBe(0);
+  });
+
+  it('search faults are refused on any other endpoint', () => {
+    expect(() => sandbox.faults.inject('charge', { kind: 'searchPending' })).toThrow(RangeError);
+    expect(() => sandbox.faults.inject('*', { kind: 'searchFailed' })).toThrow(RangeError);
+    expect(sandbox.faults.pending()).toBe(0);
+  });
+
   it('clear() drops the faults not yet used', async () => {
     sandbox.faults.inject('search', { kind: 'status', status: 500 }, Number.POSITIVE_INFINITY);
     sandbox.faults.clear();
@@ -228,6 +268,16 @@ describe('HTTP control interface', () => {
     expect(normal.status).toBe(200);
   });
 
+  it('injects the search faults', async () => {
+    const injected = await call(sandbox, 'POST', '/__sandbox/faults', {
+      json: { endpoint: 'search', fault: { kind: 'searchFailed', msg: 'Error occurred' } },
+    });
+    const failed = await api.search(SEED.orders.sample);
+
+    expect(injected.json.data).toEqual({ pending: 1 });
+    expect(failed.json).toEqual({ status: -1, msg: 'Error occurred', data: null });
+  });
+
   it('accepts "Infinity" as times', async () => {
     const injected = await call(sandbox, 'POST', '/__sandbox/faults', {
       json: { endpoint: '*', fault: { kind: 'latency', ms: 1 }, times: 'Infinity' },
@@ -249,9 +299,12 @@ describe('HTTP control interface', () => {
         body: 'nope',
         headers: { 'content-type': 'text/plain' },
       }),
+      await call(sandbox, 'POST', '/__sandbox/faults', {
+        json: { endpoint: 'refund', fault: { kind: 'searchPending' } },
+      }),
     ];
 
-    expect(answers.map((answer) => answer.status)).toEqual([400, 400, 400]);
+    expect(answers.map((answer) => answer.status)).toEqual([400, 400, 400, 400]);
     expect(sandbox.faults.pending()).toBe(0);
   });
 
