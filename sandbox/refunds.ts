@@ -6,7 +6,7 @@ import { centsOf, isValidAmount } from './money.ts';
 import { failed, ids, ok, type PaymentBook } from './payment-book.ts';
 import type { Envelope, RefundStatus, StoredPayment, StoredRefund } from './records.ts';
 
-/** A refund's steps, in order (GATEWAY.md "Refund"). */
+/** A refund's steps, in order (docs/payhere.md "Refund"). */
 export const REFUND_STEPS: readonly RefundStatus[] = ['REFUND REQUESTED', 'REFUND PROCESSING', 'REFUNDED'];
 
 /** A payment's refunds as the control API shows them. */
