@@ -52,6 +52,8 @@ export const FAILURE_WHEN = {
     "This caller used its share of PayHere's budget (PayHere calls per 10 s, money requests a minute), or the order refused another charge after too many declined ones. Nothing was sent. Retry after `Retry-After` seconds.",
   outcome_unknown:
     'The money request reached the gateway but its answer was lost and could not be settled yet. Never send it again with a new key: repeat it with the same Idempotency-Key (DELETE: simply again) to learn the outcome.',
+  outcome_undeterminable:
+    "A lost refund settled for good without PayHere's records being able to show whether it was made (a payment refunded before, or one the service's ledger does not know): not a success. Check the payment's refunds in PayHere's portal before refunding it again.",
   gateway_error:
     'The gateway answered something unusable (5xx, not JSON, the wrong shape, or it refused the service’s own credentials).',
   gateway_unavailable:

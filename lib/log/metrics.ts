@@ -51,6 +51,7 @@ export type CountMetric =
   | 'SettledReport'
   | 'UnknownOverAnHour'
   | 'SettleBacklog'
+  | 'RefundUndeterminable'
   | 'CallerRateLimited'
   | 'CallerShareUncounted'
   | 'CardTesting';

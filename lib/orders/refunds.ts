@@ -1,19 +1,24 @@
 import type { APIGatewayProxyResult } from 'aws-lambda';
 import { ok } from '../envelope/envelope.ts';
-import { NotFoundError } from '../envelope/errors.ts';
-import type { PayHere } from '../gateway/payhere.ts';
+import { ApiError, NotFoundError } from '../envelope/errors.ts';
+import type { PayHere, RefundBody } from '../gateway/payhere.ts';
+import { recordKey } from '../idempotency/idempotent.ts';
 import { thenForget } from '../reads/invalidation.ts';
 import { type RefundRequest, refundUpstreamBody } from '../schemas/refund.ts';
 import { type MoneySubject, type SettleDeps, settleRefund } from '../settle/money.ts';
 import type { Actor, Ownership } from './access.ts';
 import type { Holds } from './holds.ts';
 import type { OrderPayments } from './payments.ts';
+import { failedRefundEvidence } from './refund-evidence.ts';
+import { REFUND_OPERATION, type RefundHold, recordRefundOutcome } from './refund-slots.ts';
 
 /** A refund or release as the route hands it over. */
 export interface RefundInput {
   caller: Actor;
   body: RefundRequest;
   deadline: number;
+  /** The request's Idempotency-Key: the ledger keeps a payment's refunds under its record key. */
+  idempotencyKey?: string;
 }
 
 type RefundSubject = Extract<MoneySubject, { operation: 'refund' }>;
@@ -22,7 +27,7 @@ type RefundSubject = Extract<MoneySubject, { operation: 'refund' }>;
  * Refunding a payment, fully or partly, or releasing a hold (POST /gateway/api/payments/refund):
  * the customer's own only (else 404); what PayHere accepted drops the order's shared payments and
  * its ledger copy, and a release proves the hold's token; a lost answer is settled from the
- * payment's status.
+ * payment's status and what the ledger recorded of the payment's refunds (refund-slots.ts).
  */
 export class Refunds {
   readonly #payhere: PayHere;
@@ -52,8 +57,9 @@ export class Refunds {
 
   async refund(request: RefundInput): Promise<APIGatewayProxyResult> {
     const orderId = await this.#refundedOrder(request);
+    const hold = holdOf(request);
     const { msg, data } = await thenForget(
-      () => this.#payhere.refund(refundUpstreamBody(request.body), request.deadline, orderId),
+      () => this.#sent(refundUpstreamBody(request.body), request.deadline, orderId, hold),
       // The merchant's refund looks its order up only now, after PayHere answered.
       async (refunded) => {
         const order = orderId ?? (await this.#refundedOrder(request, true).catch(() => undefined));
@@ -68,10 +74,26 @@ export class Refunds {
     return ok(msg, data);
   }
 
-  /** A lost answer, repeated: a refunded payment shows it in its status. */
+  /** A lost answer, repeated: settled from the ledger and the payment's status (lib/settle/money.ts). */
   async settle(request: RefundInput, startedAt: number): Promise<APIGatewayProxyResult> {
     const subject = { ...this.subject(request), orderId: await this.#refundedOrder(request, true) };
-    return settleRefund(this.#settling, subject, { key: '', startedAt }, request.deadline);
+    const key = recordKey(REFUND_OPERATION, request.caller.sub, request.idempotencyKey!);
+    return settleRefund(this.#settling, subject, { key, startedAt }, request.deadline);
+  }
+
+  /** Send the refund; what PayHere's answer (or its absence) says of it is kept in the ledger. */
+  async #sent(body: RefundBody, deadline: number, orderId: string | undefined, hold: RefundHold | undefined) {
+    const ledger = this.#settling.ledger;
+    let answer: Awaited<ReturnType<PayHere['refund']>>;
+    try {
+      answer = await this.#payhere.refund(body, deadline, orderId);
+    } catch (error) {
+      const reach = error instanceof ApiError ? error.reach : undefined;
+      if (hold) await recordRefundOutcome(ledger, hold, failedRefundEvidence(reach));
+      throw error;
+    }
+    if (hold) await recordRefundOutcome(ledger, hold, 'refund_accepted', answer.data.refund_id);
+    return answer;
   }
 
   /**
@@ -98,4 +120,15 @@ export class Refunds {
           );
     return reference?.orderId;
   }
+}
+
+/** A payment refund as the ledger keeps it; a hold's release has none (PayHere refuses a second one). */
+function holdOf(request: RefundInput): RefundHold | undefined {
+  const upstream = refundUpstreamBody(request.body);
+  if (!('payment_id' in upstream)) return undefined;
+  return {
+    paymentId: String(upstream.payment_id),
+    key: recordKey(REFUND_OPERATION, request.caller.sub, request.idempotencyKey!),
+    amountCents: upstream.amount === undefined ? null : Math.round(upstream.amount * 100),
+  };
 }

@@ -140,7 +140,48 @@ describe('a lost capture, refund and retry', () => {
     expect(repeat.headers['Idempotent-Replayed']).toBe('true');
   });
 
+  /** A partial refund of a payment made through the service (the ledger knows its order), its answer lost: 202. */
+  async function lostRefund(processed: boolean) {
+    const paid = await call('charge', { body: chargeBody() });
+    const request = { body: { payment_id: paid.body.data.payment_id, description: 'Partial', amount: 20 } };
+    const key = randomUUID();
+    sandbox.faults.inject('refund', { kind: processed ? 'reset' : 'resetBeforeProcessing' });
+    const lost = await call('refund', { ...request, idempotencyKey: key });
+    sandbox.faults.clear();
+    expect(lost.statusCode).toBe(202);
+    return { request, key, paymentId: String(paid.body.data.payment_id) };
+  }
+
   it('a refund PayHere never processed is settled as not done', async () => {
+    const { request, key, paymentId } = await lostRefund(false);
+
+    await settleJob(LATER).run();
+    const repeat = await call('refund', { ...request, idempotencyKey: key });
+    const again = await call('refund', request);
+
+    expect(repeat.statusCode).toBe(422);
+    expect(repeat.body.data.code).toBe('gateway_rejected');
+    expect(repeat.headers['Idempotent-Replayed']).toBe('true');
+    expect(again.statusCode).toBe(200);
+    expect(await ledger.paymentRefunds(paymentId)).toMatchObject({ refundedCents: 2_000 });
+  });
+
+  it('a refund PayHere processed is settled as done, and kept in the ledger', async () => {
+    const { request, key, paymentId } = await lostRefund(true);
+
+    const run = await settleJob(LATER).run();
+    const repeat = await call('refund', { ...request, idempotencyKey: key });
+    const again = await call('refund', request);
+
+    expect(run.settled).toBe(1);
+    expect(repeat.statusCode).toBe(200);
+    expect(repeat.headers['Idempotent-Replayed']).toBe('true');
+    expect(again.statusCode).toBe(200);
+    expect(sandbox.counters().refund).toBe(2);
+    expect(await ledger.paymentRefunds(paymentId)).toMatchObject({ refundedCents: 4_000 });
+  });
+
+  it('a refund of a payment the ledger does not know is settled as undeterminable, never as done or not done', async () => {
     const request = await validRequest(sandbox, 'refund');
     const key = randomUUID();
     sandbox.faults.inject('refund', { kind: 'resetBeforeProcessing' });
@@ -148,10 +189,13 @@ describe('a lost capture, refund and retry', () => {
 
     await settleJob(LATER).run();
     const repeat = await call('refund', { ...request, idempotencyKey: key });
+    const again = await call('refund', request);
 
-    expect(repeat.statusCode).toBe(422);
-    expect(repeat.body.data.code).toBe('gateway_rejected');
+    expect(repeat.statusCode).toBe(409);
+    expect(repeat.body.data.code).toBe('outcome_undeterminable');
+    expect(repeat.body.msg).toMatch(/not in the ledger.*PayHere's portal/);
     expect(repeat.headers['Idempotent-Replayed']).toBe('true');
+    expect(again.statusCode).toBe(200);
   });
 
   it('a retry PayHere processed is settled as done from the subscription’s payments', async () => {
