@@ -320,7 +320,7 @@ export interface Operations {
         status: -1;
         msg: string;
         data: {
-          code: 'idempotency_in_progress' | 'outcome_undeterminable';
+          code: 'idempotency_in_progress' | 'conflict' | 'outcome_undeterminable';
         };
       };
       '413': {

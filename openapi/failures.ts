@@ -37,7 +37,7 @@ export const FAILURE_WHEN = {
   not_found:
     "The object does not exist, or the caller does not own it (a customer is never told that someone else's object exists).",
   conflict:
-    'The gateway refuses because of the state of the object: already captured, refunded, cancelled or completed; not eligible for retry.',
+    'The gateway refuses because of the state of the object: already captured, refunded, cancelled or completed; not eligible for retry. Or another refund of the payment is still in flight: nothing was sent.',
   order_conflict:
     'The order already has a successful, pending or unknown payment or hold, or the body disagrees with the order the merchant priced (`data.errors` names the fields).',
   idempotency_in_progress:

@@ -152,33 +152,38 @@ describe('a lost capture, refund and retry', () => {
     return { request, key, paymentId: String(paid.body.data.payment_id) };
   }
 
-  it('a refund PayHere never processed is settled as not done', async () => {
+  it('a refund PayHere never processed is settled as not done, and its payment’s refund slot freed', async () => {
     const { request, key, paymentId } = await lostRefund(false);
 
+    const blocked = await call('refund', request);
     await settleJob(LATER).run();
     const repeat = await call('refund', { ...request, idempotencyKey: key });
     const again = await call('refund', request);
 
+    expect(blocked.statusCode).toBe(409);
     expect(repeat.statusCode).toBe(422);
     expect(repeat.body.data.code).toBe('gateway_rejected');
     expect(repeat.headers['Idempotent-Replayed']).toBe('true');
     expect(again.statusCode).toBe(200);
-    expect(await ledger.paymentRefunds(paymentId)).toMatchObject({ refundedCents: 2_000 });
+    expect(await ledger.paymentRefunds(paymentId)).toMatchObject({ inflight: null, refundedCents: 2_000 });
   });
 
-  it('a refund PayHere processed is settled as done, and kept in the ledger', async () => {
+  it('a refund PayHere processed is settled as done, and its payment’s refund slot freed', async () => {
     const { request, key, paymentId } = await lostRefund(true);
 
+    const blocked = await call('refund', request);
     const run = await settleJob(LATER).run();
     const repeat = await call('refund', { ...request, idempotencyKey: key });
     const again = await call('refund', request);
 
+    expect(blocked.statusCode).toBe(409);
+    expect(blocked.body.msg).toContain(key);
     expect(run.settled).toBe(1);
     expect(repeat.statusCode).toBe(200);
     expect(repeat.headers['Idempotent-Replayed']).toBe('true');
     expect(again.statusCode).toBe(200);
     expect(sandbox.counters().refund).toBe(2);
-    expect(await ledger.paymentRefunds(paymentId)).toMatchObject({ refundedCents: 4_000 });
+    expect(await ledger.paymentRefunds(paymentId)).toMatchObject({ inflight: null, refundedCents: 4_000 });
   });
 
   it('a refund of a payment the ledger does not know is settled as undeterminable, never as done or not done', async () => {
@@ -195,6 +200,7 @@ describe('a lost capture, refund and retry', () => {
     expect(repeat.body.data.code).toBe('outcome_undeterminable');
     expect(repeat.body.msg).toMatch(/not in the ledger.*PayHere's portal/);
     expect(repeat.headers['Idempotent-Replayed']).toBe('true');
+    // The final answer freed the slot.
     expect(again.statusCode).toBe(200);
   });
 
