@@ -10,6 +10,7 @@ export const ALARMS = {
   'unknown-over-an-hour': 'UnknownOverAnHour',
   'notification-terms': 'NotificationTermsMismatch',
   'card-testing': 'CardTesting',
+  'refund-undeterminable': 'RefundUndeterminable',
 } as const;
 
 type Alarm = { Properties: any };
