@@ -21,6 +21,7 @@ export type ErrorCode =
   | 'invalid_request'
   | 'not_found'
   | 'order_conflict'
+  | 'outcome_undeterminable'
   | 'outcome_unknown'
   | 'payload_too_large'
   | 'rate_limited'
@@ -319,7 +320,7 @@ export interface Operations {
         status: -1;
         msg: string;
         data: {
-          code: 'idempotency_in_progress';
+          code: 'idempotency_in_progress' | 'conflict' | 'outcome_undeterminable';
         };
       };
       '413': {

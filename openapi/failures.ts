@@ -37,7 +37,7 @@ export const FAILURE_WHEN = {
   not_found:
     "The object does not exist, or the caller does not own it (a customer is never told that someone else's object exists).",
   conflict:
-    'The gateway refuses because of the state of the object: already captured, refunded, cancelled or completed; not eligible for retry.',
+    'The gateway refuses because of the state of the object: already captured, refunded, cancelled or completed; not eligible for retry. Or another refund of the payment is still in flight: nothing was sent.',
   order_conflict:
     'The order already has a successful, pending or unknown payment or hold, or the body disagrees with the order the merchant priced (`data.errors` names the fields).',
   idempotency_in_progress:
@@ -52,6 +52,8 @@ export const FAILURE_WHEN = {
     "This caller used its share of PayHere's budget (PayHere calls per 10 s, money requests a minute), or the order refused another charge after too many declined ones. Nothing was sent. Retry after `Retry-After` seconds.",
   outcome_unknown:
     'The money request reached the gateway but its answer was lost and could not be settled yet. Never send it again with a new key: repeat it with the same Idempotency-Key (DELETE: simply again) to learn the outcome.',
+  outcome_undeterminable:
+    "A lost refund settled for good without PayHere's records being able to show whether it was made (a payment refunded before, or one the service's ledger does not know): not a success. Check the payment's refunds in PayHere's portal before refunding it again.",
   gateway_error:
     'The gateway answered something unusable (5xx, not JSON, the wrong shape, or it refused the service’s own credentials).',
   gateway_unavailable:

@@ -9,6 +9,7 @@ import {
   InvalidSignatureError,
   NotFoundError,
   OrderConflictError,
+  OutcomeUndeterminableError,
   OutcomeUnknownError,
 } from '../lib/envelope/errors.ts';
 import { CaptureResult, ChargeResult, PaymentRecord, SubscriptionRecord } from '../lib/gateway/schemas.ts';
@@ -253,7 +254,19 @@ export const ROUTE_TABLE = {
     invalid: invalid(RefundRequest, { payment_id: 320027150501, authorization_token: 'x', description: '' }),
     failures: [
       notFound('Payment 320027150501 was not found.', 'A customer names a payment or hold it does not own.'),
+      {
+        error: new ConflictError(
+          'Your refund of payment 320027150501 with Idempotency-Key refund-320027150501 has no known outcome yet: PayHere may have made it, and nothing was sent now. Repeat that request with the same Idempotency-Key to settle it before refunding again.',
+        ),
+        when: 'Another refund of the payment is still in flight (being processed, or its outcome unknown): nothing was sent. Its own caller is told its Idempotency-Key, to repeat it; another caller only that it is in flight. Refund again once it is settled.',
+      },
       { error: new GatewayRejectedError('The gateway refused the refund: Error processing refund') },
+      {
+        error: new OutcomeUndeterminableError(
+          "Payment 320027150501 was refunded before, and PayHere's records show its status, not its refunds, so they cannot tell this refund from an earlier one: whether this refund was made cannot be determined. Check the payment's refunds in PayHere's portal before refunding it again.",
+        ),
+        when: "A refund whose answer was lost is settled for good (after the settle delay) where PayHere's records cannot show whether it was made: a payment refunded before through the service, or one the ledger does not know. Never a success: check the payment in PayHere's portal.",
+      },
     ],
   },
   retrievePayments: {

@@ -196,6 +196,17 @@ export class OutcomeUnknownError extends ApiError {
   }
 }
 
+/**
+ * A money request whose answer was lost, settled for good without knowing whether it was done:
+ * PayHere's records cannot tell (a refund of a payment refunded in part before). A final answer,
+ * never a success: someone must check PayHere's portal.
+ */
+export class OutcomeUndeterminableError extends ApiError {
+  constructor(message: string) {
+    super(409, -1, 'outcome_undeterminable', message);
+  }
+}
+
 export class InternalError extends ApiError {
   constructor(cause?: unknown) {
     super(500, -1, 'internal_error', 'Something went wrong on our side; try again later.', { cause });

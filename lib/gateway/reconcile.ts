@@ -231,25 +231,20 @@ export class Reconciliation {
   }
 
   /**
-   * A refund of a payment whose answer was lost, repeated: refunded if the payment now shows a
-   * refund, NOTHING if it shows none. A partial refund of a payment refunded in part before cannot
-   * be told apart from the earlier one: taken as done, the side that refunds nothing twice. A hold's
+   * A refund of a payment whose answer was lost: the payment as PayHere's records show it now (its
+   * status), NOTHING if the order's payments do not show it. The records keep no list of refunds,
+   * so which status settles which refund is lib/orders/refund-evidence.ts's to decide. A hold's
    * release has no record to read at all: advice.
    */
   async refund(
     body: RefundBody,
     deadline: number,
     orderId: string | undefined,
-  ): Promise<Result<{ refund_id: number | null }> | typeof NOTHING> {
+  ): Promise<PaymentRecord | typeof NOTHING> {
     if (!orderId || !('payment_id' in body)) throw outcomeUnknown.refund(orderId);
     const paymentId = String(body.payment_id);
     const payments = await this.#paymentsOf(orderId, deadline, () => outcomeUnknown.refund(orderId));
-    const payment = payments.find((record) => String(record.payment_id) === paymentId);
-    if (!payment?.status.startsWith('REFUND')) return NOTHING;
-    return {
-      msg: `The gateway did not answer the refund, but its records show the payment ${payment.status}.`,
-      data: { refund_id: null },
-    };
+    return payments.find((record) => String(record.payment_id) === paymentId) ?? NOTHING;
   }
 
   /**

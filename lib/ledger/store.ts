@@ -19,6 +19,7 @@ import type {
 import { type KeptNotification, LedgerNotifications } from './notifications.ts';
 import { fromOrderItem, namesIn, orderKey, toOrderItem, valuesIn } from './order-item.ts';
 import { LedgerReferences } from './references.ts';
+import { LedgerRefunds, type PaymentRefunds, type RefundRecord, type RefundSlot } from './refunds.ts';
 import {
   type LedgerStoreOptions,
   LedgerTable,
@@ -29,6 +30,7 @@ import {
 } from './table.ts';
 
 export type { KeptNotification } from './notifications.ts';
+export type { AcceptedRefund, PaymentRefunds, RefundRecord, RefundSlot } from './refunds.ts';
 export type { LedgerStoreOptions } from './table.ts';
 
 /**
@@ -40,6 +42,7 @@ export type { LedgerStoreOptions } from './table.ts';
  *   payment#<id>, authorization#<token>, subscription#<id>, customer_token#<token>
  *                               a reference: { orderId, owner[, chargeKey] }
  *   owner#<sub>                 the subscription ids a customer owns (listSubscriptions)
+ *   refund#<payment_id>         a payment's refund slot and the refunds PayHere accepted (refunds.ts)
  *   notification#<identity>     a notification received (its signed fields, signature and payment
  *                               id), and what it did: a replay is answered from it (TTL)
  *   unmatched#<time>#<uuid>     a notification kept apart for the operator (TTL)
@@ -84,11 +87,13 @@ const failedAttribute = (window: number) => `failed${window}`;
 export class LedgerStore extends LedgerTable {
   readonly #references: LedgerReferences;
   readonly #notifications: LedgerNotifications;
+  readonly #refunds: LedgerRefunds;
 
   constructor(options: LedgerStoreOptions) {
     super(options);
     this.#references = new LedgerReferences(options);
     this.#notifications = new LedgerNotifications(options);
+    this.#refunds = new LedgerRefunds(options);
   }
 
   /** The order as last written, read strongly consistent. */
@@ -582,5 +587,17 @@ export class LedgerStore extends LedgerTable {
 
   unmatched(orderId?: string): Promise<KeptNotification[]> {
     return this.#notifications.unmatched(orderId);
+  }
+
+  paymentRefunds(paymentId: string): Promise<PaymentRefunds> {
+    return this.#refunds.paymentRefunds(paymentId);
+  }
+
+  takeRefundSlot(paymentId: string, slot: RefundSlot): Promise<boolean> {
+    return this.#refunds.takeRefundSlot(paymentId, slot);
+  }
+
+  finishRefund(paymentId: string, key: string, record: RefundRecord): Promise<boolean> {
+    return this.#refunds.finishRefund(paymentId, key, record);
   }
 }

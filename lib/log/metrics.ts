@@ -55,6 +55,7 @@ export type CountMetric =
   | 'PossibleDuplicateCharge'
   | 'PendingChargeExpired'
   | 'LedgerWriteFailed'
+  | 'RefundUndeterminable'
   | 'CallerRateLimited'
   | 'CallerShareUncounted'
   | 'CardTesting';

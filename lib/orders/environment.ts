@@ -2,6 +2,7 @@ import { callerSharesFromEnvironment, sharedStateFromEnvironment } from '../budg
 import { loadConfig, requireMerchantCredentials, settleDelayMs } from '../config/config.ts';
 import { credentialsFor } from '../config/secrets.ts';
 import { createPayHere, type PayHere, payHereFromEnvironment } from '../gateway/index.ts';
+import { idempotencyStoreFromEnvironment } from '../idempotency/environment.ts';
 import { ledgerFromEnvironment } from '../ledger/environment.ts';
 import { Confirmations } from '../notifications/confirm.ts';
 import { sharedReadStoreFromEnvironment } from '../reads/environment.ts';
@@ -113,6 +114,7 @@ export function refundsFromEnvironment(payhere: PayHere): Refunds {
     holds: holdsFromEnvironment(),
     payments: orderPaymentsFromEnvironment(payhere),
     settling: settleDepsFromEnvironment(payhere),
+    records: idempotencyStoreFromEnvironment(),
   });
 }
 

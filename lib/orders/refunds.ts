@@ -1,19 +1,25 @@
 import type { APIGatewayProxyResult } from 'aws-lambda';
 import { ok } from '../envelope/envelope.ts';
-import { NotFoundError } from '../envelope/errors.ts';
-import type { PayHere } from '../gateway/payhere.ts';
+import { ApiError, NotFoundError } from '../envelope/errors.ts';
+import type { PayHere, RefundBody } from '../gateway/payhere.ts';
+import { recordKey } from '../idempotency/idempotent.ts';
+import type { IdempotencyRecord } from '../idempotency/store.ts';
 import { thenForget } from '../reads/invalidation.ts';
 import { type RefundRequest, refundUpstreamBody } from '../schemas/refund.ts';
 import { type MoneySubject, type SettleDeps, settleRefund } from '../settle/money.ts';
 import type { Actor, Ownership } from './access.ts';
 import type { Holds } from './holds.ts';
 import type { OrderPayments } from './payments.ts';
+import { failedRefundEvidence } from './refund-evidence.ts';
+import { REFUND_OPERATION, type RefundHold, RefundSlots, recordRefundOutcome } from './refund-slots.ts';
 
 /** A refund or release as the route hands it over. */
 export interface RefundInput {
   caller: Actor;
   body: RefundRequest;
   deadline: number;
+  /** The request's Idempotency-Key: a payment's refund slot is held under its record key. */
+  idempotencyKey?: string;
 }
 
 type RefundSubject = Extract<MoneySubject, { operation: 'refund' }>;
@@ -22,7 +28,7 @@ type RefundSubject = Extract<MoneySubject, { operation: 'refund' }>;
  * Refunding a payment, fully or partly, or releasing a hold (POST /gateway/api/payments/refund):
  * the customer's own only (else 404); what PayHere accepted drops the order's shared payments and
  * its ledger copy, and a release proves the hold's token; a lost answer is settled from the
- * payment's status.
+ * payment's status. One refund of a payment is in flight at a time (refund-slots.ts).
  */
 export class Refunds {
   readonly #payhere: PayHere;
@@ -30,6 +36,7 @@ export class Refunds {
   readonly #holds: Holds;
   readonly #payments: OrderPayments;
   readonly #settling: SettleDeps;
+  readonly #slots: RefundSlots;
 
   constructor(options: {
     payhere: PayHere;
@@ -37,12 +44,19 @@ export class Refunds {
     holds: Holds;
     payments: OrderPayments;
     settling: SettleDeps;
+    /** The idempotency records: whether the refund holding a payment's slot can still be running. */
+    records: { get(key: string): Promise<IdempotencyRecord | undefined> };
   }) {
     this.#payhere = options.payhere;
     this.#ownership = options.ownership;
     this.#holds = options.holds;
     this.#payments = options.payments;
     this.#settling = options.settling;
+    this.#slots = new RefundSlots({
+      ledger: options.settling.ledger,
+      payhere: options.payhere,
+      records: options.records,
+    });
   }
 
   /** What the settle job settles an unknown refund with. */
@@ -52,8 +66,10 @@ export class Refunds {
 
   async refund(request: RefundInput): Promise<APIGatewayProxyResult> {
     const orderId = await this.#refundedOrder(request);
+    const hold = holdOf(request);
+    if (hold) await this.#slots.take(request.caller, hold, request.deadline);
     const { msg, data } = await thenForget(
-      () => this.#payhere.refund(refundUpstreamBody(request.body), request.deadline, orderId),
+      () => this.#sent(refundUpstreamBody(request.body), request.deadline, orderId, hold),
       // The merchant's refund looks its order up only now, after PayHere answered.
       async (refunded) => {
         const order = orderId ?? (await this.#refundedOrder(request, true).catch(() => undefined));
@@ -68,10 +84,26 @@ export class Refunds {
     return ok(msg, data);
   }
 
-  /** A lost answer, repeated: a refunded payment shows it in its status. */
+  /** A lost answer, repeated: settled from the ledger and the payment's status (lib/settle/money.ts). */
   async settle(request: RefundInput, startedAt: number): Promise<APIGatewayProxyResult> {
     const subject = { ...this.subject(request), orderId: await this.#refundedOrder(request, true) };
-    return settleRefund(this.#settling, subject, { key: '', startedAt }, request.deadline);
+    const key = recordKey(REFUND_OPERATION, request.caller.sub, request.idempotencyKey!);
+    return settleRefund(this.#settling, subject, { key, startedAt }, request.deadline);
+  }
+
+  /** Send the refund; what PayHere's answer (or its absence) says of it frees the payment's slot or keeps it. */
+  async #sent(body: RefundBody, deadline: number, orderId: string | undefined, hold: RefundHold | undefined) {
+    const ledger = this.#settling.ledger;
+    let answer: Awaited<ReturnType<PayHere['refund']>>;
+    try {
+      answer = await this.#payhere.refund(body, deadline, orderId);
+    } catch (error) {
+      const reach = error instanceof ApiError ? error.reach : undefined;
+      if (hold) await recordRefundOutcome(ledger, hold, failedRefundEvidence(reach));
+      throw error;
+    }
+    if (hold) await recordRefundOutcome(ledger, hold, 'refund_accepted', answer.data.refund_id);
+    return answer;
   }
 
   /**
@@ -98,4 +130,15 @@ export class Refunds {
           );
     return reference?.orderId;
   }
+}
+
+/** A payment refund's hold on its payment's slot; a hold's release takes none (PayHere refuses a second one). */
+function holdOf(request: RefundInput): RefundHold | undefined {
+  const upstream = refundUpstreamBody(request.body);
+  if (!('payment_id' in upstream)) return undefined;
+  return {
+    paymentId: String(upstream.payment_id),
+    key: recordKey(REFUND_OPERATION, request.caller.sub, request.idempotencyKey!),
+    amountCents: upstream.amount === undefined ? null : Math.round(upstream.amount * 100),
+  };
 }

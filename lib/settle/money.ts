@@ -1,11 +1,13 @@
 import type { APIGatewayProxyResult } from 'aws-lambda';
 import { ok } from '../envelope/envelope.ts';
 import { errorResponse } from '../envelope/error-response.ts';
-import { GatewayRejectedError } from '../envelope/errors.ts';
+import { GatewayRejectedError, OutcomeUndeterminableError } from '../envelope/errors.ts';
 import { paymentOutcomeResponse } from '../envelope/payment-outcome.ts';
 import { outcomeUnknown } from '../gateway/advice.ts';
 import { NOTHING, type PayHere, type RefundBody } from '../gateway/payhere.ts';
 import type { LedgerStore } from '../ledger/store.ts';
+import { log } from '../log/log.ts';
+import { countMetric } from '../log/metrics.ts';
 import { type Actor, visibleTo } from '../orders/access.ts';
 import {
   type Charging,
@@ -15,6 +17,7 @@ import {
   SETTLE_INTERVAL_MS,
 } from '../orders/charge.ts';
 import type { Holds } from '../orders/holds.ts';
+import { recordRefundOutcome, settleLostRefund } from '../orders/refund-slots.ts';
 import type { ReadInvalidation } from '../reads/invalidation.ts';
 import type { ChargeRequest } from '../schemas/charge.ts';
 
@@ -104,9 +107,13 @@ export async function settleCapture(
 }
 
 /**
- * Settle a refund from its payment's status: refunded if it shows a refund; not done once the
- * settle delay passed without one. A hold's release has no record at PayHere: it is settled as not
- * done after the delay (PayHere refuses to release a released hold, so a repeat cannot do harm).
+ * Settle a refund of a payment from what the ledger recorded of it and the payment's status
+ * (lib/orders/refund-evidence.ts decides which status settles which refund): done only where
+ * PayHere's records can show it; not done once the settle delay passed without a refund shown on a
+ * payment refunded by nothing before; otherwise, after the delay, undeterminable (never a
+ * success). The payment's refund slot is freed at the final answer. A hold's release has no record
+ * at PayHere: it is settled as not done after the delay (PayHere refuses to release a released
+ * hold, so a repeat cannot do harm).
  */
 export async function settleRefund(
   deps: SettleDeps,
@@ -115,27 +122,53 @@ export async function settleRefund(
   deadline: number,
 ): Promise<Result> {
   const { body } = subject;
-  const release = 'authorization_token' in body;
-  const orderId =
-    subject.orderId ??
-    (release
-      ? await deps.ledger.lookup('authorization', body.authorization_token)
-      : await deps.ledger.lookup('payment', String(body.payment_id))
-    )?.orderId;
-  if (!release && orderId) {
-    const found = await deps.payhere.reconcileRefund(body, deadline, orderId);
-    if (found !== NOTHING) {
-      await deps.invalidation?.forgetOrder(orderId);
-      return ok(found.msg, found.data);
-    }
+  const final = nowOf(deps) >= windowOf(held.startedAt).until + deps.settleDelayMs;
+  if ('authorization_token' in body) {
+    const holdOrder =
+      subject.orderId ?? (await deps.ledger.lookup('authorization', body.authorization_token))?.orderId;
+    if (!final) throw outcomeUnknown.refund(holdOrder);
+    return errorResponse(
+      new GatewayRejectedError(
+        'PayHere keeps no record of a hold’s release to check: it is taken as not processed. Release the hold again with a new Idempotency-Key if you still mean to (PayHere refuses a second release).',
+      ),
+    );
   }
-  if (nowOf(deps) < windowOf(held.startedAt).until + deps.settleDelayMs) throw outcomeUnknown.refund(orderId);
-  const reason = release
-    ? 'PayHere keeps no record of a hold’s release to check: it is taken as not processed. Release the hold again with a new Idempotency-Key if you still mean to (PayHere refuses a second release).'
-    : orderId
-      ? `PayHere's records show no refund of payment ${body.payment_id}, a settle delay after it could have been processed: it was not processed. Refund it again with a new Idempotency-Key if you still mean to.`
-      : `Payment ${body.payment_id} is not in the ledger, so PayHere's records of it cannot be read here: check the payment in PayHere's portal before refunding it again.`;
-  return errorResponse(new GatewayRejectedError(reason));
+  const paymentId = String(body.payment_id);
+  const orderId = subject.orderId ?? (await deps.ledger.lookup('payment', paymentId))?.orderId;
+  const hold = {
+    paymentId,
+    key: held.key,
+    amountCents: body.amount === undefined ? null : Math.round(body.amount * 100),
+  };
+  const { evidence, status, refundId } = await settleLostRefund(deps, hold, orderId, final, deadline);
+  if (evidence === 'refund_lost') throw outcomeUnknown.refund(orderId);
+  await recordRefundOutcome(deps.ledger, hold, evidence, refundId);
+  if (evidence === 'refund_accepted' || evidence === 'records_show_refund') {
+    if (orderId) await deps.invalidation?.forgetOrder(orderId);
+    return ok(
+      evidence === 'refund_accepted'
+        ? 'Successfully processed the refund'
+        : `The gateway did not answer the refund, but its records show the payment ${status}.`,
+      { refund_id: refundId },
+    );
+  }
+  if (evidence === 'undeterminable') {
+    const why = orderId
+      ? `Payment ${paymentId} was refunded before, and PayHere's records show its status, not its refunds, so they cannot tell this refund from an earlier one`
+      : `Payment ${paymentId} is not in the ledger, so PayHere's records of it cannot be read here`;
+    log.warn('a lost refund cannot be determined', { paymentId, orderId, status });
+    countMetric('RefundUndeterminable');
+    return errorResponse(
+      new OutcomeUndeterminableError(
+        `${why}: whether this refund was made cannot be determined. Check the payment's refunds in PayHere's portal before refunding it again.`,
+      ),
+    );
+  }
+  return errorResponse(
+    new GatewayRejectedError(
+      `PayHere's records show no refund of payment ${paymentId}, a settle delay after it could have been processed: it was not processed. Refund it again with a new Idempotency-Key if you still mean to.`,
+    ),
+  );
 }
 
 /** Settle a retry from the subscription's payments: charged if one is in the retry's window. */

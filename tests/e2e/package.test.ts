@@ -382,6 +382,7 @@ describe('operating it: logs, metrics and alarms (docs/operator.md "Operating it
     'possible-duplicate',
     'pending-expired',
     'ledger-write-failed',
+    'refund-undeterminable',
   ] as const)('%s fires on the first one, summed over every route of this stage only', (suffix) => {
     const { Properties: alarm } = alarmsOf(template)[`${SERVICE}-${suffix}`]!;
 

@@ -13,6 +13,7 @@ export const ALARMS = {
   'possible-duplicate': 'PossibleDuplicateCharge',
   'pending-expired': 'PendingChargeExpired',
   'ledger-write-failed': 'LedgerWriteFailed',
+  'refund-undeterminable': 'RefundUndeterminable',
 } as const;
 
 type Alarm = { Properties: any };

@@ -148,7 +148,53 @@ describe('a lost capture, refund and retry', () => {
     expect(repeat.headers['Idempotent-Replayed']).toBe('true');
   });
 
-  it('a refund PayHere never processed is settled as not done', async () => {
+  /** A partial refund of a payment made through the service (the ledger knows its order), its answer lost: 202. */
+  async function lostRefund(processed: boolean) {
+    const paid = await call('charge', { body: chargeBody() });
+    const request = { body: { payment_id: paid.body.data.payment_id, description: 'Partial', amount: 20 } };
+    const key = randomUUID();
+    sandbox.faults.inject('refund', { kind: processed ? 'reset' : 'resetBeforeProcessing' });
+    const lost = await call('refund', { ...request, idempotencyKey: key });
+    sandbox.faults.clear();
+    expect(lost.statusCode).toBe(202);
+    return { request, key, paymentId: String(paid.body.data.payment_id) };
+  }
+
+  it('a refund PayHere never processed is settled as not done, and its payment’s refund slot freed', async () => {
+    const { request, key, paymentId } = await lostRefund(false);
+
+    const blocked = await call('refund', request);
+    await settleJob(LATER).run();
+    const repeat = await call('refund', { ...request, idempotencyKey: key });
+    const again = await call('refund', request);
+
+    expect(blocked.statusCode).toBe(409);
+    expect(repeat.statusCode).toBe(422);
+    expect(repeat.body.data.code).toBe('gateway_rejected');
+    expect(repeat.headers['Idempotent-Replayed']).toBe('true');
+    expect(again.statusCode).toBe(200);
+    expect(await ledger.paymentRefunds(paymentId)).toMatchObject({ inflight: null, refundedCents: 2_000 });
+  });
+
+  it('a refund PayHere processed is settled as done, and its payment’s refund slot freed', async () => {
+    const { request, key, paymentId } = await lostRefund(true);
+
+    const blocked = await call('refund', request);
+    const run = await settleJob(LATER).run();
+    const repeat = await call('refund', { ...request, idempotencyKey: key });
+    const again = await call('refund', request);
+
+    expect(blocked.statusCode).toBe(409);
+    expect(blocked.body.msg).toContain(key);
+    expect(run.settled).toBe(1);
+    expect(repeat.statusCode).toBe(200);
+    expect(repeat.headers['Idempotent-Replayed']).toBe('true');
+    expect(again.statusCode).toBe(200);
+    expect(sandbox.counters().refund).toBe(2);
+    expect(await ledger.paymentRefunds(paymentId)).toMatchObject({ inflight: null, refundedCents: 4_000 });
+  });
+
+  it('a refund of a payment the ledger does not know is settled as undeterminable, never as done or not done', async () => {
     const request = await validRequest(sandbox, 'refund');
     const key = randomUUID();
     sandbox.faults.inject('refund', { kind: 'resetBeforeProcessing' });
@@ -156,10 +202,14 @@ describe('a lost capture, refund and retry', () => {
 
     await settleJob(LATER).run();
     const repeat = await call('refund', { ...request, idempotencyKey: key });
+    const again = await call('refund', request);
 
-    expect(repeat.statusCode).toBe(422);
-    expect(repeat.body.data.code).toBe('gateway_rejected');
+    expect(repeat.statusCode).toBe(409);
+    expect(repeat.body.data.code).toBe('outcome_undeterminable');
+    expect(repeat.body.msg).toMatch(/not in the ledger.*PayHere's portal/);
     expect(repeat.headers['Idempotent-Replayed']).toBe('true');
+    // The final answer freed the slot.
+    expect(again.statusCode).toBe(200);
   });
 
   it('a retry PayHere processed is settled as done from the subscription’s payments', async () => {

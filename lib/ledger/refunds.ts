@@ -1,0 +1,187 @@
+import { type AttributeValue, UpdateItemCommand } from '../dynamodb/index.ts';
+import { LedgerTable, number, optionalNumber, optionalText } from './table.ts';
+
+/**
+ * A payment's refunds through the service, an item of its own: `refund#<payment_id>`. Not on the
+ * `payment#<id>` reference: that item is written whole (a Put) whenever a charge adopts or links the
+ * payment again, which would drop the slot; and a merchant refunds payments the ledger never
+ * linked, whose refunds must be kept one at a time just the same.
+ */
+const refundsKey = (paymentId: string) => `refund#${paymentId}`;
+
+/** The one refund of a payment that may be in flight at PayHere. */
+export interface RefundSlot {
+  /** The refund request's idempotency record key: only it frees the slot. */
+  key: string;
+  /** Epoch ms: when it was taken. */
+  takenAt: number;
+  /** In cents; null for a full refund. */
+  amountCents: number | null;
+}
+
+/** A refund PayHere accepted through the service (its answer, or its records after a lost answer). */
+export interface AcceptedRefund {
+  key: string;
+  amountCents: number | null;
+  /** PayHere's refund number; null when only its records showed the refund. */
+  refundId: number | null;
+  /** Epoch ms: when the service learned it. */
+  at: number;
+}
+
+/** What the service knows of a payment's refunds. */
+export interface PaymentRefunds {
+  paymentId: string;
+  inflight: RefundSlot | null;
+  accepted: AcceptedRefund[];
+  /** The accepted partial refunds' amounts, in cents (a full refund's amount is PayHere's to know). */
+  refundedCents: number;
+  /** Refunds whose outcome could not be determined: they may have been made. */
+  undetermined: number;
+}
+
+/** What freeing the slot records of its refund (lib/orders/refund-evidence.ts decides which). */
+export type RefundRecord =
+  | { accepted: { amountCents: number | null; refundId: number | null } }
+  | { undetermined: true }
+  | null;
+
+const NAMES = {
+  '#inflight': 'inflight',
+  '#inflightAt': 'inflightAt',
+  '#inflightCents': 'inflightCents',
+  '#paymentId': 'paymentId',
+  '#refunds': 'refunds',
+  '#refundCount': 'refundCount',
+  '#refundedCents': 'refundedCents',
+  '#undetermined': 'undetermined',
+  '#settledKeys': 'settledKeys',
+};
+type Name = keyof typeof NAMES;
+
+const namesIn = (expression: string) =>
+  Object.fromEntries(
+    (Object.keys(NAMES) as Name[])
+      .filter((name) => new RegExp(`${name}\\b`).test(expression))
+      .map((name) => [name, NAMES[name]]),
+  );
+
+const FREE_SLOT = 'REMOVE #inflight, #inflightAt, #inflightCents';
+
+/** The ledger's refund items: each payment's refund slot and what PayHere accepted. */
+export class LedgerRefunds extends LedgerTable {
+  /** What the ledger knows of the payment's refunds (nothing yet: none, no slot held). */
+  async paymentRefunds(paymentId: string): Promise<PaymentRefunds> {
+    const item = await this.get(refundsKey(paymentId));
+    const key = item && optionalText(item, 'inflight');
+    return {
+      paymentId,
+      inflight:
+        item && key
+          ? {
+              key,
+              takenAt: optionalNumber(item, 'inflightAt') ?? 0,
+              amountCents: optionalNumber(item, 'inflightCents'),
+            }
+          : null,
+      accepted: (item?.refunds?.L ?? []).flatMap((entry) => (entry.M ? [acceptedOf(entry.M)] : [])),
+      refundedCents: (item && optionalNumber(item, 'refundedCents')) ?? 0,
+      undetermined: (item && optionalNumber(item, 'undetermined')) ?? 0,
+    };
+  }
+
+  /**
+   * Take the payment's refund slot for `slot.key`: only while no refund holds it, or this very one
+   * does (the client's repeat of a write whose answer was lost finds its own write). False when
+   * another refund holds it.
+   */
+  async takeRefundSlot(paymentId: string, slot: RefundSlot): Promise<boolean> {
+    const values: Record<string, AttributeValue> = {
+      ':key': { S: slot.key },
+      ':at': number(slot.takenAt),
+      ':paymentId': { S: paymentId },
+    };
+    let update = 'SET #inflight = :key, #inflightAt = :at, #paymentId = :paymentId';
+    if (slot.amountCents === null) update += ' REMOVE #inflightCents';
+    else {
+      update = update.replace('SET ', 'SET #inflightCents = :cents, ');
+      values[':cents'] = number(slot.amountCents);
+    }
+    const condition = 'attribute_not_exists(#inflight) OR #inflight = :key';
+    return this.#update(paymentId, update, condition, values);
+  }
+
+  /**
+   * Free the slot `key` holds, recording what its refund came to. A record is written once per key
+   * (`settledKeys`): repeated after a lost answer, or by the settlement of a refund whose slot was
+   * freed meanwhile, it finds itself there and adds nothing. True when the ledger now holds it;
+   * false when there was nothing of `key`'s to free.
+   */
+  async finishRefund(paymentId: string, key: string, record: RefundRecord): Promise<boolean> {
+    if (record === null)
+      return this.#update(paymentId, FREE_SLOT, '#inflight = :key', { ':key': { S: key } });
+    const values: Record<string, AttributeValue> = { ':key': { S: key }, ':keys': { SS: [key] } };
+    let set = '';
+    let add = '#settledKeys :keys';
+    if ('accepted' in record) {
+      values[':entry'] = {
+        L: [{ M: acceptedItem({ key, ...record.accepted, at: this.now() }) }],
+      };
+      values[':none'] = { L: [] };
+      values[':one'] = number(1);
+      values[':cents'] = number(record.accepted.amountCents ?? 0);
+      set = 'SET #refunds = list_append(if_not_exists(#refunds, :none), :entry) ';
+      add += ', #refundCount :one, #refundedCents :cents';
+    } else {
+      values[':one'] = number(1);
+      add += ', #undetermined :one';
+    }
+    const notYet = 'NOT contains(#settledKeys, :key)';
+    if (
+      await this.#update(paymentId, `${set}${FREE_SLOT} ADD ${add}`, `#inflight = :key AND ${notYet}`, values)
+    )
+      return true;
+    const item = await this.get(refundsKey(paymentId));
+    if (item?.settledKeys?.SS?.includes(key)) return true;
+    // The slot is not this refund's (freed meanwhile, or never taken): its outcome is kept all the same.
+    return this.#update(paymentId, `${set}ADD ${add}`, notYet, values);
+  }
+
+  #update(
+    paymentId: string,
+    update: string,
+    condition: string,
+    values: Record<string, AttributeValue>,
+  ): Promise<boolean> {
+    return this.conditional(
+      new UpdateItemCommand({
+        TableName: this.table,
+        Key: { pk: { S: refundsKey(paymentId) } },
+        UpdateExpression: update,
+        ConditionExpression: condition,
+        ExpressionAttributeNames: namesIn(`${update} ${condition}`),
+        ExpressionAttributeValues: values,
+      }),
+    );
+  }
+}
+
+function acceptedItem(refund: AcceptedRefund): Record<string, AttributeValue> {
+  const nullable = (value: number | null): AttributeValue =>
+    value === null ? { NULL: true } : number(value);
+  return {
+    key: { S: refund.key },
+    cents: nullable(refund.amountCents),
+    refundId: nullable(refund.refundId),
+    at: number(refund.at),
+  };
+}
+
+function acceptedOf(item: Record<string, AttributeValue>): AcceptedRefund {
+  return {
+    key: optionalText(item, 'key') ?? '',
+    amountCents: optionalNumber(item, 'cents'),
+    refundId: optionalNumber(item, 'refundId'),
+    at: optionalNumber(item, 'at') ?? 0,
+  };
+}
