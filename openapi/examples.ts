@@ -189,6 +189,7 @@ export const EXAMPLES = {
       subscription_id: null,
       card: null,
       verified: null,
+      duplicate_payment_ids: [],
       updated_at: '2026-01-15T04:30:00.000Z',
     }),
     savedCard: ok(`Order ${preapprovalOrder}`, {
@@ -204,6 +205,7 @@ export const EXAMPLES = {
       subscription_id: null,
       card: { method: 'VISA', card_no: '************1234', card_expiry: '12/29' },
       verified: null,
+      duplicate_payment_ids: [],
       updated_at: '2026-01-15T04:31:12.000Z',
     }),
     unverifiedHold: ok('Order Hold-3001', {
@@ -219,6 +221,7 @@ export const EXAMPLES = {
       subscription_id: null,
       card: { method: 'VISA', card_no: '************1234', card_expiry: '12/27' },
       verified: false,
+      duplicate_payment_ids: [],
       updated_at: '2026-01-15T04:32:40.000Z',
     }),
   },
