@@ -299,9 +299,8 @@ export class LedgerStore extends LedgerTable {
     } else if (move.clearReport) {
       remove.push(...REPORT_ATTRIBUTES);
     }
-    // A charge's outcome settled by other evidence (PayHere's records, its payment's notification):
-    // nothing is left open for the settle job.
-    if (move.to !== 'pending' && move.to !== 'unknown') remove.push(...CHARGE_QUEUE_ATTRIBUTES);
+    // The charges index is left as it is: a charge's slot may still be in flight (its request's own
+    // write of the outcome failed), and only the settle job, reading the order, may close it.
     const conditions = [
       '#state = :from',
       move.seen.charged ? 'attribute_exists(#chargeKey)' : 'attribute_not_exists(#chargeKey)',

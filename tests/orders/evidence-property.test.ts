@@ -1,33 +1,42 @@
 import { randomUUID } from 'node:crypto';
 import fc from 'fast-check';
-import { describe, expect, it } from 'vitest';
+import { describe, expect, inject, it } from 'vitest';
+import { DYNAMODB_ATTEMPTS } from '../../lib/config/dynamodb.ts';
+import { UpdateItemCommand } from '../../lib/dynamodb/index.ts';
 import { recordKey } from '../../lib/idempotency/idempotent.ts';
 import type { OrderState } from '../../lib/ledger/model.ts';
 import { SETTLE_INTERVAL_MS } from '../../lib/orders/charge.ts';
 import { SEED } from '../../sandbox/server.ts';
+import { injectDynamoDbFault } from '../helpers/dynamodb-faults.ts';
 import { call, useTestGateway } from '../helpers/gateway.ts';
 import { notify, signed } from '../helpers/notifications.ts';
 import { testLedger } from '../helpers/orders.ts';
 import { ownIdempotencyTable, settleJob } from '../helpers/settle.ts';
+import { dynamoDbAt } from '../helpers/state-table.ts';
 import { accessToken, apiClient } from '../sandbox/helpers.ts';
 import { checkoutRequest } from '../sandbox/signing.ts';
 
 /**
  * The ledger believes only what PayHere's own records show, over random sequences: charges through
- * the service with and without lost answers or refusals, payments and subscriptions made in PayHere's
- * SDK, notifications of every status and flow in any order, replayed, with altered unsigned fields,
- * PayHere's search up or down, settle runs, the clock moved past the settle delay. After every step,
+ * the service with and without lost answers or refusals, finished late or left pending by PayHere,
+ * with the ledger's write applied and its answer lost or failing for good (the local DynamoDB's
+ * faults); payments and subscriptions made in PayHere's SDK, notifications of every status and flow
+ * in any order, replayed, with altered unsigned fields; PayHere's search up, down or answering
+ * "pending"; PayHere's clock behind ours; settle runs, the clock moved past the settle delay. After every step,
  * checked against the sandbox's own records: never two payments for one order through the service;
  * a payment order `succeeded` only with PayHere's payment; no recurring order succeeded on other
  * terms; a notification never moves an unknown order to a chargeable state. At the end, once
- * PayHere's search answers and the settle delay has passed, two settle runs an interval apart resolve every unknown,
- * and no key's answer contradicts its order.
+ * PayHere's search answers and the settle job has run past its delays (the second look, the pending
+ * limit), no order is unknown, pending by a charge or claimed, and no key's answer contradicts its order.
  */
 const store = await ownIdempotencyTable();
-const sandbox = useTestGateway({ beforeEachTest: 'nothing' });
+/** How far PayHere's time has run ahead of the service's (PayHere finishing a charge late). */
+let ahead = 0;
+const sandbox = useTestGateway({ beforeEachTest: 'nothing', now: () => Date.now() + ahead });
 const ledger = testLedger();
 const MINUTE = 60_000;
 const LATER = 12 * MINUTE;
+const DAY = 24 * 60 * MINUTE;
 const NOWHERE = 'https://notify.example.invalid/payhere';
 const MERCHANT = 'test-client';
 
@@ -35,7 +44,16 @@ const MERCHANT = 'test-client';
 const AMOUNTS = ['120.50', '300.00', '2500.00'] as const;
 const TERMS = { order: ['1 Month', '1 Year'], other: ['1 Year', '1 Year'] } as const;
 
-type ChargeFault = 'none' | 'declined' | 'lostProcessed' | 'lostUnprocessed' | 'refused';
+type ChargeFault =
+  | 'none'
+  | 'declined'
+  | 'lostProcessed'
+  | 'lostUnprocessed'
+  | 'refused'
+  | 'late'
+  | 'pending'
+  | 'dbLostClaim'
+  | 'dbFailedOutcome';
 type Flow = 'payment' | 'preapproval' | 'hold' | 'subscription';
 type Step =
   | { kind: 'charge'; fault: ChargeFault; newKey: boolean }
@@ -50,7 +68,8 @@ type Step =
       terms: keyof typeof TERMS;
     }
   | { kind: 'replay' }
-  | { kind: 'search'; up: boolean }
+  | { kind: 'search'; state: 'up' | 'down' | 'pending' }
+  | { kind: 'clock'; behind: boolean }
   | { kind: 'settle'; advance: boolean };
 
 const step: fc.Arbitrary<Step> = fc.oneof(
@@ -58,7 +77,17 @@ const step: fc.Arbitrary<Step> = fc.oneof(
     weight: 4,
     arbitrary: fc.record({
       kind: fc.constant('charge' as const),
-      fault: fc.constantFrom<ChargeFault>('none', 'declined', 'lostProcessed', 'lostUnprocessed', 'refused'),
+      fault: fc.constantFrom<ChargeFault>(
+        'none',
+        'declined',
+        'lostProcessed',
+        'lostUnprocessed',
+        'refused',
+        'late',
+        'pending',
+        'dbLostClaim',
+        'dbFailedOutcome',
+      ),
       newKey: fc.boolean(),
     }),
   },
@@ -82,11 +111,37 @@ const step: fc.Arbitrary<Step> = fc.oneof(
     }),
   },
   { weight: 1, arbitrary: fc.constant({ kind: 'replay' as const }) },
-  { weight: 1, arbitrary: fc.record({ kind: fc.constant('search' as const), up: fc.boolean() }) },
+  {
+    weight: 1,
+    arbitrary: fc.record({
+      kind: fc.constant('search' as const),
+      state: fc.constantFrom('up' as const, 'down' as const, 'pending' as const),
+    }),
+  },
+  { weight: 1, arbitrary: fc.record({ kind: fc.constant('clock' as const), behind: fc.boolean() }) },
   { weight: 2, arbitrary: fc.record({ kind: fc.constant('settle' as const), advance: fc.boolean() }) },
 );
 
 const CHARGEABLE: readonly OrderState[] = ['created', 'failed', 'cancelled'];
+
+/** Writes of the order that change nothing (their condition never holds), to use up injected faults. */
+async function drainFaults(orderId: string): Promise<void> {
+  const client = dynamoDbAt(inject('dynamodbEndpoint'));
+  for (let i = 0; i < DYNAMODB_ATTEMPTS + 1; i++) {
+    await client
+      .send(
+        new UpdateItemCommand({
+          TableName: process.env.LEDGER_TABLE!,
+          Key: { pk: { S: `order#${orderId}` } },
+          UpdateExpression: 'SET #never = :never',
+          ConditionExpression: 'attribute_exists(#never)',
+          ExpressionAttributeNames: { '#never': 'neverWritten' },
+          ExpressionAttributeValues: { ':never': { BOOL: true } },
+        }),
+      )
+      .catch(() => undefined);
+  }
+}
 
 /** PayHere's own records of an order's payments (what a search answers, read past every fault). */
 async function paymentsAtPayHere(
@@ -122,13 +177,17 @@ describe('an order’s state follows PayHere’s evidence', () => {
         const paid: Array<number | undefined> = [undefined, undefined, undefined];
         let subscriptionId: number | undefined;
         let lastForm: Record<string, string> | undefined;
-        let searchDown = false;
+        let search: 'up' | 'down' | 'pending' = 'up';
+        sandbox.setClockOffset(0);
         let later = 0;
 
         const faults = (charge?: ChargeFault) => {
           sandbox.faults.clear();
-          if (searchDown)
+          if (search === 'down')
             sandbox.faults.inject('search', { kind: 'status', status: 503 }, Number.POSITIVE_INFINITY);
+          if (search === 'pending')
+            sandbox.faults.inject('search', { kind: 'searchPending' }, Number.POSITIVE_INFINITY);
+          if (charge === 'late') sandbox.faults.inject('charge', { kind: 'processLate', ms: 26_000 });
           if (charge === 'lostProcessed') sandbox.faults.inject('charge', { kind: 'reset' });
           if (charge === 'lostUnprocessed')
             sandbox.faults.inject('charge', { kind: 'resetBeforeProcessing' });
@@ -147,7 +206,34 @@ describe('an order’s state follows PayHere’s evidence', () => {
           if (s.kind === 'charge') {
             const key = s.newKey || keys.length === 0 ? randomUUID() : keys.at(-1)!;
             if (!keys.includes(key)) keys.push(key);
-            const token = s.fault === 'declined' ? SEED.customerTokens.declined : SEED.customerTokens.success;
+            const token =
+              s.fault === 'declined'
+                ? SEED.customerTokens.declined
+                : s.fault === 'pending'
+                  ? SEED.customerTokens.pending
+                  : SEED.customerTokens.success;
+            const order = { table: process.env.LEDGER_TABLE!, keyPrefix: `order#${orderIds[0]}` } as const;
+            // The claim's write applied and its answer lost; or the claim through and every write
+            // after it failing (bounded: a later step's write may meet what is left of it).
+            if (s.fault === 'dbLostClaim')
+              await injectDynamoDbFault({
+                operation: 'UpdateItem',
+                ...order,
+                fault: { kind: 'applyAndLose' },
+              });
+            if (s.fault === 'dbFailedOutcome') {
+              await injectDynamoDbFault({
+                operation: 'UpdateItem',
+                ...order,
+                fault: { kind: 'slow', ms: 0 },
+              });
+              await injectDynamoDbFault({
+                operation: 'UpdateItem',
+                ...order,
+                fault: { kind: 'status500' },
+                times: DYNAMODB_ATTEMPTS,
+              });
+            }
             const answer = await call('charge', {
               idempotencyKey: key,
               body: {
@@ -160,6 +246,9 @@ describe('an order’s state follows PayHere’s evidence', () => {
               },
             });
             if (answer.statusCode === 200) paid[0] = answer.body.data.payment_id;
+            // What the charge left of its faults (it stopped before writing) is used up here, by
+            // writes whose condition never holds, so that the next step meets a healthy ledger.
+            if (s.fault === 'dbFailedOutcome') await drainFaults(orderIds[0]!);
           } else if (s.kind === 'sdkPay') {
             const done = await sandbox.completeCheckout(
               checkoutRequest(NOWHERE, {
@@ -212,9 +301,14 @@ describe('an order’s state follows PayHere’s evidence', () => {
           } else if (s.kind === 'replay') {
             if (lastForm) expect((await notify(lastForm)).statusCode).toBe(200);
           } else if (s.kind === 'search') {
-            searchDown = !s.up;
+            search = s.state;
+          } else if (s.kind === 'clock') {
+            sandbox.setClockOffset(s.behind ? -3_000 : 0);
           } else {
-            if (s.advance) later += LATER;
+            if (s.advance) {
+              later += LATER;
+              ahead += LATER;
+            }
             await settleJob(store, ledger, later).run();
           }
           sandbox.faults.clear();
@@ -246,13 +340,20 @@ describe('an order’s state follows PayHere’s evidence', () => {
         // Once PayHere's search answers and the settle delay has passed, two runs an interval apart
         // (the second look "not done" needs) resolve every unknown.
         sandbox.faults.clear();
-        await settleJob(store, ledger, later + LATER).run();
-        await settleJob(store, ledger, later + LATER + SETTLE_INTERVAL_MS).run();
+        sandbox.setClockOffset(0);
+        // Past every late charge, the settle delay and the pending limit, with second looks.
+        ahead += DAY + LATER;
+        for (const at of [DAY + LATER, DAY + LATER + SETTLE_INTERVAL_MS])
+          await settleJob(store, ledger, later + at).run();
         const settled = await Promise.all(orderIds.map((id) => ledger.getOrder(id)));
         for (const order of settled) {
           expect(order?.state).not.toBe('unknown');
           expect(order?.reportedAt ?? null).toBeNull();
+          expect(order?.charge?.inflight ?? false).toBe(false);
         }
+        // No charge through the service left pending.
+        if (settled[0]?.charge) expect(settled[0].state).not.toBe('pending');
+        expect((await paymentsAtPayHere(orderIds[0]!)).length).toBeLessThanOrEqual(1);
         // No key's answer contradicts its order.
         const charged = settled[0]!;
         for (const key of keys) {
@@ -263,7 +364,8 @@ describe('an order’s state follows PayHere’s evidence', () => {
             expect(['succeeded', 'chargedback']).toContain(charged.state);
           if (charged.charge?.key === record.key) {
             if (charged.state === 'succeeded') expect(record.response!.statusCode).toBe(200);
-            if (charged.state === 'failed') expect([402, 422]).toContain(record.response!.statusCode);
+            // (202: PayHere answered pending, and its records later showed no payment.)
+            if (charged.state === 'failed') expect([202, 402, 422]).toContain(record.response!.statusCode);
           }
         }
       }),
