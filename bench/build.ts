@@ -122,32 +122,6 @@ export async function bundle(
 }
 
 /**
- * lib/aws/client.ts built with AWS's own signer in place of ours (tests/helpers/aws-signer.ts), its one
- * call awaited, since AWS's signer answers with a promise; the rest of the client as it is.
- */
-export const withAwsSigner: Plugin = {
-  name: 'aws-signer',
-  setup(build) {
-    build.onLoad({ filter: /[\\/]lib[\\/]aws[\\/]client\.ts$/ }, async (args) => {
-      let contents = await readFile(args.path, 'utf8');
-      const swaps: Array<[ours: string, theirs: string]> = [
-        ["from './sign.ts'", `from ${JSON.stringify(path.join(ROOT, 'tests', 'helpers', 'aws-signer.ts'))}`],
-        ['= signRequest(', '= await signRequest('],
-      ];
-      for (const [ours, theirs] of swaps) {
-        if (contents.split(ours).length !== 2) {
-          throw new Error(
-            `lib/aws/client.ts no longer holds ${ours} once: bench/build.ts cannot swap its signer`,
-          );
-        }
-        contents = contents.replace(ours, theirs);
-      }
-      return { contents, loader: 'ts', resolveDir: path.dirname(args.path) };
-    });
-  },
-};
-
-/**
  * The smallest official entry point of each library a function may need, used just enough that
  * tree-shaking keeps it, and loaded as the functions load it. A function's dependency floor
  * imports the ones its own bundle holds (tests/unit/cold-imports.test.ts checks that they are the

@@ -7,7 +7,7 @@ export type { AwsCredentials } from '../../lib/aws/sign.ts';
 /**
  * lib/aws/sign.ts's signRequest done by AWS's own signer, set up as the SDK sets it up (its Node
  * SHA-256): what tests/aws/sign.test.ts holds ours to, and what the bench builds lib/aws/client.ts
- * with in place of ours to weigh the two (bench/build.ts, `withAwsSigner`). Asynchronous, as AWS's
+ * with in place of ours to weigh the two (bench/candidates.ts). Asynchronous, as AWS's
  * signer is. The query's names and values are read by the platform's URLSearchParams, not by our
  * signer's own reading.
  */
