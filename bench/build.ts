@@ -35,6 +35,7 @@ export const ESBUILD_OPTIONS: BuildOptions = {
   target: 'node24',
   platform: 'node',
   format: 'esm',
+  mainFields: ['module', 'main'],
   outExtension: { '.js': '.mjs' },
   banner: {
     js: "import { createRequire as __createRequire } from 'node:module'; const require = __createRequire(import.meta.url);",
@@ -91,6 +92,12 @@ export interface Built {
 export type BuildChanges = Pick<BuildOptions, 'mainFields' | 'plugins'>;
 
 /**
+ * esbuild's own resolution for Node (a package's CommonJS `main` first), as the usual build has
+ * it: the classic library set and the naive intermediary are built so, as they always were.
+ */
+export const USUAL_RESOLUTION: BuildChanges = { mainFields: ['main', 'module'] };
+
+/**
  * Bundle `entry` (a file, or source text) with the functions' settings, `changes` apart: their
  * plugins, if given, instead of the functions' (which would break undici's main entry, say).
  */
@@ -145,11 +152,24 @@ const ENTRY_POINTS: Record<string, { imports: string; uses: string }> = {
     imports: "import { createRemoteJWKSet, jwtVerify } from 'jose';",
     uses: 'createRemoteJWKSet, jwtVerify',
   },
+  '@smithy/signature-v4': {
+    imports: "import { SignatureV4 } from '@smithy/signature-v4';",
+    uses: 'SignatureV4',
+  },
+  '@smithy/core': { imports: "import { Sha256 } from '@smithy/core/checksum';", uses: 'Sha256' },
   '@aws-lambda-powertools/metrics': {
     imports: "import { Metrics } from '@aws-lambda-powertools/metrics';",
     uses: 'Metrics',
   },
 };
+
+/**
+ * What a function's bundle may hold of AWS's SDK: its signer as lib/aws/sign.ts uses it, resolved
+ * to its ES modules (serverless.yml's `mainFields`), and no client's code (@smithy/types is
+ * resolved and leaves nothing).
+ */
+export const SIGNER_FILES =
+  /node_modules\/@smithy\/(signature-v4\/dist-es\/|types\/dist-es\/|core\/dist-es\/submodules\/(serde|transport|client|protocols|checksum)\/)/;
 
 /** Direct dependencies of the project that a bundle may hold (the rest are theirs). */
 export const LIBRARIES = Object.keys(ENTRY_POINTS);

@@ -24,7 +24,7 @@ interface Candidate {
 
 /**
  * lib/aws/client.ts built with another signer in place of its own (`source`, a module exporting
- * `signRequest` as lib/aws/sign.ts does), its result awaited, the rest of the client as it is.
+ * `signRequest` as lib/aws/sign.ts does), the rest of the client as it is.
  */
 function withSigner(name: string, source: string): Plugin {
   return {
@@ -36,9 +36,7 @@ function withSigner(name: string, source: string): Plugin {
           throw new Error(
             "lib/aws/client.ts no longer imports './sign.ts' once: its signer cannot be swapped",
           );
-        const contents = ours
-          .replace("from './sign.ts'", "from 'bench-signer'")
-          .replace(/= signRequest\(/, '= await signRequest(');
+        const contents = ours.replace("from './sign.ts'", "from 'bench-signer'");
         return { contents, loader: 'ts', resolveDir: path.dirname(args.path) };
       });
       build.onResolve({ filter: /^bench-signer$/ }, () => ({ path: name, namespace: 'bench-signer' }));
@@ -86,18 +84,16 @@ export function signRequest(request, scope) {
   return headers;
 }`;
 /**
- * Packages without an \`exports\` map are resolved by esbuild's \`mainFields\`: by \`main\`
- * (CommonJS) unless told otherwise. @smithy/signature-v4's CommonJS files require @smithy/core's
- * parts whole; its ES modules let tree-shaking keep what signing uses.
+ * Packages without an `exports` map are resolved by `mainFields`: the functions' build takes their
+ * ES modules first (serverless.yml), where esbuild's own choice for Node is CommonJS `main`.
+ * @smithy/signature-v4's CommonJS files require @smithy/core's parts whole.
  */
-const ES_MODULES: BuildChanges = { mainFields: ['module', 'main'] };
 const AS_COMMONJS: BuildChanges = { mainFields: ['main', 'module'] };
 
 export const SIGNER = {
   unsigned: 'lib/dynamodb/, unsigned (the form of a signature, none computed)',
-  asBuilt: 'lib/dynamodb/ as the functions build it',
-  smithy: 'lib/dynamodb/ signed by @smithy/signature-v4 (tests/helpers/aws-signer.ts), its ES modules',
-  smithyCommonJs: 'lib/dynamodb/ signed by @smithy/signature-v4, its CommonJS files',
+  asBuilt: 'lib/dynamodb/ as the functions build it (@smithy/signature-v4)',
+  asCommonJs: "lib/dynamodb/, @smithy/signature-v4's CommonJS files",
   aws4: 'lib/dynamodb/ signed by aws4',
 };
 
@@ -113,7 +109,7 @@ export const LOGGER = {
 const ORDER = `const order = { pk: 'order#Order-1', orderId: 'Order-1', owner: 'client-7', kind: 'payment', state: 'paid', items: 'Taxi Hire 123', currency: 'LKR', amount: 34567, custom1: 'a', custom2: 'b', customerToken: 'tok', card: '{"mask":"************1292"}', createdAt: 1764000000000, updatedAt: 1764000000000, holdVerified: true };`;
 export const MARSHALLING = {
   byHand: "an order's item typed by hand ({ S: ... }, { N: String(...) }) and read back",
-  library: "an order's item by @aws-sdk/util-dynamodb's marshall and unmarshall",
+  library: "an order's item by @aws-sdk/util-dynamodb's marshall and unmarshall (its ES modules)",
   libraryCommonJs: "an order's item by @aws-sdk/util-dynamodb, its CommonJS files",
 };
 
@@ -157,34 +153,7 @@ export const handler = async () => {
     source: OUR_CLIENT,
     changes: { plugins: [withSigner('unsigned', UNSIGNED)] },
   },
-  [SIGNER.smithy]: {
-    decision: 'signer',
-    call: 'GetItem',
-    source: OUR_CLIENT,
-    changes: {
-      ...ES_MODULES,
-      plugins: [
-        withSigner(
-          'smithy',
-          `export { signRequest } from ${JSON.stringify(path.join(ROOT, 'tests', 'helpers', 'aws-signer.ts'))};`,
-        ),
-      ],
-    },
-  },
-  [SIGNER.smithyCommonJs]: {
-    decision: 'signer',
-    call: 'GetItem',
-    source: OUR_CLIENT,
-    changes: {
-      ...AS_COMMONJS,
-      plugins: [
-        withSigner(
-          'smithy',
-          `export { signRequest } from ${JSON.stringify(path.join(ROOT, 'tests', 'helpers', 'aws-signer.ts'))};`,
-        ),
-      ],
-    },
-  },
+  [SIGNER.asCommonJs]: { decision: 'signer', call: 'GetItem', source: OUR_CLIENT, changes: AS_COMMONJS },
   [SIGNER.aws4]: {
     decision: 'signer',
     call: 'GetItem',
@@ -239,7 +208,6 @@ export const handler = async () => {
   if (back.amount !== order.amount) throw new Error('read back wrong');
   return { statusCode: 200, body: '' };
 };`,
-    changes: ES_MODULES,
   },
   [MARSHALLING.libraryCommonJs]: {
     decision: 'marshalling',
@@ -351,26 +319,8 @@ export function candidatesSection(
     });
   };
   weigh('signer', 'the signer as built, over an unsigned client', SIGNER.asBuilt, SIGNER.unsigned);
-  weigh(
-    'signer',
-    '@smithy/signature-v4 (ES modules), over an unsigned client',
-    SIGNER.smithy,
-    SIGNER.unsigned,
-  );
-  weigh(
-    'signer',
-    '@smithy/signature-v4 (ES modules), over the signer as built',
-    SIGNER.smithy,
-    SIGNER.asBuilt,
-  );
-  weigh(
-    'signer',
-    '@smithy/signature-v4 (CommonJS), over the signer as built',
-    SIGNER.smithyCommonJs,
-    SIGNER.asBuilt,
-  );
   weigh('signer', 'aws4, over an unsigned client', SIGNER.aws4, SIGNER.unsigned);
-  weigh('signer', 'aws4, over the signer as built', SIGNER.aws4, SIGNER.asBuilt);
+  weigh('signer', 'the signer as CommonJS, over the signer as built', SIGNER.asCommonJs, SIGNER.asBuilt);
   weigh('logger', 'lib/log/log.ts as built, over a line written by hand', LOGGER.asBuilt, LOGGER.bare);
   weigh(
     'marshalling',

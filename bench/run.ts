@@ -19,6 +19,7 @@ import {
   OUT,
   packageFunctions,
   ROOT,
+  USUAL_RESOLUTION,
 } from './build.ts';
 import { buildCandidates, candidatesSection, DECISIONS, type Decision } from './candidates.ts';
 import { type ColdRequest, DYNAMODB_READS, DYNAMODB_WRITES, dynamodbCount, measureCold } from './cold.ts';
@@ -154,7 +155,7 @@ for (const fn of packaged) {
 }
 const empty = await bundle('empty', { source: EMPTY_HANDLER });
 // The classic way holds undici's main entry, which the functions' plugins would break.
-const classic = await bundle('classic', { source: CLASSIC_LIBRARIES }, { plugins: [] });
+const classic = await bundle('classic', { source: CLASSIC_LIBRARIES }, { plugins: [], ...USUAL_RESOLUTION });
 const candidates = await buildCandidates(DECISIONS);
 
 say('# Benchmark results');
@@ -582,7 +583,11 @@ try {
 
 // 10. A cold container's first answer beside a naive intermediary, PayHere and DynamoDB at a distance.
 console.error('the first answer, beside a naive intermediary...');
-const naive = await bundle('naive', { file: path.join(ROOT, 'bench', 'naive', 'handler.ts') });
+const naive = await bundle(
+  'naive',
+  { file: path.join(ROOT, 'bench', 'naive', 'handler.ts') },
+  USUAL_RESOLUTION,
+);
 const firstAnswer = firstAnswerSection(
   await measureFirstAnswer(
     { service: packaged.find((fn) => fn.name === 'retrievePayments')!.bundle, naive: naive.bundle },

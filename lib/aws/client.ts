@@ -124,7 +124,7 @@ export class AwsJsonClient {
     const { label } = this.#api;
     if (signal?.aborted) throw new AwsAbortError(label, signal.reason);
     const body = JSON.stringify(input);
-    const headers = signRequest(
+    const headers = await signRequest(
       {
         url: this.#url,
         headers: {
