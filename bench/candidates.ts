@@ -97,12 +97,22 @@ export const SIGNER = {
   aws4: 'lib/dynamodb/ signed by aws4',
 };
 
-/** One log line of the kind the service writes most: the audit line of a refund, with its context. */
-const LINE = `const fields = { route: 'refund', outcome: 'done', replayed: false, httpStatus: 200, orderId: 'Order-1', paymentId: '320025071278', amount: 345.67, currency: 'LKR', email: 'samanperera@gmail.com' };
+/**
+ * One log line of the kind the service writes most: the audit line of a refund, with its context.
+ * Every logger candidate loads first what every function loads as it is imported, whatever it
+ * logs with: its metrics (lib/log/metrics.ts: Powertools Metrics, whose @aws-lambda-powertools/commons
+ * Powertools Logger shares), node:crypto (the signer, the idempotency store) and node:async_hooks
+ * (each caller's share). What a logger loads besides is its own cost.
+ */
+const LINE = `import './lib/log/metrics.ts';
+import 'node:crypto';
+import 'node:async_hooks';
+const fields = { route: 'refund', outcome: 'done', replayed: false, httpStatus: 200, orderId: 'Order-1', paymentId: '320025071278', amount: 345.67, currency: 'LKR', email: 'samanperera@gmail.com' };
 const context = { requestId: 'c6af9ac6-7b61-11e6-9a41-93e8deadbeef', caller: 'client-7', role: 'merchant' };`;
 export const LOGGER = {
   bare: 'a redacted JSON line written by hand (redact, JSON.stringify, process.stderr.write)',
   asBuilt: 'lib/log/log.ts as the functions build it',
+  powertools: 'Powertools Logger, used as bench/powertools-log.ts would use it in lib/log/log.ts',
 };
 
 /** An order as lib/ledger/order-item.ts writes it, every optional attribute set. */
@@ -176,8 +186,19 @@ export const handler = async () => {
     call: 'one warn line',
     source: `import * as logging from './lib/log/log.ts';
 ${LINE}
+export const handler = async () => {
+  logging.setLogContext(context);
+  logging.log.warn('audit', fields);
+  return { statusCode: 200, body: '' };
+};`,
+  },
+  [LOGGER.powertools]: {
+    decision: 'logger',
+    call: 'one warn line',
+    source: `import * as logging from './bench/powertools-log.ts';
+${LINE}
 export const handler = async (_event, lambdaContext) => {
-  logging.logInvocation?.(lambdaContext);
+  logging.setLambdaContext(lambdaContext);
   logging.setLogContext(context);
   logging.log.warn('audit', fields);
   return { statusCode: 200, body: '' };
@@ -322,6 +343,7 @@ export function candidatesSection(
   weigh('signer', 'aws4, over an unsigned client', SIGNER.aws4, SIGNER.unsigned);
   weigh('signer', 'the signer as CommonJS, over the signer as built', SIGNER.asCommonJs, SIGNER.asBuilt);
   weigh('logger', 'lib/log/log.ts as built, over a line written by hand', LOGGER.asBuilt, LOGGER.bare);
+  weigh('logger', 'Powertools Logger, over lib/log/log.ts as built', LOGGER.powertools, LOGGER.asBuilt);
   weigh(
     'marshalling',
     '@aws-sdk/util-dynamodb (ES modules), over typing by hand',
