@@ -35,6 +35,7 @@ export const ESBUILD_OPTIONS: BuildOptions = {
   target: 'node24',
   platform: 'node',
   format: 'esm',
+  mainFields: ['module', 'main'],
   outExtension: { '.js': '.mjs' },
   banner: {
     js: "import { createRequire as __createRequire } from 'node:module'; const require = __createRequire(import.meta.url);",
@@ -91,6 +92,12 @@ export interface Built {
 export type BuildChanges = Pick<BuildOptions, 'mainFields' | 'plugins'>;
 
 /**
+ * esbuild's own resolution for Node (a package's CommonJS `main` first), as the usual build has
+ * it: the classic library set and the naive intermediary are built so, as they always were.
+ */
+export const USUAL_RESOLUTION: BuildChanges = { mainFields: ['main', 'module'] };
+
+/**
  * Bundle `entry` (a file, or source text) with the functions' settings, `changes` apart: their
  * plugins, if given, instead of the functions' (which would break undici's main entry, say).
  */
@@ -122,32 +129,6 @@ export async function bundle(
 }
 
 /**
- * lib/aws/client.ts built with AWS's own signer in place of ours (tests/helpers/aws-signer.ts), its one
- * call awaited, since AWS's signer answers with a promise; the rest of the client as it is.
- */
-export const withAwsSigner: Plugin = {
-  name: 'aws-signer',
-  setup(build) {
-    build.onLoad({ filter: /[\\/]lib[\\/]aws[\\/]client\.ts$/ }, async (args) => {
-      let contents = await readFile(args.path, 'utf8');
-      const swaps: Array<[ours: string, theirs: string]> = [
-        ["from './sign.ts'", `from ${JSON.stringify(path.join(ROOT, 'tests', 'helpers', 'aws-signer.ts'))}`],
-        ['= signRequest(', '= await signRequest('],
-      ];
-      for (const [ours, theirs] of swaps) {
-        if (contents.split(ours).length !== 2) {
-          throw new Error(
-            `lib/aws/client.ts no longer holds ${ours} once: bench/build.ts cannot swap its signer`,
-          );
-        }
-        contents = contents.replace(ours, theirs);
-      }
-      return { contents, loader: 'ts', resolveDir: path.dirname(args.path) };
-    });
-  },
-};
-
-/**
  * The smallest official entry point of each library a function may need, used just enough that
  * tree-shaking keeps it, and loaded as the functions load it. A function's dependency floor
  * imports the ones its own bundle holds (tests/unit/cold-imports.test.ts checks that they are the
@@ -171,11 +152,24 @@ const ENTRY_POINTS: Record<string, { imports: string; uses: string }> = {
     imports: "import { createRemoteJWKSet, jwtVerify } from 'jose';",
     uses: 'createRemoteJWKSet, jwtVerify',
   },
+  '@smithy/signature-v4': {
+    imports: "import { SignatureV4 } from '@smithy/signature-v4';",
+    uses: 'SignatureV4',
+  },
+  '@smithy/core': { imports: "import { Sha256 } from '@smithy/core/checksum';", uses: 'Sha256' },
   '@aws-lambda-powertools/metrics': {
     imports: "import { Metrics } from '@aws-lambda-powertools/metrics';",
     uses: 'Metrics',
   },
 };
+
+/**
+ * What a function's bundle may hold of AWS's SDK: its signer as lib/aws/sign.ts uses it, resolved
+ * to its ES modules (serverless.yml's `mainFields`), and no client's code (@smithy/types is
+ * resolved and leaves nothing).
+ */
+export const SIGNER_FILES =
+  /node_modules\/@smithy\/(signature-v4\/dist-es\/|types\/dist-es\/|core\/dist-es\/submodules\/(serde|transport|client|protocols|checksum)\/)/;
 
 /** Direct dependencies of the project that a bundle may hold (the rest are theirs). */
 export const LIBRARIES = Object.keys(ENTRY_POINTS);

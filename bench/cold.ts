@@ -12,8 +12,11 @@ const CHILD = path.join(ROOT, 'bench', 'cold-child.ts');
 export interface ColdTarget {
   label: string;
   bundle: string;
-  /** The route whose request the bundle answers first (floors answer it without looking). */
-  route: GatewayRouteName;
+  /**
+   * The route whose request the bundle answers first (floors answer it without looking); none for
+   * a bundle that reads no event (a candidate).
+   */
+  route?: GatewayRouteName;
 }
 
 /** What one request sent, as the child saw it leave (bench/cold-child.ts). */
@@ -29,12 +32,16 @@ export interface RequestSent {
 
 export interface ColdRequest {
   ms: number;
+  /** CPU time the process spent answering it (bench/cold-child.ts). */
+  cpuMs: number;
   statusCode: number;
   sent: RequestSent;
 }
 
 export interface ColdSample {
   importMs: number;
+  /** CPU time the process spent importing the bundle. */
+  importCpuMs: number;
   /** The cold container's first request, then the same route's next one, warm. */
   first: ColdRequest;
   second: ColdRequest;
@@ -58,7 +65,8 @@ export async function measureCold(
   for (let round = -1; round < runs; round++) {
     for (const target of round < 0 ? targets.slice(0, 1) : targets) {
       for (const file of eventFiles) {
-        await writeFile(file, JSON.stringify((await environment.prepare(target.route)).event));
+        const event = target.route === undefined ? {} : (await environment.prepare(target.route)).event;
+        await writeFile(file, JSON.stringify(event));
       }
       const before = environment.sandbox.arrivals().length;
       const { stdout } = await run(process.execPath, [CHILD, target.bundle, ...eventFiles], {
@@ -66,7 +74,11 @@ export async function measureCold(
         timeout: 60_000,
       });
       const line = stdout.trim().split('\n').at(-1)!;
-      const { importMs, requests } = JSON.parse(line) as { importMs: number; requests: ColdRequest[] };
+      const { importMs, importCpuMs, requests } = JSON.parse(line) as {
+        importMs: number;
+        importCpuMs: number;
+        requests: ColdRequest[];
+      };
       const arrived = environment.sandbox.arrivals().length - before;
       const left = requests.reduce((sum, request) => sum + request.sent.payhere + request.sent.tokens, 0);
       if (arrived !== left) {
@@ -75,7 +87,7 @@ export async function measureCold(
         );
       }
       if (round < 0) continue;
-      samples.get(target.label)!.push({ importMs, first: requests[0]!, second: requests[1]! });
+      samples.get(target.label)!.push({ importMs, importCpuMs, first: requests[0]!, second: requests[1]! });
     }
   }
   return samples;

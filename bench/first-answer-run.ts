@@ -3,14 +3,18 @@
  * for working on it; `npm run bench` runs it with everything else and keeps its figures.
  */
 import path from 'node:path';
-import { bundle, ROOT } from './build.ts';
+import { bundle, ROOT, USUAL_RESOLUTION } from './build.ts';
 import { firstAnswerSection, measureFirstAnswer } from './first-answer.ts';
 
 const runs = Number(process.argv[2]) || 9;
 const service = await bundle('retrievePayments', {
   file: path.join(ROOT, 'functions', 'retrievePayments.ts'),
 });
-const naive = await bundle('naive', { file: path.join(ROOT, 'bench', 'naive', 'handler.ts') });
+const naive = await bundle(
+  'naive',
+  { file: path.join(ROOT, 'bench', 'naive', 'handler.ts') },
+  USUAL_RESOLUTION,
+);
 const { lines, failures } = firstAnswerSection(
   await measureFirstAnswer(
     { service: service.bundle, naive: naive.bundle },

@@ -1,25 +1,27 @@
 /**
- * `npm run bench [-- --check] [-- --runs N] [-- --counts]`: the service's cost, measured in one run on this
- * machine, written to bench/RESULTS.md. With --check, exits 1 when a budget is missed.
+ * `npm run bench [-- --check] [-- --runs N] [-- --counts] [-- --candidates [signer,logger,...]]`: the
+ * service's cost, measured in one run on this machine, written to bench/RESULTS.md. With --check,
+ * exits 1 when a budget is missed.
  */
-import { writeFile } from 'node:fs/promises';
+import { mkdir, writeFile } from 'node:fs/promises';
+import { loadavg } from 'node:os';
 import path from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { BUDGET_KEY, TOKEN_KEY } from '../lib/budget/state-table.ts';
 import { GATEWAY_ROUTES, type GatewayRouteName, IDEMPOTENT_ROUTES } from '../tests/helpers/routes.ts';
 import { measureBurst, measureLimiterCost, PAYHERE_LIMIT } from './budget.ts';
 import {
-  type BuildChanges,
   bundle,
   CLASSIC_LIBRARIES,
   EMPTY_HANDLER,
-  FUNCTION_PLUGINS,
   floorSource,
   LIBRARIES,
+  OUT,
   packageFunctions,
   ROOT,
-  withAwsSigner,
+  USUAL_RESOLUTION,
 } from './build.ts';
+import { buildCandidates, candidatesSection, DECISIONS, type Decision } from './candidates.ts';
 import { type ColdRequest, DYNAMODB_READS, DYNAMODB_WRITES, dynamodbCount, measureCold } from './cold.ts';
 import { customerReadsSection, measureCustomerReads } from './customers.ts';
 import { startBenchEnvironment } from './environment.ts';
@@ -56,6 +58,19 @@ const check = args.includes('--check');
  */
 const countsOnly = args.includes('--counts');
 const coldRuns = Number(args[args.indexOf('--runs') + 1]) || 15;
+/**
+ * `--candidates`: only the candidates (bench/candidates.ts), every decision's or those named
+ * (`--candidates signer,logger`), in fresh processes against the local stand-ins; the report goes
+ * to bench/out/CANDIDATES.md. For weighing a library without the 20 minutes of the whole run.
+ */
+const candidatesAt = args.indexOf('--candidates');
+const candidatesOnly = candidatesAt >= 0;
+const namedDecisions = args[candidatesAt + 1]?.startsWith('--') === false ? args[candidatesAt + 1]! : '';
+const decisions = (namedDecisions ? namedDecisions.split(',') : DECISIONS) as Decision[];
+for (const decision of decisions) {
+  if (!DECISIONS.includes(decision))
+    throw new Error(`--candidates: no decision ${decision} (${DECISIONS.join(', ')})`);
+}
 /** Per round: a p99 needs many samples, and reads are fast enough to take more. */
 const WARM_REQUESTS = { money: 1000, other: 2000 };
 const WARM_UP = 100;
@@ -79,6 +94,40 @@ const say = (line = '') => {
   lines.push(line);
   console.log(line);
 };
+
+/** The machine's load (1, 5 and 15 minutes): the figures of a loaded machine are noisy. */
+const load = () =>
+  loadavg()
+    .map((average) => round(average, 2))
+    .join(', ');
+const loadBefore = load();
+
+if (candidatesOnly) {
+  const built = await buildCandidates(decisions);
+  const environment = await startBenchEnvironment();
+  try {
+    console.error(`candidates (${decisions.join(', ')}): ${coldRuns} fresh processes each...`);
+    const cold = await measureCold(
+      [...built].map(([label, candidate]) => ({ label, bundle: candidate.bundle })),
+      coldRuns,
+      environment,
+    );
+    say('# Candidates');
+    say();
+    say(
+      `Measured by \`npm run bench -- --candidates ${decisions.join(',')}\` on ${new Date().toISOString().slice(0, 10)}, Node ${process.version}, ${coldRuns} fresh processes per candidate; load average ${loadBefore} before, ${load()} after.`,
+    );
+    say();
+    for (const line of candidatesSection(cold, built).lines) say(line);
+  } finally {
+    await environment.close();
+  }
+  await mkdir(OUT, { recursive: true });
+  const report = path.join(OUT, 'CANDIDATES.md');
+  await writeFile(report, `${lines.join('\n')}\n`);
+  console.error(`written to ${path.relative(ROOT, report)}`);
+  process.exit(0);
+}
 
 // 1. Bundles: what `osls package` ships, next to each function's dependency floor.
 console.error('packaging...');
@@ -106,144 +155,13 @@ for (const fn of packaged) {
 }
 const empty = await bundle('empty', { source: EMPTY_HANDLER });
 // The classic way holds undici's main entry, which the functions' plugins would break.
-const classic = await bundle('classic', { source: CLASSIC_LIBRARIES }, { plugins: [] });
-/**
- * The candidates for the tables' client, its signer and PayHere's transport, each alone,
- * constructed as the functions construct them, the tables' clients each answering its requests
- * with one consistent GetItem on the state table (the kind of read a cold request makes), the
- * signers with one signature of that GetItem: the choice of lib/dynamodb/ over the SDK, @aws-lite
- * and aws4fetch, of our signer over AWS's (@smithy/signature-v4, adopted if it cost at most 5 ms
- * more, import and first signature), and of undici's main entry (the one its documentation
- * supports), are made by these figures.
- */
-const GET_ITEM = `const input = {
-  TableName: process.env.STATE_TABLE, Key: { pk: { S: 'bench-candidate' } }, ConsistentRead: true,
-};`;
-const OUR_CLIENT = `import { DynamoDBClient, GetItemCommand } from './lib/dynamodb/index.ts';
-${GET_ITEM}
-const client = new DynamoDBClient({ region: process.env.AWS_REGION, endpoint: process.env.DYNAMODB_ENDPOINT });
-export const handler = async () => { await client.send(new GetItemCommand(input)); return { statusCode: 200, body: '' }; };`;
-/** The GetItem as lib/aws/client.ts signs it: the same URL, headers, body and credentials. */
-const TO_SIGN = `${GET_ITEM}
-const url = new URL(process.env.DYNAMODB_ENDPOINT);
-const headers = { 'content-type': 'application/x-amz-json-1.0', 'x-amz-target': 'DynamoDB_20120810.GetItem' };
-const credentials = { accessKeyId: process.env.AWS_ACCESS_KEY_ID, secretAccessKey: process.env.AWS_SECRET_ACCESS_KEY, sessionToken: process.env.AWS_SESSION_TOKEN };`;
-const AWS_SIGNATURE = `import { Sha256 } from '@smithy/core/checksum';
-import { SignatureV4 } from '@smithy/signature-v4';
-${TO_SIGN}
-const signer = new SignatureV4({ credentials: async () => credentials, region: process.env.AWS_REGION, service: 'dynamodb', sha256: Sha256, applyChecksum: false });
-export const handler = async () => {
-  await signer.sign({ method: 'POST', protocol: url.protocol, hostname: url.hostname, port: Number(url.port) || undefined, path: url.pathname, query: {}, headers: { ...headers, host: url.host }, body: JSON.stringify(input) });
-  return { statusCode: 200, body: '' };
-};`;
-/**
- * @smithy/signature-v4 has no `exports` map: by its `main` field, the functions' build takes its
- * CommonJS files, whose requires of @smithy/core's parts bring each part whole. Its ES modules
- * (`mainFields` module first) let tree-shaking keep only what signing uses; shown beside it, with
- * our client, for what that resolution would change (it changes none of the functions' bundles
- * today), not to decide by.
- */
-const ES_MODULES: BuildChanges = { mainFields: ['module', 'main'] };
-const SIGNERS = {
-  ours: 'lib/aws/sign.ts (ours), one signature',
-  aws: "@smithy/signature-v4 with the SDK's SHA-256, one signature",
-  awsModules: "@smithy/signature-v4 with the SDK's SHA-256, one signature, its ES modules",
-  ourClient: 'lib/dynamodb/ (ours, over node:http)',
-  ourClientAws: 'lib/dynamodb/ signed by @smithy/signature-v4',
-  ourClientAwsModules: 'lib/dynamodb/ signed by @smithy/signature-v4, its ES modules',
-};
-const CANDIDATES: Record<string, { source: string; call?: 'GetItem' | 'signature'; changes?: BuildChanges }> =
-  {
-    'AWS SDK DynamoDB client': {
-      call: 'GetItem',
-      source: `import { DynamoDBClient, GetItemCommand } from '@aws-sdk/client-dynamodb';
-${GET_ITEM}
-const client = new DynamoDBClient({ region: process.env.AWS_REGION, endpoint: process.env.DYNAMODB_ENDPOINT });
-export const handler = async () => { await client.send(new GetItemCommand(input)); return { statusCode: 200, body: '' }; };`,
-    },
-    [SIGNERS.ourClient]: { call: 'GetItem', source: OUR_CLIENT },
-    [SIGNERS.ourClientAws]: { call: 'GetItem', source: OUR_CLIENT, changes: { plugins: [withAwsSigner] } },
-    [SIGNERS.ourClientAwsModules]: {
-      call: 'GetItem',
-      source: OUR_CLIENT,
-      changes: { ...ES_MODULES, plugins: [withAwsSigner] },
-    },
-    '@aws-lite/client with @aws-lite/dynamodb': {
-      call: 'GetItem',
-      source: `import awsLite from '@aws-lite/client';
-import dynamodb from '@aws-lite/dynamodb';
-const aws = await awsLite({ region: process.env.AWS_REGION, endpoint: process.env.DYNAMODB_ENDPOINT, plugins: [dynamodb], autoloadPlugins: false, awsConfigFile: false, keepAlive: true });
-export const handler = async () => {
-  await aws.DynamoDB.GetItem({ TableName: process.env.STATE_TABLE, Key: { pk: 'bench-candidate' }, ConsistentRead: true });
-  return { statusCode: 200, body: '' };
-};`,
-    },
-    "aws4fetch's signature, sent over Node's fetch": {
-      call: 'GetItem',
-      source: `import { AwsClient } from 'aws4fetch';
-${GET_ITEM}
-const aws = new AwsClient({ accessKeyId: process.env.AWS_ACCESS_KEY_ID, secretAccessKey: process.env.AWS_SECRET_ACCESS_KEY, region: process.env.AWS_REGION, service: 'dynamodb' });
-export const handler = async () => {
-  const response = await aws.fetch(process.env.DYNAMODB_ENDPOINT, { method: 'POST', body: JSON.stringify(input), headers: { 'content-type': 'application/x-amz-json-1.0', 'x-amz-target': 'DynamoDB_20120810.GetItem' } });
-  if (!response.ok) throw new Error(await response.text());
-  await response.json();
-  return { statusCode: 200, body: '' };
-};`,
-    },
-    "aws4fetch's signature, sent over undici's Pool": {
-      call: 'GetItem',
-      source: `import { AwsV4Signer } from 'aws4fetch';
-import { Pool } from 'undici';
-${GET_ITEM}
-const pool = new Pool(process.env.DYNAMODB_ENDPOINT);
-export const handler = async () => {
-  const body = JSON.stringify(input);
-  const signed = await new AwsV4Signer({ url: process.env.DYNAMODB_ENDPOINT, method: 'POST', body, headers: { 'content-type': 'application/x-amz-json-1.0', 'x-amz-target': 'DynamoDB_20120810.GetItem' }, accessKeyId: process.env.AWS_ACCESS_KEY_ID, secretAccessKey: process.env.AWS_SECRET_ACCESS_KEY, region: process.env.AWS_REGION, service: 'dynamodb' }).sign();
-  const response = await pool.request({ method: 'POST', path: '/', headers: Object.fromEntries(signed.headers), body });
-  const text = await response.body.text();
-  if (response.statusCode !== 200) throw new Error(text);
-  return { statusCode: 200, body: '' };
-};`,
-    },
-    [SIGNERS.ours]: {
-      call: 'signature',
-      source: `import { signRequest } from './lib/aws/sign.ts';
-${TO_SIGN}
-export const handler = async () => {
-  signRequest({ url, headers, body: JSON.stringify(input) }, { region: process.env.AWS_REGION, service: 'dynamodb', credentials, now: new Date() });
-  return { statusCode: 200, body: '' };
-};`,
-    },
-    [SIGNERS.aws]: { call: 'signature', source: AWS_SIGNATURE },
-    [SIGNERS.awsModules]: { call: 'signature', source: AWS_SIGNATURE, changes: ES_MODULES },
-    "undici's main entry (Pool), what a first PayHere call loaded until issue 24": {
-      source: `import { Pool } from 'undici';
-export const pool = new Pool('https://sandbox.payhere.lk');
-export const handler = async () => ({ statusCode: 200, body: '' });`,
-    },
-    "undici's Pool and request modules, what a first PayHere call loads (lib/gateway/transport.ts)": {
-      source: `import Pool from 'undici/lib/dispatcher/pool.js';
-import request from 'undici/lib/api/api-request.js';
-export const pool = new Pool('https://sandbox.payhere.lk');
-export const send = request;
-export const handler = async () => ({ statusCode: 200, body: '' });`,
-      // Trimmed as the functions' bundles are (plugins/esbuild.cjs).
-      changes: { plugins: FUNCTION_PLUGINS },
-    },
-  };
-const candidates = new Map<string, Awaited<ReturnType<typeof bundle>>>();
-for (const [label, { source, changes }] of Object.entries(CANDIDATES)) {
-  // Each as it comes, unless it says otherwise: not with the functions' plugins.
-  candidates.set(
-    label,
-    await bundle(`candidate-${candidates.size}`, { source }, { plugins: [], ...changes }),
-  );
-}
+const classic = await bundle('classic', { source: CLASSIC_LIBRARIES }, { plugins: [], ...USUAL_RESOLUTION });
+const candidates = await buildCandidates(DECISIONS);
 
 say('# Benchmark results');
 say();
 say(
-  `Measured by \`npm run bench\` on ${new Date().toISOString().slice(0, 10)}, Node ${process.version}, one run.`,
+  `Measured by \`npm run bench\` on ${new Date().toISOString().slice(0, 10)}, Node ${process.version}, one run; load average ${loadBefore} when it began.`,
 );
 say('Every ratio compares figures taken in this same run.');
 say();
@@ -377,36 +295,8 @@ try {
     );
   }
   say();
-  say(
-    "The candidates, each alone in a bundle built the same way, constructed as the functions construct them. The tables' clients answer each of their two requests with one consistent GetItem on the local DynamoDB (loopback, no TLS): the first is what a cold container pays for its first read, the load of anything the client loads on first use included. The signers sign that GetItem, as lib/aws/client.ts would, and send nothing. Every figure from the same fresh processes, in turns with the functions.",
-  );
-  say();
-  say(
-    '| candidate | JavaScript | import p25 | import median | each call | first call median | second call median | import and first call, median |',
-  );
-  say('|---|---|---|---|---|---|---|---|');
-  /** Import and first call, per fresh process. */
-  const coldFirst = (label: string) => cold.get(label)!.map((s) => s.importMs + s.first.ms);
-  for (const [label, built] of candidates) {
-    const samples = cold.get(label)!;
-    const { call } = CANDIDATES[label]!;
-    const calls = call
-      ? `${call} | ${round(median(samples.map((s) => s.first.ms)))} ms | ${round(median(samples.map((s) => s.second.ms)))} ms | ${round(median(coldFirst(label)))} ms`
-      : '| | |';
-    say(
-      `| ${label} | ${kib(built.jsBytes)} | ${round(importP25(label))} ms | ${round(importMedian(label))} ms | ${calls} |`,
-    );
-  }
-  /** AWS's signer over ours: the difference of the medians, and the median of each round's difference. */
-  const overOurs = (theirs: string, ours: string) => {
-    const base = coldFirst(ours);
-    const paired = coldFirst(theirs).map((ms, round) => ms - base[round]!);
-    return `${round(median(coldFirst(theirs)) - median(base))} ms (each round's difference, median: ${round(median(paired))} ms)`;
-  };
-  say();
-  say(
-    `AWS's signer over ours, import and first call (issue 25: adopted if its import and first signature cost at most 5 ms more): one signature ${overOurs(SIGNERS.aws, SIGNERS.ours)}; a first GetItem through lib/dynamodb/ ${overOurs(SIGNERS.ourClientAws, SIGNERS.ourClient)}. Resolved to its ES modules, not as the functions are built: ${overOurs(SIGNERS.awsModules, SIGNERS.ours)} and ${overOurs(SIGNERS.ourClientAwsModules, SIGNERS.ourClient)}.`,
-  );
+  const candidateSection = candidatesSection(cold, candidates);
+  for (const line of candidateSection.lines) say(line);
   say();
 
   if (!countsOnly) {
@@ -693,7 +583,11 @@ try {
 
 // 10. A cold container's first answer beside a naive intermediary, PayHere and DynamoDB at a distance.
 console.error('the first answer, beside a naive intermediary...');
-const naive = await bundle('naive', { file: path.join(ROOT, 'bench', 'naive', 'handler.ts') });
+const naive = await bundle(
+  'naive',
+  { file: path.join(ROOT, 'bench', 'naive', 'handler.ts') },
+  USUAL_RESOLUTION,
+);
 const firstAnswer = firstAnswerSection(
   await measureFirstAnswer(
     { service: packaged.find((fn) => fn.name === 'retrievePayments')!.bundle, naive: naive.bundle },

@@ -13,13 +13,14 @@ import { type AwsCredentials, signRequest } from './sign.ts';
 /**
  * A client for one AWS service's JSON API (`POST /`, the operation in `X-Amz-Target`, the input as
  * the body, SigV4-signed), written here instead of using the AWS SDK: the SDK's clients are
- * 450-530 KB of minified code that every cold start parsed (docs/performance.md "Performance"); this is a few
- * KB over Node's own `node:http`/`node:https` (./http.ts) and node:crypto. It keeps the SDK's
+ * large bundles of minified code that every cold start parsed (docs/performance.md "Performance");
+ * this is a small client over Node's own `node:http`/`node:https` (./http.ts), signed by AWS's own
+ * signer (./sign.ts). It keeps the SDK's
  * standard retry rules (./retry.ts) and nothing else: no pagination, no marshalling, no endpoint
  * discovery, no clock-skew correction (Lambda's clock is synchronised).
  *
- * Not undici, although PayHere's calls go through it: undici costs a cold start about 100 ms to
- * load, and a container whose requests are answered from the tables (a shared read, a replay)
+ * Not undici, although PayHere's calls go through it: undici is the heaviest load of a cold
+ * start, and a container whose requests are answered from the tables (a shared read, a replay)
  * never needs it. Not the `fetch` built into Node either: it loads Node's own copy of undici at its
  * first use, and has no connect timeout.
  */
@@ -124,7 +125,7 @@ export class AwsJsonClient {
     const { label } = this.#api;
     if (signal?.aborted) throw new AwsAbortError(label, signal.reason);
     const body = JSON.stringify(input);
-    const headers = signRequest(
+    const headers = await signRequest(
       {
         url: this.#url,
         headers: {

@@ -4,7 +4,7 @@ import { beingWritten } from '../net/outbound.ts';
 
 // Not `import ... from 'node:http'`: ESM's view of a built-in module reads every export, and three
 // of node:http's (WebSocket, CloseEvent, MessageEvent) load Node's own copy of undici to answer,
-// 30 ms of a cold start for nothing. getBuiltinModule gives the module itself.
+// at a cold start's expense, for nothing. getBuiltinModule gives the module itself.
 const http = process.getBuiltinModule('node:http');
 const https = process.getBuiltinModule('node:https');
 
@@ -12,8 +12,8 @@ const https = process.getBuiltinModule('node:https');
  * One POST to an AWS endpoint over Node's own `node:http`/`node:https`, with undici's limits
  * written out: a connect timeout that covers the TLS handshake, a timeout for the answer's
  * headers and the same again between its bytes, and the caller's signal. Node's modules come with
- * the runtime, compiled: both cost a cold start about 15 ms to load (most of it TLS) against
- * undici's 100, which only a container that calls PayHere then loads (lib/gateway/transport.ts).
+ * the runtime, compiled: both cost a cold start far less to load (most of it TLS) than undici,
+ * which only a container that calls PayHere then loads (lib/gateway/transport.ts).
  *
  * Failures keep the socket's own code (`ECONNREFUSED`, `ECONNRESET`, ...) or carry one of ours
  * for the limits (`CONNECT_TIMEOUT`, `HEADERS_TIMEOUT`, `BODY_TIMEOUT`): lib/net/failure.ts reads

@@ -2,7 +2,7 @@ import { type AwsClientOptions, type AwsJsonApi, AwsJsonClient, type SendOptions
 
 /**
  * Secrets Manager's one operation the service uses, through the light AWS JSON client: the SDK's
- * client (447 KB minified) stayed in every function bundle even when imported lazily, and its
+ * client stayed in every function bundle even when imported lazily, and its
  * code was parsed at every cold start (docs/performance.md "Performance").
  */
 

@@ -3,8 +3,8 @@ import type { DynamoDbCommand } from './commands.ts';
 
 /**
  * DynamoDB through the light AWS JSON client (lib/aws/), under the SDK's names: it replaces
- * `@aws-sdk/client-dynamodb` in the functions, whose minified client is 526 KB and cost a cold
- * start 127-150 ms of imports (docs/performance.md "Performance"). It sends what the stores send
+ * `@aws-sdk/client-dynamodb` in the functions, whose minified client was the largest share of a
+ * cold start's imports (docs/performance.md "Performance"). It sends what the stores send
  * (./commands.ts), the SDK's input shapes as they are.
  */
 

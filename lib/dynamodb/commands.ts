@@ -5,7 +5,11 @@
  * SDK's input shape. The types cover what the stores use, structurally compatible with the SDK's.
  */
 
-/** One attribute's value in DynamoDB's JSON form. Binary types are left out: no table stores any. */
+/**
+ * One attribute's value in DynamoDB's JSON form. Binary types are left out: no table stores any.
+ * The stores type their items by hand (`{ S: ... }`, `{ N: String(...) }`): @aws-sdk/util-dynamodb's
+ * `marshall` was weighed and costs a cold container's first item more (docs/performance.md).
+ */
 export interface AttributeValue {
   S?: string;
   N?: string;

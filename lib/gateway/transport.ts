@@ -88,7 +88,7 @@ function statusMetric(status: number): CountMetric {
  * undici's Pool, the one dispatcher the client uses, loaded by the first call that needs it rather
  * than at import: a container whose first requests are answered without PayHere (shared reads,
  * replays, refusals) never pays for it. Its own module, not undici's main entry, which evaluates
- * fetch, WebSocket, the caches and the mocks besides, about half of the load's time (docs/performance.md
+ * fetch, WebSocket, the caches and the mocks besides, most of what it would cost (docs/performance.md
  * "A cold container's first answer"). esbuild keeps it in the function's one bundle.
  */
 let undici: Promise<Undici> | undefined;

@@ -6,7 +6,7 @@ import { Recent } from '../memory/recent.ts';
 /**
  * Stack traces that point at the TypeScript sources, mapped when a stack is first read, not at
  * every cold start. Node's `--enable-source-maps` reads and parses a bundle's map as the bundle
- * loads, 8-13 ms of every function's import (docs/performance.md), to serve the rare stack
+ * loads, a share of every function's import (docs/performance.md), to serve the rare stack
  * that is printed. Here a stack is formatted with the map beside the bundle that holds its frames
  * (`sourcemap: linked`, serverless.yml), read once per container, the first time a stack is.
  *

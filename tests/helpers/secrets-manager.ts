@@ -2,8 +2,8 @@
  * A Secrets Manager on loopback that speaks the real wire protocol (AWS JSON 1.1: POST / with
  * X-Amz-Target: secretsmanager.GetSecretValue, SigV4-signed for the service `secretsmanager`), so
  * the service's own client (lib/aws/secrets-manager.ts) talks to it over HTTP. It checks the
- * signature's scope, not the signature itself (tests/aws/sign.test.ts checks that against the
- * SDK's signer). It stores secret strings, counts the reads, and can hold answers back to test
+ * signature's scope, not the signature itself (tests/aws/sign.test.ts holds our signing to AWS's
+ * published signatures). It stores secret strings, counts the reads, and can hold answers back to test
  * sharing.
  */
 import { createServer, type Server } from 'node:http';

@@ -15,6 +15,7 @@ import {
   LIBRARIES,
   MIDDY_STREAM_WEB,
   ROOT,
+  SIGNER_FILES,
 } from '../../bench/build.ts';
 import { LOCAL_AWS_ENVIRONMENT } from '../../scripts/local-dynamodb.ts';
 import { TEST_AUTH_ENV } from '../helpers/auth.ts';
@@ -86,10 +87,19 @@ afterAll(async () => {
 });
 
 describe("a function's cold start", () => {
-  it('holds no AWS SDK: neither the DynamoDB nor the Secrets Manager client, nor their parts', () => {
+  it("holds no AWS SDK client, only AWS's signer (lib/aws/sign.ts) and the few parts of @smithy/core it uses", () => {
     for (const [name, packages] of built) {
       expect(
-        [...packages].filter((pkg) => pkg.startsWith('@aws-sdk/') || pkg.startsWith('@smithy/')),
+        [...packages].filter((pkg) => pkg.startsWith('@aws-sdk/') || pkg.startsWith('@smithy/')).sort(),
+        name,
+      ).toEqual(['@smithy/core', '@smithy/signature-v4', '@smithy/types']);
+      // Of what esbuild resolved, only its ES modules' signing parts are left: no client, retry,
+      // endpoint or schema code.
+      expect(
+        Object.entries(outputBytes.get(name)!)
+          .filter(([file, bytes]) => bytes > 0 && file.includes('node_modules/@smithy/'))
+          .map(([file]) => file)
+          .filter((file) => !SIGNER_FILES.test(file)),
         name,
       ).toEqual([]);
     }
