@@ -11,15 +11,8 @@ import { kib, median, percentile, round } from './stats.ts';
  * cold section's, bench/cold.ts). What each decision weighs is a cold container's: the import and
  * the first call, since a library that loads on first use pays there.
  */
-export type Decision = 'client' | 'signer' | 'logger' | 'marshalling' | 'config' | 'transport';
-export const DECISIONS: readonly Decision[] = [
-  'client',
-  'signer',
-  'logger',
-  'marshalling',
-  'config',
-  'transport',
-];
+export type Decision = 'client' | 'signer' | 'logger' | 'marshalling' | 'transport';
+export const DECISIONS: readonly Decision[] = ['client', 'signer', 'logger', 'marshalling', 'transport'];
 
 interface Candidate {
   decision: Decision;
@@ -128,17 +121,6 @@ export const MARSHALLING = {
   byHand: "an order's item typed by hand ({ S: ... }, { N: String(...) }) and read back",
   library: "an order's item by @aws-sdk/util-dynamodb's marshall and unmarshall (its ES modules)",
   libraryCommonJs: "an order's item by @aws-sdk/util-dynamodb, its CommonJS files",
-};
-
-/**
- * What every function does with zod/mini anyway, whatever reads its configuration: a request's
- * validation (the first one warms zod's parsing for any schema after it).
- */
-const VALIDATION = `import * as z from 'zod/mini';
-const request = z.strictObject({ order_id: z.string().check(z.minLength(1)), amount: z.optional(z.number()) });`;
-export const CONFIG = {
-  none: 'a first request validated by zod/mini, no configuration read',
-  schema: "the same, the configuration modules' variables parsed by their zod/mini schema first",
 };
 
 export const CANDIDATES: Record<string, Candidate> = {
@@ -262,28 +244,6 @@ export const handler = async () => {
 };`,
     changes: AS_COMMONJS,
   },
-  [CONFIG.none]: {
-    decision: 'config',
-    call: 'validate a request',
-    source: `${VALIDATION}
-export const handler = async () => {
-  if (!request.safeParse({ order_id: 'Order-1', amount: 1 }).success) throw new Error('invalid');
-  return { statusCode: 200, body: '' };
-};`,
-  },
-  [CONFIG.schema]: {
-    decision: 'config',
-    call: 'validate a request',
-    // At import, as the functions read their configuration (every variable of the schema is
-    // parsed by the first loader; ./dynamodb.ts's own would bring the DynamoDB client along).
-    source: `${VALIDATION}
-import { loadConfig, settleDelayMs } from './lib/config/config.ts';
-export const config = [loadConfig(process.env), settleDelayMs(process.env)];
-export const handler = async () => {
-  if (!request.safeParse({ order_id: 'Order-1', amount: 1 }).success) throw new Error('invalid');
-  return { statusCode: 200, body: '' };
-};`,
-  },
   "undici's main entry (Pool), what a first PayHere call loaded until issue 24": {
     decision: 'transport',
     source: `import { Pool } from 'undici';
@@ -395,12 +355,6 @@ export function candidatesSection(
     '@aws-sdk/util-dynamodb (CommonJS), over typing by hand',
     MARSHALLING.libraryCommonJs,
     MARSHALLING.byHand,
-  );
-  weigh(
-    'config',
-    "the configuration modules' schema, over reading no configuration at all",
-    CONFIG.schema,
-    CONFIG.none,
   );
   if (figures.length > 0) {
     say();

@@ -1,5 +1,3 @@
-import * as z from 'zod/mini';
-
 export interface GatewayCredentials {
   appId: string;
   appSecret: string;
@@ -57,12 +55,12 @@ export function wholeNumber(env: Env, name: string, fallback: number, least: num
  * showing nothing settle it as not done (SETTLE_DELAY_SECONDS, default 10 minutes).
  */
 export function settleDelayMs(env: Env): number {
-  return configEnvironment(env).SETTLE_DELAY_SECONDS * 1000;
+  return wholeNumber(env, 'SETTLE_DELAY_SECONDS', 600, 0) * 1000;
 }
 
 /** The region Lambda runs in (AWS_REGION); the service's home region in local runs. */
 export function awsRegion(env: Env): string {
-  return configEnvironment(env).AWS_REGION;
+  return env.AWS_REGION?.trim() || 'ap-south-1';
 }
 
 /** `value` (the trimmed value of `name`) if it is an absolute http(s) URL, or a ConfigError naming `name`. */
@@ -123,8 +121,14 @@ export function httpsOrigins(name: string, value: string | undefined): string[] 
     });
 }
 
-/** `<requests>/<milliseconds>` from `name`'s value. */
-function rateLimit(name: string, value: string): Config['rateLimit'] {
+function gatewayBaseUrl(env: Env): string {
+  return httpsUrl('GATEWAY_BASE_URL', required(env, 'GATEWAY_BASE_URL')).href.replace(/\/+$/, '');
+}
+
+/** `<requests>/<milliseconds>` from `name`, or `fallback` when it is blank. */
+function rateLimit(env: Env, name: string, fallback: Config['rateLimit']): Config['rateLimit'] {
+  const value = env[name]?.trim();
+  if (!value) return fallback;
   const match = /^(\d+)\/(\d+)$/.exec(value);
   const limit = Number(match?.[1]);
   const windowMs = Number(match?.[2]);
@@ -143,118 +147,28 @@ const PAYHERE_RATE_LIMIT = { limit: 20, windowMs: 10_000 };
  */
 export const DEFAULT_FALLBACK_RATE_LIMIT = { limit: 2, windowMs: 10_000 };
 
-/** A variable's value, trimmed; blank is unset. */
-const text = z.pipe(
-  z.optional(z.string()),
-  z.transform((value) => value?.trim() || undefined),
-);
-
-/**
- * A variable read by `read` when it is set (its ConfigError, which names the variable and never
- * the value, is the issue's message), `fallback` when it is not.
- */
-function variable<T>(read: (value: string) => T): z.ZodMiniType<T | undefined>;
-function variable<T>(read: (value: string) => T, fallback: T): z.ZodMiniType<T>;
-function variable<T>(read: (value: string) => T, fallback?: T) {
-  return z.pipe(
-    text,
-    z.transform((value, ctx) => {
-      if (value === undefined) return fallback;
-      try {
-        return read(value);
-      } catch (error) {
-        if (!(error instanceof ConfigError)) throw error;
-        ctx.issues.push({ code: 'custom', message: error.message, input: value });
-        return z.NEVER;
-      }
-    }),
-  );
-}
-
-/**
- * The configuration modules' variables (this module, ./dynamodb.ts, ./secrets.ts) in one schema:
- * each is read, checked and given its default here, once per environment. Which are required
- * depends on the function (credentials from the environment or from a secret): its loader says.
- */
-const CONFIG_ENVIRONMENT = z.object({
-  GATEWAY_BASE_URL: variable((value) => httpsUrl('GATEWAY_BASE_URL', value).href.replace(/\/+$/, '')),
-  GATEWAY_SECRET_ID: text,
-  GATEWAY_APP_ID: text,
-  GATEWAY_APP_SECRET: text,
-  // Only checkouts and notifications need these (requireMerchantCredentials): optional here.
-  GATEWAY_MERCHANT_ID: text,
-  GATEWAY_MERCHANT_SECRET: text,
-  GATEWAY_APP_MERCHANT_SECRETS: variable(
-    (value) =>
-      value
-        .split(',')
-        .map((secret) => secret.trim())
-        .filter((secret) => secret !== ''),
-    [],
-  ),
-  GATEWAY_RATE_LIMIT: variable((value) => rateLimit('GATEWAY_RATE_LIMIT', value), PAYHERE_RATE_LIMIT),
-  GATEWAY_RATE_LIMIT_FALLBACK: variable(
-    (value) => rateLimit('GATEWAY_RATE_LIMIT_FALLBACK', value),
-    DEFAULT_FALLBACK_RATE_LIMIT,
-  ),
-  SETTLE_DELAY_SECONDS: variable(
-    (value) => wholeNumber({ SETTLE_DELAY_SECONDS: value }, 'SETTLE_DELAY_SECONDS', 600, 0),
-    600,
-  ),
-  AWS_REGION: variable((value) => value, 'ap-south-1'),
-  DYNAMODB_ENDPOINT: variable((value) => httpUrl('DYNAMODB_ENDPOINT', value)),
-  AWS_ENDPOINT_URL_SECRETS_MANAGER: variable((value) => httpUrl('AWS_ENDPOINT_URL_SECRETS_MANAGER', value)),
-});
-
-export type ConfigEnvironment = z.infer<typeof CONFIG_ENVIRONMENT>;
-const CONFIG_VARIABLES = Object.keys(CONFIG_ENVIRONMENT.shape);
-
-let parsed: { of: string; environment: ConfigEnvironment } | undefined;
-
-/**
- * `env`'s configuration variables, parsed by the schema: once for as long as their values stay
- * the same (a container's whole life; a test that changes one gets it parsed again). The first
- * variable that cannot work fails it, with a ConfigError naming it.
- */
-export function configEnvironment(env: Env): ConfigEnvironment {
-  const of = JSON.stringify(CONFIG_VARIABLES.map((name) => env[name]));
-  if (parsed?.of !== of) {
-    const result = CONFIG_ENVIRONMENT.safeParse(env);
-    if (!result.success) throw new ConfigError(result.error.issues[0]!.message);
-    parsed = { of, environment: result.data };
-  }
-  return parsed.environment;
-}
-
-/** The trimmed value of `name` in the parsed environment, or a ConfigError naming it. */
-function requiredOf<Name extends keyof ConfigEnvironment>(
-  environment: ConfigEnvironment,
-  name: Name,
-): NonNullable<ConfigEnvironment[Name]> {
-  const value = environment[name];
-  if (value === undefined) throw new ConfigError(`Missing configuration: set ${name}.`);
-  return value as NonNullable<ConfigEnvironment[Name]>;
-}
-
 export function loadConfig(env: Env): Config {
-  const environment = configEnvironment(env);
-  const secretId = environment.GATEWAY_SECRET_ID;
+  const secretId = env.GATEWAY_SECRET_ID?.trim();
   return {
-    gatewayBaseUrl: requiredOf(environment, 'GATEWAY_BASE_URL'),
+    gatewayBaseUrl: gatewayBaseUrl(env),
     credentials: secretId
       ? { source: 'secret', secretId }
       : {
           source: 'env',
           value: {
-            appId: requiredOf(environment, 'GATEWAY_APP_ID'),
-            appSecret: requiredOf(environment, 'GATEWAY_APP_SECRET'),
-            merchantId: environment.GATEWAY_MERCHANT_ID ?? '',
-            merchantSecret: environment.GATEWAY_MERCHANT_SECRET ?? '',
-            appMerchantSecrets: environment.GATEWAY_APP_MERCHANT_SECRETS,
+            appId: required(env, 'GATEWAY_APP_ID'),
+            appSecret: required(env, 'GATEWAY_APP_SECRET'),
+            // Only checkouts and notifications need these (requireMerchantCredentials): optional here.
+            merchantId: env.GATEWAY_MERCHANT_ID?.trim() ?? '',
+            merchantSecret: env.GATEWAY_MERCHANT_SECRET?.trim() ?? '',
+            appMerchantSecrets: (env.GATEWAY_APP_MERCHANT_SECRETS ?? '')
+              .split(',')
+              .map((secret) => secret.trim())
+              .filter((secret) => secret !== ''),
           },
         },
-    rateLimit: environment.GATEWAY_RATE_LIMIT,
-    fallbackRateLimit: environment.GATEWAY_RATE_LIMIT_FALLBACK,
+    rateLimit: rateLimit(env, 'GATEWAY_RATE_LIMIT', PAYHERE_RATE_LIMIT),
+    fallbackRateLimit: rateLimit(env, 'GATEWAY_RATE_LIMIT_FALLBACK', DEFAULT_FALLBACK_RATE_LIMIT),
   };
 }
 

@@ -1,5 +1,5 @@
 import { DynamoDBClient } from '../dynamodb/index.ts';
-import { configEnvironment, type Env } from './config.ts';
+import { awsRegion, type Env, httpUrl } from './config.ts';
 
 export interface DynamoDbConfig {
   region: string;
@@ -8,8 +8,9 @@ export interface DynamoDbConfig {
 }
 
 export function loadDynamoDbConfig(env: Env): DynamoDbConfig {
-  const { AWS_REGION: region, DYNAMODB_ENDPOINT: endpoint } = configEnvironment(env);
-  return { region, ...(endpoint ? { endpoint } : {}) };
+  const endpoint = env.DYNAMODB_ENDPOINT?.trim();
+  if (endpoint) httpUrl('DYNAMODB_ENDPOINT', endpoint);
+  return { region: awsRegion(env), ...(endpoint ? { endpoint } : {}) };
 }
 
 /**

@@ -3,12 +3,13 @@ import { type GetSecretValueInput, SecretsManagerClient } from '../aws/secrets-m
 import { GatewayUnavailableError } from '../envelope/errors.ts';
 import { describeError, log } from '../log/log.ts';
 import {
+  awsRegion,
   type Config,
   type CredentialsProvider,
-  configEnvironment,
   type Env,
   environmentCredentials,
   type GatewayCredentials,
+  httpUrl,
 } from './config.ts';
 
 /** Credentials are looked up again at least this often (docs/contract.md "Secrets and configuration"). */
@@ -45,10 +46,11 @@ export interface SecretCredentialsOptions {
  * no connection: the first secret does.
  */
 function secretsClientFor(env: Env): SecretsClient {
-  const { AWS_REGION: region, AWS_ENDPOINT_URL_SECRETS_MANAGER: endpoint } = configEnvironment(env);
+  const endpoint = env.AWS_ENDPOINT_URL_SECRETS_MANAGER?.trim();
+  if (endpoint) httpUrl('AWS_ENDPOINT_URL_SECRETS_MANAGER', endpoint);
   return new SecretsManagerClient({
-    region,
-    endpoint,
+    region: awsRegion(env),
+    endpoint: endpoint || undefined,
     maxAttempts: 2,
     connectTimeoutMs: 2_000,
     requestTimeoutMs: 3_000,

@@ -2,14 +2,12 @@ import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import {
   ConfigError,
-  configEnvironment,
   environmentCredentials,
   httpsOrigins,
   httpsUrl,
   loadConfig,
   requireMerchantCredentials,
 } from '../../lib/config/config.ts';
-import { loadDynamoDbConfig } from '../../lib/config/dynamodb.ts';
 import { credentialsFor } from '../../lib/config/secrets.ts';
 
 const SECRET = 's3cr3t-Qm9vYmFyLWFwcC1zZWNyZXQ';
@@ -34,38 +32,6 @@ function configError(input: Record<string, string | undefined>): ConfigError {
   }
   throw new Error('loadConfig accepted the configuration');
 }
-
-describe("the configuration modules' variables, one schema", () => {
-  it('parses them once while their values stay the same, and again when one changes', () => {
-    const first = configEnvironment(env());
-
-    expect(configEnvironment(env())).toBe(first);
-    expect(configEnvironment(env({ GATEWAY_RATE_LIMIT: '10/10000' }))).not.toBe(first);
-    expect(configEnvironment(env({ GATEWAY_RATE_LIMIT: '10/10000' })).GATEWAY_RATE_LIMIT).toEqual({
-      limit: 10,
-      windowMs: 10_000,
-    });
-  });
-
-  it('gives each its default when it is unset or blank', () => {
-    expect(configEnvironment({ AWS_REGION: ' ', SETTLE_DELAY_SECONDS: '' })).toMatchObject({
-      AWS_REGION: 'ap-south-1',
-      SETTLE_DELAY_SECONDS: 600,
-      GATEWAY_RATE_LIMIT: { limit: 20, windowMs: 10_000 },
-      GATEWAY_RATE_LIMIT_FALLBACK: { limit: 2, windowMs: 10_000 },
-      GATEWAY_APP_MERCHANT_SECRETS: [],
-    });
-  });
-
-  it('refuses a variable that cannot work whichever module reads the environment first, naming it', () => {
-    expect(() => loadDynamoDbConfig(env({ GATEWAY_RATE_LIMIT: '20 per 10s' }))).toThrow(
-      'Invalid configuration: GATEWAY_RATE_LIMIT must look like 20/10000 (requests/ms).',
-    );
-    expect(() => loadConfig(env({ DYNAMODB_ENDPOINT: 'localhost:8000' }))).toThrow(
-      'Invalid configuration: DYNAMODB_ENDPOINT must be an absolute http(s) URL.',
-    );
-  });
-});
 
 describe('loadConfig', () => {
   it('reads the gateway and credentials from the environment', () => {
