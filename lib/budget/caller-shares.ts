@@ -1,9 +1,10 @@
 import { AsyncLocalStorage } from 'node:async_hooks';
-import { createHash } from 'node:crypto';
+import { createHash, randomUUID } from 'node:crypto';
 import { ConfigError, type Env } from '../config/config.ts';
 import {
   type AttributeValue,
   type DynamoDBClient,
+  GetItemCommand,
   UpdateItemCommand,
   type UpdateItemCommandInput,
 } from '../dynamodb/index.ts';
@@ -106,9 +107,12 @@ export class CallerShares {
     const moneyWindow = Math.floor(now / share.moneyWindowMs);
     const callWindow = Math.floor(now / share.callWindowMs);
     let refused: { item: Record<string, AttributeValue> | undefined } | undefined;
+    // The call's own name on the item: a write retried after its answer was lost knows it counted.
+    const callId = randomUUID();
+    const write = shareWrite(this.#table, caller, share, money, now, callId);
     try {
       refused = await this.#client
-        .send(new UpdateItemCommand(shareWrite(this.#table, caller, share, money, now)), {
+        .send(new UpdateItemCommand(write), {
           abortSignal: AbortSignal.timeout(this.#timeoutMs),
         })
         .then(
@@ -124,6 +128,7 @@ export class CallerShares {
       countMetric('CallerShareUncounted');
       return undefined;
     }
+    if (refused && (refused.item ?? (await this.#item(write)))?.last?.S === callId) refused = undefined;
     if (!refused) return { giveBack: () => this.#giveBack(caller, share, money, now) };
     // Over the share: until the call window ends, or the money window when that is the one full (a
     // table that does not show the counts: the later of the two, never too early).
@@ -145,6 +150,19 @@ export class CallerShares {
         Math.max(1, Math.ceil((retryAt - now) / 1000)),
       ),
     );
+  }
+
+  /** The caller's item as it is (a table that does not show it with a refusal). */
+  async #item(write: UpdateItemCommandInput): Promise<Record<string, AttributeValue> | undefined> {
+    try {
+      const { Item } = await this.#client.send(
+        new GetItemCommand({ TableName: write.TableName, Key: write.Key, ConsistentRead: true }),
+        { abortSignal: AbortSignal.timeout(this.#timeoutMs) },
+      );
+      return Item;
+    } catch {
+      return undefined;
+    }
   }
 
   /**
@@ -198,6 +216,7 @@ export function shareWrite(
   share: Share,
   money: boolean,
   now: number,
+  callId?: string,
 ): UpdateItemCommandInput {
   const moneyWindow = Math.floor(now / share.moneyWindowMs);
   const names: Record<string, string> = { '#calls': `c${Math.floor(now / share.callWindowMs)}` };
@@ -213,6 +232,14 @@ export function shareWrite(
     condition += ' AND (attribute_not_exists(#money) OR #money < :money)';
     names['#money'] = 'money';
     values[':money'] = number(share.money);
+  }
+  // The last call counted names itself: its own retry is refused, and knows it was counted. (A
+  // call of the same caller counted in between hides it: one call counted twice, at most.)
+  if (callId) {
+    update += ', #last = :callId';
+    condition = `(attribute_not_exists(#last) OR #last <> :callId) AND ${condition}`;
+    names['#last'] = 'last';
+    values[':callId'] = { S: callId };
   }
   return {
     TableName: table,

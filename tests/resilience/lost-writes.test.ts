@@ -1,15 +1,17 @@
 import { randomUUID } from 'node:crypto';
-import { afterEach, describe, expect, it } from 'vitest';
+import { afterEach, describe, expect, inject, it } from 'vitest';
+import { CallerShares, callers, loadSharesConfig } from '../../lib/budget/caller-shares.ts';
 import { SharedLimiter } from '../../lib/budget/limiter.ts';
 import { SlidingWindowLimiter } from '../../lib/budget/window-limiter.ts';
 import { SharedTokenCache, TokenCache } from '../../lib/gateway/token.ts';
 import { SEED } from '../../sandbox/server.ts';
+import { createTable } from '../../scripts/local-dynamodb.ts';
 import { clearDynamoDbFaults, injectDynamoDbFault } from '../helpers/dynamodb-faults.ts';
 import { call, useTestGateway } from '../helpers/gateway.ts';
 import { captureLogs } from '../helpers/logs.ts';
 import { testLedger } from '../helpers/orders.ts';
 import { ownIdempotencyTable, settleJob } from '../helpers/settle.ts';
-import { freshStateTable } from '../helpers/state-table.ts';
+import { dynamoDbAt, freshStateTable } from '../helpers/state-table.ts';
 import { chargeBody, paymentsOf } from './fixtures.ts';
 
 /**
@@ -183,6 +185,29 @@ describe('the shared state’s conditional writes, retried after a lost answer',
     const second = await table.takeSlot(0, T0 + 20_000, T0 - 11_000, T0, 'take-b');
 
     expect(second.taken).toBe(false);
+  });
+
+  it('a caller’s share, counted and its answer lost, is counted once: the retry knows its own write', async () => {
+    const name = `state-${randomUUID()}`;
+    await createTable(inject('dynamodbEndpoint'), name);
+    const now = Date.UTC(2026, 10, 26, 9, 0, 2);
+    const shares = new CallerShares({
+      client: dynamoDbAt(inject('dynamodbEndpoint'), 3),
+      table: name,
+      timeoutMs: 2_000,
+      config: loadSharesConfig({}),
+      now: () => now,
+    });
+    const alice = { id: 'alice', kind: 'customer' } as const;
+    await injectDynamoDbFault({ operation: 'UpdateItem', table: name, fault: { kind: 'applyAndLose' } });
+
+    // A customer's share is 3 calls per 10 s: counted once, two more still go through.
+    await callers.run(alice, () => shares.take(false));
+    await callers.run(alice, () => shares.take(false));
+    await callers.run(alice, () => shares.take(false));
+    const fourth = await callers.run(alice, () => shares.take(false)).catch((error: unknown) => error);
+
+    expect(fourth).toMatchObject({ code: 'caller_rate_limited' });
   });
 
   it('the token lease meets its own write', async () => {
