@@ -115,8 +115,11 @@ export class SettleJob {
     let started = 0;
     let inFlight = 0;
     let failed: { error: unknown } | undefined;
+    // A call refused for the run's own bounds (no slot before its end, or its cap) means the next
+    // item's would be too: claiming more would only put them back.
+    let bounded = false;
     const worker = async () => {
-      while (next < queue.length && !failed) {
+      while (next < queue.length && !failed && !bounded) {
         if (!this.#room(started, inFlight, deadline)) {
           run.backlog = true;
           return;
@@ -135,12 +138,13 @@ export class SettleJob {
           failed ??= { error };
         } finally {
           inFlight--;
+          if (work.refused) bounded = true;
         }
       }
     };
     await Promise.all(Array.from({ length: IN_FLIGHT }, worker));
     if (failed) throw failed.error;
-    if (run.interrupted > 0) run.backlog = true;
+    if (bounded || run.interrupted > 0) run.backlog = true;
     if (run.overAnHour > 0) countMetric('UnknownOverAnHour', run.overAnHour);
     if (run.backlog) countMetric('SettleBacklog');
     log.info('settle run', { ...run, calls: this.#calls() });
