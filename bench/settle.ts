@@ -1,11 +1,11 @@
 /**
- * What the settle job does with a backlog an outage left (lib/settle/): 1,000 charges whose outcome
- * is unknown (half processed by PayHere, half not), settled by runs of the job as deployed (its
- * limits' defaults, serverless.yml's timeout, every two minutes) against PayHere's real budget,
- * 20 calls per 10 s, with nothing else calling PayHere. The sandbox plays PayHere with its own rate
- * limit, and everything runs on a virtual clock (tests/helpers/virtual-clock.ts): the budget's waits
- * and the two minutes between runs pass at once, so 15 simulated minutes take seconds. Budgets: all
- * settled within 15 simulated minutes, never more than 20 PayHere calls in any 10 s.
+ * What the settle job does with a backlog an outage left (lib/settle/): charges whose outcome is
+ * unknown (half processed by PayHere, half not), settled by runs of the job as deployed (its
+ * limits' defaults, serverless.yml's timeout, on the schedule's rate) against PayHere's real budget,
+ * with nothing else calling PayHere. The sandbox plays PayHere with its own rate limit, and
+ * everything runs on a virtual clock (tests/helpers/virtual-clock.ts): the budget's waits and the
+ * time between runs pass at once, so the simulated minutes take seconds. Budgets: all settled within
+ * MAX_MINUTES, never more than PayHere's limit in any window.
  */
 import { randomUUID } from 'node:crypto';
 import { readFile } from 'node:fs/promises';
@@ -112,7 +112,7 @@ export async function measureSettle(
 
     // The backlog: charges whose answers were lost in the outage, each order's slot taken and its
     // request recorded unknown; every other one processed by PayHere (a payment in the window).
-    // The payments are made within PayHere's limit too: 20, then the clock a window on.
+    // The payments are made within PayHere's limit too: a batch's, then the clock a window on.
     const setupStarted = clock.now();
     const window = { sentAt: setupStarted - 1_000, until: setupStarted + 10 * 60_000 };
     const api = apiClient(sandbox, await accessToken(sandbox));

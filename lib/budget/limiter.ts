@@ -361,8 +361,8 @@ export class SharedLimiter implements GatewayLimiter {
       const shared = this.#freeIn(snapshot, [this.#reserved, this.#limit], freeBefore, live + 1);
       if (shared.length < live) return undefined;
       const slot = this.#freeIn(snapshot, [0, this.#reserved], freeBefore, 1)[0] ?? shared[live];
-      // The write names what DynamoDB's expressions can hold; a larger reserve than PayHere's
-      // quarter of 20 is checked on this container's view of the budget beyond that.
+      // The write names what DynamoDB's expressions can hold; beyond that (budgets far larger than
+      // PayHere's), the rest of the reserve is checked on this container's view of the budget.
       return slot === undefined ? undefined : { slot, keep: shared.slice(0, Math.min(live, MAX_NAMED_KEEP)) };
     }
     for (const range of this.#ranges(kind)) {

@@ -67,7 +67,7 @@ describe('osls package', () => {
     for (const [name, fn] of functions) {
       expect(fn.Properties.Runtime).toBe('nodejs24.x');
       expect(fn.Properties.Architectures).toEqual(['arm64']);
-      // API Gateway gives up on a function after 29 s; the settle job, on a schedule, ends before its next run.
+      // API Gateway gives up on a function sooner; the settle job, on a schedule, ends before its next run.
       expect(fn.Properties.Timeout).toBeLessThan(name === 'SettleLambdaFunction' ? 120 : 29);
     }
     expect(methods).toEqual([...Object.values(ROUTES), NOTIFY_ROUTE].map((r) => r.method).sort());

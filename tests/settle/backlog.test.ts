@@ -116,8 +116,8 @@ describe('a backlog', () => {
     }
     clock.onSleep = undefined;
 
-    // Assess: 61 calls (a token and 60 searches) at 15 a window (20 less the live reserve of 5)
-    // need five windows, well within one run.
+    // Assess: a token and a search per unknown, at what the live reserve leaves a window: well
+    // within one run.
     const job = clock.arrivals.filter(({ by }) => by === 'job').map(({ at }) => at);
     const all = clock.arrivals.map(({ at }) => at);
     expect(runs).toHaveLength(1);
