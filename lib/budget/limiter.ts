@@ -47,8 +47,11 @@ export interface IdleWork {
 
 export const idleWork = new AsyncLocalStorage<IdleWork>();
 
-/** `acquire` for the call being made: as idle work inside `idleWork.run`, else as `kind`. */
-async function acquireAs(
+/**
+ * `acquire` for the call being made: as idle work inside `idleWork.run`, else as `kind` (at no
+ * cost to a live call: no promise of its own).
+ */
+function acquireAs(
   kind: CallKind,
   maxWaitMs: number,
   now: () => number,
@@ -56,12 +59,10 @@ async function acquireAs(
 ): Promise<Permit> {
   const work = idleWork.getStore();
   if (!work) return acquire(kind, maxWaitMs);
-  try {
-    return await acquire('idle', Math.min(maxWaitMs, work.until - now()));
-  } catch (error) {
+  return acquire('idle', Math.min(maxWaitMs, work.until - now())).catch((error: unknown) => {
     if (error instanceof RateLimitedError) work.refused = true;
     throw error;
-  }
+  });
 }
 
 /** One container's own window (tests, and a gateway client built without a shared table). */
