@@ -1,3 +1,4 @@
+import { AsyncLocalStorage } from 'node:async_hooks';
 import { randomUUID } from 'node:crypto';
 import { RateLimitedError } from '../envelope/errors.ts';
 import { describeError, log } from '../log/log.ts';
@@ -28,8 +29,42 @@ export interface GatewayLimiter {
 
 /** Less time than this left to send a request after getting its slot is not worth a slot. */
 const MIN_SEND_MS = 50;
+/** The live reserve's slots an idle take names in its conditional write, at most. */
+const MAX_NAMED_KEEP = 16;
 
 const NO_RELEASE: Permit = { release: async () => {}, handBack: async () => {} };
+
+/**
+ * Work of the service's own that can wait for the budget live calls leave (the settle job). Every
+ * PayHere call made inside `idleWork.run(work, ...)`, a token request included, takes its slot as
+ * `idle`, whatever it is, and waits for one no later than `until`; one refused marks `refused`, so
+ * that the work knows it was cut short by its own bounds rather than answered by PayHere.
+ */
+export interface IdleWork {
+  /** Epoch ms on the limiter's clock. */
+  until: number;
+  refused: boolean;
+}
+
+export const idleWork = new AsyncLocalStorage<IdleWork>();
+
+/**
+ * `acquire` for the call being made: as idle work inside `idleWork.run`, else as `kind` (at no
+ * cost to a live call: no promise of its own).
+ */
+function acquireAs(
+  kind: CallKind,
+  maxWaitMs: number,
+  now: () => number,
+  acquire: (kind: CallKind, maxWaitMs: number) => Promise<Permit>,
+): Promise<Permit> {
+  const work = idleWork.getStore();
+  if (!work) return acquire(kind, maxWaitMs);
+  return acquire('idle', Math.min(maxWaitMs, work.until - now())).catch((error: unknown) => {
+    if (error instanceof RateLimitedError) work.refused = true;
+    throw error;
+  });
+}
 
 /** One container's own window (tests, and a gateway client built without a shared table). */
 export class LocalLimiter implements GatewayLimiter {
@@ -41,9 +76,11 @@ export class LocalLimiter implements GatewayLimiter {
     this.#now = now;
   }
 
-  async acquire(kind: CallKind, maxWaitMs: number): Promise<Permit> {
-    await this.#window.acquire(maxWaitMs, kind);
-    return NO_RELEASE;
+  acquire(kind: CallKind, maxWaitMs: number): Promise<Permit> {
+    return acquireAs(kind, maxWaitMs, this.#now, async (as, waitMs) => {
+      await this.#window.acquire(waitMs, as);
+      return NO_RELEASE;
+    });
   }
 
   async pause(ms: number): Promise<void> {
@@ -73,6 +110,8 @@ export interface SharedLimiterOptions {
   fallback: SlidingWindowLimiter;
   marginMs?: number;
   reserved?: number;
+  /** Slots of the shared part idle work leaves free for live calls; as many as `reserved` by default. */
+  liveReserve?: number;
   now?: () => number;
   sleep?: (ms: number) => Promise<void>;
   random?: () => number;
@@ -88,6 +127,12 @@ export interface SharedLimiterOptions {
  *
  * When the table cannot be reached (slow, unreachable, failing), this container falls back to its
  * own small share for a window, logs it once and counts every call it serves that way.
+ *
+ * Idle work (the settle job) takes a slot only while, beside it, `liveReserve` slots of the shared
+ * part are free, in the same conditional write: a slot any live call may take, a read as much as a
+ * charge. It takes the reserved part first, which reads cannot use anyway; so during a backlog
+ * live calls still find the live reserve free, and every slot the job frees that live calls took
+ * meanwhile stays theirs until the reserve is whole again.
  */
 export class SharedLimiter implements GatewayLimiter {
   readonly #table: SharedStateTable;
@@ -95,6 +140,7 @@ export class SharedLimiter implements GatewayLimiter {
   readonly #windowMs: number;
   readonly #marginMs: number;
   readonly #reserved: number;
+  readonly #liveReserve: number;
   readonly #fallback: SlidingWindowLimiter;
   readonly #now: () => number;
   readonly #sleep: (ms: number) => Promise<void>;
@@ -111,9 +157,10 @@ export class SharedLimiter implements GatewayLimiter {
    * burst in one container is one client of the table, not a herd of them, and a read waiting for
    * a slot never holds up a charge that may take a reserved one.
    */
-  readonly #turns: Record<'read' | 'reserved', Promise<void>> = {
+  readonly #turns: Record<Queue, Promise<void>> = {
     read: Promise.resolve(),
     reserved: Promise.resolve(),
+    idle: Promise.resolve(),
   };
 
   constructor(options: SharedLimiterOptions) {
@@ -122,19 +169,28 @@ export class SharedLimiter implements GatewayLimiter {
     this.#windowMs = options.windowMs;
     this.#marginMs = options.marginMs ?? arrivalMargin(options.windowMs);
     this.#reserved = options.reserved ?? reservedShare(options.limit);
+    // The shared part keeps at least one slot for idle work to take, or the job could never run.
+    this.#liveReserve = Math.max(
+      0,
+      Math.min(options.liveReserve ?? this.#reserved, options.limit - this.#reserved - 1),
+    );
     this.#fallback = options.fallback;
     this.#now = options.now ?? Date.now;
     this.#sleep = options.sleep ?? defaultSleep;
     this.#random = options.random ?? Math.random;
   }
 
-  async acquire(kind: CallKind, maxWaitMs: number): Promise<Permit> {
+  acquire(kind: CallKind, maxWaitMs: number): Promise<Permit> {
+    return acquireAs(kind, maxWaitMs, this.#now, (as, waitMs) => this.#acquire(as, waitMs));
+  }
+
+  async #acquire(kind: CallKind, maxWaitMs: number): Promise<Permit> {
     const askedAt = this.#now();
     const giveUpAt = askedAt + maxWaitMs;
     if (this.#now() >= this.#fallbackUntil) {
       try {
         return (
-          (await this.#inTurn(kind === 'read' ? 'read' : 'reserved', giveUpAt, () =>
+          (await this.#inTurn(queueOf(kind), giveUpAt, () =>
             this.#now() < this.#fallbackUntil ? undefined : this.#shared(kind, askedAt, giveUpAt),
           )) ?? (await this.#fromFallback(kind, giveUpAt))
         );
@@ -147,6 +203,8 @@ export class SharedLimiter implements GatewayLimiter {
   }
 
   async #fromFallback(kind: CallKind, giveUpAt: number): Promise<Permit> {
+    // A container's own share is what its live calls may need; idle work waits for the table.
+    if (kind === 'idle') throw budgetRefused(this.#fallbackUntil - this.#now(), kind);
     await this.#fallback.acquire(giveUpAt - this.#now(), kind);
     countMetric('BudgetFallback');
     return NO_RELEASE;
@@ -157,7 +215,7 @@ export class SharedLimiter implements GatewayLimiter {
    * `giveUpAt` (a caller behind one with a later deadline must not wait past its own).
    */
   async #inTurn<T>(
-    queue: 'read' | 'reserved',
+    queue: Queue,
     giveUpAt: number,
     work: () => Promise<T> | undefined,
   ): Promise<T | undefined> {
@@ -171,7 +229,8 @@ export class SharedLimiter implements GatewayLimiter {
       timer = setTimeout(() => resolve('late'), Math.max(0, giveUpAt - this.#now()));
     });
     try {
-      if ((await Promise.race([ahead, late])) === 'late') throw budgetRefused(this.#windowMs);
+      if ((await Promise.race([ahead, late])) === 'late')
+        throw budgetRefused(this.#windowMs, queue === 'idle' ? 'idle' : undefined);
       clearTimeout(timer);
       return await work();
     } finally {
@@ -205,18 +264,19 @@ export class SharedLimiter implements GatewayLimiter {
       const now = this.#now();
       // A slot with no time left to send on is no use: the caller hears 429 now, not a timeout later.
       if (now > giveUpAt || (giveUpAt > askedAt && giveUpAt - now < MIN_SEND_MS)) {
-        throw budgetRefused(this.#windowMs);
+        throw budgetRefused(this.#windowMs, kind);
       }
       const freeBefore = now - this.#windowMs - this.#marginMs;
-      const slot = snapshot.pausedUntil <= now ? this.#freeSlot(snapshot, kind, freeBefore) : undefined;
-      if (slot !== undefined) {
+      const free = snapshot.pausedUntil <= now ? this.#freeSlot(snapshot, kind, freeBefore) : undefined;
+      if (free !== undefined) {
+        const { slot, keep } = free;
         // The take's own name on the slot: a retry of a write whose answer was lost knows it.
         const take = randomUUID();
         const busyUntil = giveUpAt;
-        const taken = await this.#table.takeSlot(slot, busyUntil, freeBefore, now, take);
+        const taken = await this.#table.takeSlot(slot, busyUntil, freeBefore, now, take, keep);
         if (taken.taken) {
           this.#snapshot = this.#saw(taken.budget);
-          budgetWaited(now - askedAt);
+          budgetWaited(now - askedAt, kind);
           return this.#permit(slot, busyUntil, taken.previous);
         }
         // Another container was first: its refusal showed the budget, unless the table keeps it to
@@ -225,7 +285,7 @@ export class SharedLimiter implements GatewayLimiter {
         this.#snapshot = snapshot;
         // Or the refusal met this take's own write, retried after its answer was lost: the slot is ours.
         if (snapshot.takenBy.get(slot) === take) {
-          budgetWaited(now - askedAt);
+          budgetWaited(now - askedAt, kind);
           return this.#permit(slot, busyUntil, undefined);
         }
         continue;
@@ -233,7 +293,7 @@ export class SharedLimiter implements GatewayLimiter {
       const freeAt = Math.max(snapshot.pausedUntil, this.#earliestFree(snapshot, kind, now));
       if (freeAt >= giveUpAt) {
         this.#snapshot = snapshot;
-        throw budgetRefused(freeAt - now);
+        throw budgetRefused(freeAt - now, kind);
       }
       // A little jitter, so that the containers waiting for one slot do not all ask at once.
       await this.#sleep(freeAt - now + Math.floor(this.#random() * 20));
@@ -284,27 +344,65 @@ export class SharedLimiter implements GatewayLimiter {
     return kind === 'read' ? [shared] : [shared, [0, this.#reserved]];
   }
 
-  /** A free slot, from a random place in each range so that containers rarely pick the same one. */
-  #freeSlot(snapshot: BudgetSnapshot, kind: CallKind, freeBefore: number): number | undefined {
-    for (const [from, to] of this.#ranges(kind)) {
-      const size = to - from;
-      const start = Math.floor(this.#random() * size);
-      for (let i = 0; i < size; i++) {
-        const slot = from + ((start + i) % size);
-        if ((snapshot.busyUntil.get(slot) ?? Number.NEGATIVE_INFINITY) <= freeBefore) return slot;
-      }
+  /**
+   * Up to `want` free slots of [from, to), from a random place on so that containers rarely pick the
+   * same one.
+   */
+  #freeIn(
+    snapshot: BudgetSnapshot,
+    [from, to]: [number, number],
+    freeBefore: number,
+    want: number,
+  ): number[] {
+    const size = to - from;
+    const start = Math.floor(this.#random() * size);
+    const free: number[] = [];
+    for (let i = 0; i < size && free.length < want; i++) {
+      const slot = from + ((start + i) % size);
+      if ((snapshot.busyUntil.get(slot) ?? Number.NEGATIVE_INFINITY) <= freeBefore) free.push(slot);
+    }
+    return free;
+  }
+
+  /** A free slot `kind` may take, and the slots that must stay free beside it (idle work's live reserve). */
+  #freeSlot(
+    snapshot: BudgetSnapshot,
+    kind: CallKind,
+    freeBefore: number,
+  ): { slot: number; keep: number[] } | undefined {
+    if (kind === 'idle') {
+      const live = this.#liveReserve;
+      const shared = this.#freeIn(snapshot, [this.#reserved, this.#limit], freeBefore, live + 1);
+      if (shared.length < live) return undefined;
+      const slot = this.#freeIn(snapshot, [0, this.#reserved], freeBefore, 1)[0] ?? shared[live];
+      // The write names what DynamoDB's expressions can hold; beyond that (budgets far larger than
+      // PayHere's), the rest of the reserve is checked on this container's view of the budget.
+      return slot === undefined ? undefined : { slot, keep: shared.slice(0, Math.min(live, MAX_NAMED_KEEP)) };
+    }
+    for (const range of this.#ranges(kind)) {
+      const [slot] = this.#freeIn(snapshot, range, freeBefore, 1);
+      if (slot !== undefined) return { slot, keep: [] };
     }
     return undefined;
   }
 
   /** When a slot `kind` may take frees; a request still in flight is expected to be answered soon. */
   #earliestFree(snapshot: BudgetSnapshot, kind: CallKind, now: number): number {
+    const freeAt = (slot: number) =>
+      Math.min(snapshot.busyUntil.get(slot) ?? 0, now) + this.#windowMs + this.#marginMs;
+    if (kind === 'idle') {
+      // A reserved slot once the live reserve is free in the shared part, or one more shared slot.
+      const shared: number[] = [];
+      for (let slot = this.#reserved; slot < this.#limit; slot++) shared.push(freeAt(slot));
+      shared.sort((a, b) => a - b);
+      let reserved = Number.POSITIVE_INFINITY;
+      for (let slot = 0; slot < this.#reserved; slot++) reserved = Math.min(reserved, freeAt(slot));
+      const reserveFree = this.#liveReserve === 0 ? Number.NEGATIVE_INFINITY : shared[this.#liveReserve - 1]!;
+      return Math.min(Math.max(reserved, reserveFree), shared[this.#liveReserve] ?? Number.POSITIVE_INFINITY);
+    }
     let earliest = Number.POSITIVE_INFINITY;
     for (const [from, to] of this.#ranges(kind)) {
-      for (let slot = from; slot < to; slot++) {
-        const busyUntil = Math.min(snapshot.busyUntil.get(slot) ?? 0, now);
-        earliest = Math.min(earliest, busyUntil + this.#windowMs + this.#marginMs);
-      }
+      for (let slot = from; slot < to; slot++) earliest = Math.min(earliest, freeAt(slot));
     }
     return earliest;
   }
@@ -332,4 +430,12 @@ export class SharedLimiter implements GatewayLimiter {
     this.#fallbackUntil = now + this.#windowMs;
     this.#snapshot = undefined;
   }
+}
+
+/** The queue a call asks the table in, within one container. */
+type Queue = 'read' | 'reserved' | 'idle';
+
+function queueOf(kind: CallKind): Queue {
+  if (kind === 'read' || kind === 'idle') return kind;
+  return 'reserved';
 }

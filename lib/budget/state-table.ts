@@ -74,6 +74,8 @@ export class SharedStateTable {
    * shows it as the write left it (a container that knew nothing yet, a cold one, learns it from
    * its first slot), and a refused one as it was, with the slot another container was first to
    * (or the pause that began); DynamoDB sends that item with its refusal when asked to.
+   * `keepFree`: slots that must be free too, untouched (idle work leaves them to live calls), checked
+   * in the same write so that no container's take in between can make the check wrong.
    */
   async takeSlot(
     slot: number,
@@ -81,19 +83,28 @@ export class SharedStateTable {
     freeBefore: number,
     now: number,
     take: string,
+    keepFree: readonly number[] = [],
   ): Promise<
     | { taken: true; budget: BudgetSnapshot; previous: number | undefined }
     | { taken: false; budget: BudgetSnapshot | undefined }
   > {
+    const kept = keepFree.map((other, i) => ({ name: `#keep${i}`, slot: `s${other}` }));
     try {
       const { Attributes } = await this.#client.send(
         new UpdateItemCommand({
           TableName: this.#table,
           Key: BUDGET_KEY,
           UpdateExpression: 'SET #slot = :busyUntil, #take = :take, expiresAt = :expiresAt',
-          ConditionExpression:
-            '(attribute_not_exists(#slot) OR #slot <= :freeBefore) AND (attribute_not_exists(pausedUntil) OR pausedUntil <= :now)',
-          ExpressionAttributeNames: { '#slot': `s${slot}`, '#take': `t${slot}` },
+          ConditionExpression: [
+            '(attribute_not_exists(#slot) OR #slot <= :freeBefore)',
+            '(attribute_not_exists(pausedUntil) OR pausedUntil <= :now)',
+            ...kept.map(({ name }) => `(attribute_not_exists(${name}) OR ${name} <= :freeBefore)`),
+          ].join(' AND '),
+          ExpressionAttributeNames: {
+            '#slot': `s${slot}`,
+            '#take': `t${slot}`,
+            ...Object.fromEntries(kept.map(({ name, slot: kept }) => [name, kept])),
+          },
           ExpressionAttributeValues: {
             ':busyUntil': number(busyUntil),
             ':take': { S: take },

@@ -3,33 +3,40 @@ import { countMetric, timeMetric } from '../log/metrics.ts';
 
 /**
  * What a call to PayHere is, for the budget: money calls (charge, capture, refund, retry, cancel)
- * and token requests may use the reserved share, reads may not.
+ * and token requests may use the reserved share, reads may not. `idle` is the service's own work
+ * that can wait (the settle job, lib/budget/limiter.ts `idleWork`): it takes a slot only while the
+ * live reserve stays free beside it.
  */
-export type CallKind = 'read' | 'money' | 'token';
+export type CallKind = 'read' | 'money' | 'token' | 'idle';
 
 export interface RateLimitOptions {
   limit: number;
   windowMs: number;
   /** Slots of the window that only money calls and token requests may take (0 by default). */
   reserved?: number;
+  /** Slots an `idle` call leaves free for live calls (the reserved share's size by default). */
+  liveReserve?: number;
   now?: () => number;
   sleep?: (ms: number) => Promise<void>;
 }
 
 export const defaultSleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
 
-/** The refusal when no slot frees in time: 429 `rate_limited`, Retry-After in whole seconds (at least 1). */
-export function budgetRefused(waitMs: number): RateLimitedError {
-  countMetric('BudgetRefused');
+/**
+ * The refusal when no slot frees in time: 429 `rate_limited`, Retry-After in whole seconds (at
+ * least 1). Counted for live calls only: idle work is refused at every run's end by design.
+ */
+export function budgetRefused(waitMs: number, kind?: CallKind): RateLimitedError {
+  if (kind !== 'idle') countMetric('BudgetRefused');
   return new RateLimitedError(
     'Too many requests to the payment gateway right now; retry after a few seconds.',
     Math.max(1, Math.ceil(waitMs / 1000)),
   );
 }
 
-/** A call got its slot after waiting: counted and timed. */
-export function budgetWaited(waitedMs: number): void {
-  if (waitedMs <= 0) return;
+/** A live call got its slot after waiting: counted and timed (idle work waits by design). */
+export function budgetWaited(waitedMs: number, kind?: CallKind): void {
+  if (waitedMs <= 0 || kind === 'idle') return;
   countMetric('BudgetWait');
   timeMetric('BudgetWaitTime', waitedMs);
 }
@@ -42,6 +49,7 @@ export function budgetWaited(waitedMs: number): void {
 export class SlidingWindowLimiter {
   readonly #limit: number;
   readonly #reserved: number;
+  readonly #liveReserve: number;
   readonly #windowMs: number;
   readonly #now: () => number;
   readonly #sleep: (ms: number) => Promise<void>;
@@ -52,29 +60,38 @@ export class SlidingWindowLimiter {
   constructor(options: RateLimitOptions) {
     this.#limit = options.limit;
     this.#reserved = Math.min(options.reserved ?? 0, options.limit - 1);
+    this.#liveReserve = Math.min(options.liveReserve ?? this.#reserved, options.limit - 1);
     this.#windowMs = options.windowMs;
     this.#now = options.now ?? Date.now;
     this.#sleep = options.sleep ?? defaultSleep;
   }
 
-  /** Take a slot, waiting at most `maxWaitMs` for one; a read leaves the reserved share alone. */
+  /**
+   * Take a slot, waiting at most `maxWaitMs` for one; a read leaves the reserved share alone, idle
+   * work the live reserve.
+   */
   async acquire(maxWaitMs: number, kind: CallKind = 'money'): Promise<void> {
     const askedAt = this.#now();
     const giveUpAt = askedAt + maxWaitMs;
-    const limit = kind === 'read' ? this.#limit - this.#reserved : this.#limit;
+    const limit =
+      kind === 'read'
+        ? this.#limit - this.#reserved
+        : kind === 'idle'
+          ? this.#limit - this.#liveReserve
+          : this.#limit;
     for (;;) {
       const now = this.#now();
       while (this.#starts.length > 0 && this.#starts[0]! <= now - this.#windowMs) this.#starts.shift();
       if (now >= this.#pausedUntil && this.#starts.length < limit) {
         this.#starts.push(now);
-        budgetWaited(now - askedAt);
+        budgetWaited(now - askedAt, kind);
         return;
       }
       // The slot a read may take frees when the start `limit` places from the newest leaves.
       const slotFreeAt =
         this.#starts.length < limit ? now : this.#starts[this.#starts.length - limit]! + this.#windowMs;
       const freeAt = Math.max(slotFreeAt, this.#pausedUntil);
-      if (freeAt >= giveUpAt) throw budgetRefused(freeAt - now);
+      if (freeAt >= giveUpAt) throw budgetRefused(freeAt - now, kind);
       await this.#sleep(freeAt - now);
     }
   }

@@ -1,3 +1,4 @@
+import { idleWork } from '../budget/limiter.ts';
 import {
   Transport,
   TransportError,
@@ -7,8 +8,10 @@ import {
 
 /**
  * The settle job's transport: it counts the PayHere calls of a run and refuses any beyond the run's
- * cap before sending them (not sent, not retried), so a run never takes more of the budget than
- * it was given, whatever its items turn out to need.
+ * cap before sending them (not sent, not retried), so a run never makes more calls than it was
+ * given, whatever its items turn out to need (a token, a search and its retries). A refusal marks
+ * the item's idle work as cut short (lib/budget/limiter.ts), so the job puts the item back in its
+ * place instead of taking it for one PayHere could not settle.
  */
 export class CappedTransport extends Transport {
   readonly #cap: number;
@@ -31,6 +34,8 @@ export class CappedTransport extends Transport {
 
   override async send(request: UpstreamRequest): Promise<UpstreamResponse> {
     if (this.#calls >= this.#cap) {
+      const work = idleWork.getStore();
+      if (work) work.refused = true;
       throw new TransportError(
         'protocol',
         'SETTLE_RUN_CAP',

@@ -33,17 +33,23 @@ export function settleDepsFromEnvironment(payhere: PayHere): SettleDeps {
   };
 }
 
-/** The settle job's limits per run (SETTLE_MAX_ITEMS, SETTLE_MAX_CALLS). */
+/**
+ * The settle job's limits per run (SETTLE_MAX_ITEMS, SETTLE_MAX_CALLS). Its calls take only what
+ * live calls leave of the budget (lib/budget/limiter.ts, idle work), so the defaults sit above what
+ * a run can get in its time: the budget and the deadline bound a run, the caps only a runaway one.
+ * Lower SETTLE_MAX_CALLS to leave PayHere more room than the live reserve.
+ */
 export function loadSettleLimits(env: Env): SettleLimits {
   return {
-    items: wholeNumber(env, 'SETTLE_MAX_ITEMS', 25, 1),
-    // Below the budget's reserved share of one window (5 of PayHere's 20 per 10 s): a run can
-    // never take what money calls need, however fast it goes.
-    calls: wholeNumber(env, 'SETTLE_MAX_CALLS', 4, 1),
+    items: wholeNumber(env, 'SETTLE_MAX_ITEMS', 300, 1),
+    calls: wholeNumber(env, 'SETTLE_MAX_CALLS', 300, 1),
   };
 }
 
-/** The settle job of the scheduled function, over a PayHere client of its own whose calls it caps per run. */
+/**
+ * The settle job of the scheduled function, over a PayHere client of its own (the shared budget and
+ * token) whose calls it caps per run.
+ */
 export function settleJobFromEnvironment(env: Env = process.env): {
   job: SettleJob;
   transport: CappedTransport;
@@ -66,7 +72,7 @@ export function settleJobFromEnvironment(env: Env = process.env): {
   });
   const reports = new OrderReports({
     ledger: deps.ledger,
-    // The job settles money: it draws on the budget's reserved share, which reads cannot take.
+    // Money's kind of read; within the job every call is idle work anyway (lib/settle/job.ts).
     confirmations: new Confirmations({ payhere, reserved: true }),
     keepDays: orders.notificationKeepDays,
   });

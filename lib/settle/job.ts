@@ -1,3 +1,4 @@
+import { type IdleWork, idleWork } from '../budget/limiter.ts';
 import { settleHeld } from '../idempotency/idempotent.ts';
 import type { IdempotencyStore } from '../idempotency/store.ts';
 import type { LedgerStore } from '../ledger/store.ts';
@@ -20,6 +21,11 @@ export interface SettleRun {
   stillUnknown: number;
   /** Unknowns (requests or reports) more than an hour old that this run could not settle. */
   overAnHour: number;
+  /**
+   * Items the run's own bounds cut short (its end, its cap on PayHere calls, no slot the live
+   * reserve could spare in time) before PayHere answered: back in their place for the next run.
+   */
+  interrupted: number;
   /** More was due than the run's limits allowed: the next run goes on. */
   backlog: boolean;
 }
@@ -27,15 +33,26 @@ export interface SettleRun {
 const HOUR_MS = 3_600_000;
 /** Time kept back from the run's deadline to record what it learned. */
 const RESERVE_MS = 3_000;
+/**
+ * Items settled at once: one at a time, PayHere's answer time and the tables' round trips, not
+ * the budget, would bound a run. A few suffice, since the budget's slots free one by one.
+ */
+const IN_FLIGHT = 4;
+
+type Item = { request: string } | { charge: string } | { report: string };
 
 /**
  * The settle job (docs/contract.md "Every unknown resolves"), run on a schedule: every money
  * request whose outcome is unknown (answered 202, or whose Lambda died in flight) and every success
  * a notification reported that PayHere's records did not show, once due (the settle delay after its
- * window), is settled from PayHere's records: done, or not done, or looked at again later. Bounded
- * per run in items and PayHere calls (drawn on the budget's reserved share); idempotent, since
- * every record is claimed before it is settled; resumes where it stopped, since what it could not
- * settle is postponed and the oldest due come first.
+ * window), is settled from PayHere's records: done, or not done, or looked at again later.
+ *
+ * Its PayHere calls are idle work (lib/budget/limiter.ts): each takes a slot of the shared budget
+ * only while the live reserve stays free beside it, and waits for one no later than the run's end,
+ * so a backlog goes as fast as what live calls leave, and live calls never wait for it. A run is
+ * bounded by its deadline (the Lambda's) and its limits; idempotent, since every record is claimed
+ * before it is settled; it resumes where it stopped, oldest first: an item the run's bounds cut
+ * short keeps its place, and what PayHere could not settle is looked at again behind what is due.
  */
 export class SettleJob {
   readonly #store: IdempotencyStore;
@@ -46,6 +63,7 @@ export class SettleJob {
   readonly #limits: SettleLimits;
   readonly #calls: () => number;
   readonly #now: () => number;
+  readonly #clock: () => number;
 
   constructor(options: {
     store: IdempotencyStore;
@@ -57,8 +75,13 @@ export class SettleJob {
     limits: SettleLimits;
     /** PayHere calls made so far (the job's capped transport counts them). */
     calls: () => number;
-    /** When "now" is for what is due (tests move it past the settle delay); deadlines are the Lambda's. */
+    /** When "now" is for what is due (tests move it past the settle delay). */
     now?: () => number;
+    /**
+     * The Lambda's clock, for the run's deadline and the records' locks; the budget's limiter must
+     * run on the same one (tests and the bench run both on a virtual clock).
+     */
+    clock?: () => number;
   }) {
     this.#store = options.store;
     this.#ledger = options.ledger;
@@ -68,54 +91,96 @@ export class SettleJob {
     this.#limits = options.limits;
     this.#calls = options.calls;
     this.#now = options.now ?? Date.now;
+    this.#clock = options.clock ?? Date.now;
   }
 
   async run(deadline: number): Promise<SettleRun> {
-    const run: SettleRun = { looked: 0, settled: 0, stillUnknown: 0, overAnHour: 0, backlog: false };
+    const run: SettleRun = {
+      looked: 0,
+      settled: 0,
+      stillUnknown: 0,
+      overAnHour: 0,
+      interrupted: 0,
+      backlog: false,
+    };
     const now = this.#now();
-    const keys = await this.#store.due(now, this.#limits.items);
-    for (const key of keys) {
-      if (!this.#room(run, deadline)) break;
-      await this.#settleRequest(key, run, deadline);
-    }
-    const open = this.#openCharges
-      ? await this.#openCharges.due(now, Math.max(0, this.#limits.items - run.looked))
-      : [];
-    for (const orderId of open) {
-      if (!this.#room(run, deadline)) break;
-      await this.#settleOpenCharge(orderId, run, deadline);
-    }
-    const orders = await this.#ledger.reportedDue(now, Math.max(0, this.#limits.items - run.looked));
-    for (const orderId of orders) {
-      if (!this.#room(run, deadline)) break;
-      await this.#settleReport(orderId, run, deadline);
-    }
+    const { items } = this.#limits;
+    const [keys, orders, open] = await Promise.all([
+      this.#store.due(now, items),
+      this.#ledger.reportedDue(now, items),
+      this.#openCharges ? this.#openCharges.due(now, items) : [],
+    ]);
     // A full page of either may hide more.
-    if (keys.length >= this.#limits.items || (orders.length > 0 && run.looked >= this.#limits.items))
-      run.backlog = true;
+    if (keys.length >= items || orders.length >= items || open.length >= items) run.backlog = true;
+    // Requests, open charges and reports in turn, each oldest first: a backlog of one never starves another.
+    const queue = alternate<Item>(
+      alternate<Item>(
+        keys.map((request) => ({ request })),
+        open.map((charge) => ({ charge })),
+      ),
+      orders.map((report) => ({ report })),
+    );
+    let next = 0;
+    let started = 0;
+    let inFlight = 0;
+    let failed: { error: unknown } | undefined;
+    // A call refused for the run's own bounds (no slot before its end, or its cap) means the next
+    // item's would be too: claiming more would only put them back.
+    let bounded = false;
+    const worker = async () => {
+      while (next < queue.length && !failed && !bounded) {
+        if (!this.#room(started, inFlight, deadline)) {
+          run.backlog = true;
+          return;
+        }
+        const item = queue[next++]!;
+        started++;
+        inFlight++;
+        const work: IdleWork = { until: deadline - RESERVE_MS, refused: false };
+        try {
+          await idleWork.run(work, () =>
+            'request' in item
+              ? this.#settleRequest(item.request, run, deadline, work)
+              : 'charge' in item
+                ? this.#settleOpenCharge(item.charge, run, deadline)
+                : this.#settleReport(item.report, run, deadline, work),
+          );
+        } catch (error) {
+          failed ??= { error };
+        } finally {
+          inFlight--;
+          if (work.refused) bounded = true;
+        }
+      }
+    };
+    await Promise.all(Array.from({ length: IN_FLIGHT }, worker));
+    if (failed) throw failed.error;
+    if (bounded || run.interrupted > 0) run.backlog = true;
     if (run.overAnHour > 0) countMetric('UnknownOverAnHour', run.overAnHour);
     if (run.backlog) countMetric('SettleBacklog');
     log.info('settle run', { ...run, calls: this.#calls() });
     return run;
   }
 
-  /** Whether the run may look at one more item: its limits and its time (the Lambda's own clock). */
-  #room(run: SettleRun, deadline: number): boolean {
-    const room =
-      run.looked < this.#limits.items &&
-      this.#calls() < this.#limits.calls &&
-      Date.now() < deadline - RESERVE_MS;
-    if (!room) run.backlog = true;
-    return room;
+  /**
+   * Whether the run may start one more item: its limits and its time. Each item in flight will
+   * probably make a PayHere call, so they count against the cap before they make it.
+   */
+  #room(started: number, inFlight: number, deadline: number): boolean {
+    return (
+      started < this.#limits.items &&
+      this.#calls() + inFlight < this.#limits.calls &&
+      this.#clock() < deadline - RESERVE_MS
+    );
   }
 
   /** A money request's record: claimed (so a repeat of its key and another run do not race it), then settled. */
-  async #settleRequest(key: string, run: SettleRun, deadline: number): Promise<void> {
+  async #settleRequest(key: string, run: SettleRun, deadline: number, work: IdleWork): Promise<void> {
     const record = await this.#store.get(key);
     const now = this.#now();
     // Gone, answered meanwhile, or still held by a live attempt (its lock is the Lambda's clock): nothing to settle.
     if (!record?.settle || record.state === 'complete') return;
-    if (record.state === 'in_progress' && (record.lockedUntil ?? 0) > Date.now()) return;
+    if (record.state === 'in_progress' && (record.lockedUntil ?? 0) > this.#clock()) return;
     run.looked++;
     let subject: MoneySubject;
     try {
@@ -141,6 +206,12 @@ export class SettleJob {
       countMetric('SettledRequest');
       return;
     }
+    if (work.refused) {
+      // PayHere was never asked: the record goes back to when it was due, ahead of what came later.
+      run.interrupted++;
+      await this.#store.postpone(held, record.settle.at);
+      return;
+    }
     run.stillUnknown++;
     if (now - startedAt > HOUR_MS) run.overAnHour++;
   }
@@ -159,7 +230,7 @@ export class SettleJob {
   }
 
   /** An order whose success a notification reported: confirmed, refuted after the delay, or looked at later. */
-  async #settleReport(orderId: string, run: SettleRun, deadline: number): Promise<void> {
+  async #settleReport(orderId: string, run: SettleRun, deadline: number, work: IdleWork): Promise<void> {
     const order = await this.#ledger.getOrder(orderId);
     if (!order || order.reportedAt === null) return;
     run.looked++;
@@ -169,8 +240,23 @@ export class SettleJob {
       countMetric('SettledReport');
       return;
     }
+    // Cut short by the run's bounds: left where it is in the queue.
+    if (work.refused) {
+      run.interrupted++;
+      return;
+    }
     run.stillUnknown++;
     if (this.#now() - order.reportedAt > HOUR_MS) run.overAnHour++;
     await this.#ledger.postponeReport(orderId, this.#now() + LOOK_AGAIN_MS);
   }
+}
+
+/** `a` and `b` taken in turn, each in its own order. */
+function alternate<T>(a: readonly T[], b: readonly T[]): T[] {
+  const merged: T[] = [];
+  for (let i = 0; i < Math.max(a.length, b.length); i++) {
+    if (i < a.length) merged.push(a[i]!);
+    if (i < b.length) merged.push(b[i]!);
+  }
+  return merged;
 }

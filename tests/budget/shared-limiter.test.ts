@@ -1,5 +1,5 @@
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
-import { SharedLimiter } from '../../lib/budget/limiter.ts';
+import { type IdleWork, idleWork, SharedLimiter } from '../../lib/budget/limiter.ts';
 import type { SharedStateTable } from '../../lib/budget/state-table.ts';
 import { type CallKind, SlidingWindowLimiter } from '../../lib/budget/window-limiter.ts';
 import { RateLimitedError } from '../../lib/envelope/errors.ts';
@@ -293,6 +293,123 @@ describe('the shared budget', () => {
     expect((refused as RateLimitedError).headers['Retry-After']).toBe('3');
     expect(clock.now()).toBeGreaterThanOrEqual(T0 + 3_000);
     expect(clock.now()).toBeLessThan(T0 + 3_100);
+  });
+});
+
+describe('idle work (the settle job)', () => {
+  /** `calls` run as idle work that may wait until `until`. */
+  const asIdle = <T>(until: number, call: () => Promise<T>, work: IdleWork = { until, refused: false }) =>
+    idleWork.run(work, call);
+
+  it('takes only what leaves the live reserve free: the reserved part first, then the shared part down to the reserve', async () => {
+    // Prepare: 8 slots, 2 reserved for money; the live reserve is as large, 2.
+    const { table } = await freshStateTable();
+    const clock = steppingClock();
+    const job = container(table, clock);
+
+    // Act: six at once, each answered at once; a seventh waits for the first to free.
+    const taken: number[] = [];
+    for (let i = 0; i < 7; i++) {
+      await (await asIdle(T0 + 60_000, () => job.acquire('read', 60_000))).release();
+      taken.push(clock.now());
+    }
+    const budget = await table.readBudget();
+
+    // Assess
+    expect(taken.slice(0, 6)).toEqual(Array(6).fill(T0));
+    expect(taken[6]).toBeGreaterThanOrEqual(T0 + WINDOW + MARGIN);
+    expect([...budget.busyUntil.keys()].filter((slot) => slot < 2)).toHaveLength(2);
+    // Neither waits nor refusals of idle work are the live calls' metrics.
+    expect(counted('BudgetWait')).toBe(0);
+  });
+
+  it('never delays a live call: a read and a charge find the live reserve free while the job holds the rest', async () => {
+    // Prepare: the job has taken all it may in another container.
+    const { table } = await freshStateTable();
+    const clock = steppingClock();
+    const job = container(table, clock);
+    for (let i = 0; i < 6; i++) await asIdle(T0 + 60_000, () => job.acquire('money', 60_000));
+    const live = container(table, clock);
+
+    // Act
+    const read = await live.acquire('read', 0).then(() => 'sent');
+    const charge = await live.acquire('money', 0).then(() => 'sent');
+    const jobAgain = await asIdle(T0 + 5_000, () => job.acquire('read', 60_000)).catch(
+      (error: unknown) => error,
+    );
+
+    // Assess: at once, no wait; the job does not take what live calls left it meanwhile.
+    expect([read, charge]).toEqual(['sent', 'sent']);
+    expect(clock.sleeps).toEqual([]);
+    expect(jobAgain).toBeInstanceOf(RateLimitedError);
+  });
+
+  it('checks the live reserve in its write: a container that saw it free before live calls took it takes nothing', async () => {
+    // Prepare: the job holds 5 of 8 and last saw 3 of the shared part free; then live calls of
+    // another container take 2 of those 3.
+    const { table } = await freshStateTable();
+    const clock = steppingClock();
+    const job = container(table, clock, { random: () => 0.5 });
+    for (let i = 0; i < 5; i++) await asIdle(T0 + 60_000, () => job.acquire('read', 60_000));
+    const live = container(table, clock, { random: () => 0.99 });
+    await live.acquire('read', 0);
+    await live.acquire('read', 0);
+    const takes = vi.spyOn(table, 'takeSlot');
+
+    // Act: the job's view says it may take one more.
+    const work: IdleWork = { until: T0 + 1_000, refused: false };
+    const refused = await asIdle(T0 + 1_000, () => job.acquire('read', 60_000), work).catch(
+      (error: unknown) => error,
+    );
+    const budget = await table.readBudget();
+
+    // Assess: its write named the reserve, failed, and showed it the budget; the last slot is free.
+    expect(takes).toHaveBeenCalledTimes(1);
+    expect(takes.mock.calls[0]![4]).toHaveLength(2);
+    expect(refused).toBeInstanceOf(RateLimitedError);
+    expect(work.refused).toBe(true);
+    expect(budget.busyUntil.size).toBe(7);
+    expect(counted('BudgetRefused')).toBe(0);
+  });
+
+  it('waits no later than its work’s end, whatever the call’s own deadline', async () => {
+    // Prepare
+    const { table } = await freshStateTable();
+    const clock = steppingClock();
+    const job = container(table, clock);
+    for (let i = 0; i < 6; i++) await asIdle(T0 + 60_000, () => job.acquire('read', 60_000));
+    const work: IdleWork = { until: T0 + 2_000, refused: false };
+
+    // Act
+    const refused = await asIdle(T0 + 2_000, () => job.acquire('money', 60_000), work).catch(
+      (error: unknown) => error,
+    );
+
+    // Assess
+    expect(refused).toBeInstanceOf(RateLimitedError);
+    expect(work.refused).toBe(true);
+    expect(clock.now()).toBe(T0);
+  });
+
+  it('never takes the container’s own share when the table cannot be reached: it waits for the table', async () => {
+    // Prepare
+    const { table } = await freshStateTable({
+      endpoint: `http://127.0.0.1:${await freePort()}`,
+      timeoutMs: 300,
+    });
+    const clock = steppingClock();
+    const job = container(table, clock);
+    captureLogs('warn');
+    clock.advance(WINDOW + MARGIN);
+
+    // Act
+    const refused = await asIdle(clock.now() + 60_000, () => job.acquire('read', 60_000)).catch(
+      (error: unknown) => error,
+    );
+
+    // Assess
+    expect(refused).toBeInstanceOf(RateLimitedError);
+    expect(counted('BudgetFallback')).toBe(0);
   });
 });
 

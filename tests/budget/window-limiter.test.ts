@@ -219,6 +219,27 @@ describe('SlidingWindowLimiter', () => {
     expect(time.sleeps).toEqual([]);
   });
 
+  it('leaves the live reserve to live calls: idle work stops short of it', async () => {
+    // Prepare: 4 per window, 1 reserved, and as large a live reserve.
+    const time = steppingClock();
+    const limiter = new SlidingWindowLimiter({
+      limit: 4,
+      windowMs: 10_000,
+      reserved: 1,
+      now: time.now,
+      sleep: time.sleep,
+    });
+    for (let i = 0; i < 3; i++) await limiter.acquire(0, 'idle');
+
+    // Act
+    const idle = await limiter.acquire(5_000, 'idle').catch((e: unknown) => e);
+    await limiter.acquire(0, 'money');
+
+    // Assess
+    expect(idle).toBeInstanceOf(RateLimitedError);
+    expect(time.sleeps).toEqual([]);
+  });
+
   it('starts nothing while paused after a 429, and refuses callers that cannot wait for the pause to end', async () => {
     // Prepare
     const time = steppingClock();

@@ -56,17 +56,20 @@ describe('osls package', () => {
   });
 
   it('declares every function on nodejs24.x arm64 with its route', () => {
-    const functions = Object.values(template.Resources).filter((r) => r.Type === 'AWS::Lambda::Function');
+    const functions = Object.entries(template.Resources).filter(
+      ([, r]) => r.Type === 'AWS::Lambda::Function',
+    );
     const methods = Object.values(template.Resources)
       .filter((r) => r.Type === 'AWS::ApiGateway::Method' && r.Properties.HttpMethod !== 'OPTIONS')
       .map((r) => r.Properties.HttpMethod)
       .sort();
 
     expect(functions).toHaveLength(FUNCTIONS.length);
-    for (const fn of functions) {
+    for (const [name, fn] of functions) {
       expect(fn.Properties.Runtime).toBe('nodejs24.x');
       expect(fn.Properties.Architectures).toEqual(['arm64']);
-      expect(fn.Properties.Timeout).toBeLessThan(29);
+      // API Gateway gives up on a function sooner; the settle job, on a schedule, ends before its next run.
+      expect(fn.Properties.Timeout).toBeLessThan(name === 'SettleLambdaFunction' ? 120 : 29);
     }
     expect(methods).toEqual([...Object.values(ROUTES), NOTIFY_ROUTE].map((r) => r.method).sort());
   });

@@ -6,6 +6,7 @@
 import { randomUUID } from 'node:crypto';
 import { inject } from 'vitest';
 import { sharedStateFromEnvironment } from '../../lib/budget/environment.ts';
+import type { SharedStateTable } from '../../lib/budget/state-table.ts';
 import { loadConfig } from '../../lib/config/config.ts';
 import { CONNECT_TIMEOUT_MS, createPayHere } from '../../lib/gateway/index.ts';
 import { IdempotencyStore } from '../../lib/idempotency/store.ts';
@@ -21,6 +22,7 @@ import { MoneySettlement } from '../../lib/settle/money.ts';
 import { OpenCharges } from '../../lib/settle/open-charges.ts';
 import { createTable } from '../../scripts/local-dynamodb.ts';
 import { localClient } from '../idempotency/fixtures.ts';
+import { clockedCappedTransport, type VirtualClock } from './virtual-clock.ts';
 
 /**
  * An idempotency table for this file's money handlers (set before the first of them loads) and
@@ -33,20 +35,36 @@ export async function ownIdempotencyTable(): Promise<IdempotencyStore> {
   return new IdempotencyStore({ client: localClient(), table, ttlSeconds: 86_400 });
 }
 
+/** What a settle job runs on besides the test file's tables, when a test says. */
+export interface SettleJobOptions {
+  /** Its clock and the budget's (the Lambda's), moved by waits instead of waiting; runs last `runMs`. */
+  clock?: VirtualClock;
+  /** The budget it shares (the test file's STATE_TABLE by default). */
+  sharedState?: SharedStateTable;
+  /** PayHere's budget, `GATEWAY_RATE_LIMIT` (the tests' generous one by default). */
+  rateLimit?: { limit: number; windowMs: number };
+}
+
 /** A settle job over `store` and `ledger` whose clock runs `later` ms ahead. */
 export function settleJob(
   store: IdempotencyStore,
   ledger: LedgerStore,
   later: number,
   limits: SettleLimits = { items: 25, calls: 10 },
+  options: SettleJobOptions = {},
 ) {
-  const now = () => Date.now() + later;
-  const config = loadConfig(process.env);
-  const transport = new CappedTransport(config.gatewayBaseUrl, {
-    connectTimeoutMs: CONNECT_TIMEOUT_MS,
-    cap: limits.calls,
+  const { clock } = options;
+  const now = () => (clock?.now() ?? Date.now()) + later;
+  const loaded = loadConfig(process.env);
+  const config = options.rateLimit ? { ...loaded, rateLimit: options.rateLimit } : loaded;
+  const transport = clock
+    ? clockedCappedTransport(clock, config.gatewayBaseUrl, limits.calls)
+    : new CappedTransport(config.gatewayBaseUrl, { connectTimeoutMs: CONNECT_TIMEOUT_MS, cap: limits.calls });
+  const payhere = createPayHere(config, {
+    sharedState: options.sharedState ?? sharedStateFromEnvironment(process.env),
+    transport,
+    ...(clock ? { now: clock.now, sleep: clock.sleep } : {}),
   });
-  const payhere = createPayHere(config, { sharedState: sharedStateFromEnvironment(process.env), transport });
   const orders = loadOrdersConfig(process.env);
   const deps = { payhere, ledger, holds: new Holds(ledger), settleDelayMs: orders.settleDelayMs, now };
   const charging = new Charging({ payhere, ledger, config: orders });
@@ -71,6 +89,14 @@ export function settleJob(
     limits,
     calls: () => transport.calls,
     now,
+    ...(clock ? { clock: clock.now } : {}),
   });
-  return { run: () => job.run(Date.now() + 20_000), calls: () => transport.calls };
+  return {
+    /** One run of `runMs` (a new run: its calls count from zero, as the scheduled function's do). */
+    run: (runMs = 20_000) => {
+      transport.reset();
+      return job.run((clock?.now() ?? Date.now()) + runMs);
+    },
+    calls: () => transport.calls,
+  };
 }

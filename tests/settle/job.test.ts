@@ -2,12 +2,14 @@ import { randomUUID } from 'node:crypto';
 import { beforeEach, describe, expect, it } from 'vitest';
 import { recordKey } from '../../lib/idempotency/idempotent.ts';
 import { CHARGEABLE } from '../../lib/orders/evidence.ts';
+import { loadSettleLimits } from '../../lib/settle/environment.ts';
 import type { SettleLimits } from '../../lib/settle/job.ts';
 import { call, useTestGateway } from '../helpers/gateway.ts';
 import { captureLogs } from '../helpers/logs.ts';
 import { notify, signed } from '../helpers/notifications.ts';
 import { testLedger } from '../helpers/orders.ts';
-import { ownIdempotencyTable, settleJob as settleJobOver } from '../helpers/settle.ts';
+import { ownIdempotencyTable, type SettleJobOptions, settleJob as settleJobOver } from '../helpers/settle.ts';
+import { freshStateTable } from '../helpers/state-table.ts';
 import { chargeBody, paymentsOf, validRequest } from '../resilience/fixtures.ts';
 import { accessToken, apiClient } from '../sandbox/helpers.ts';
 
@@ -24,7 +26,8 @@ const MINUTE = 60_000;
 /** Past the default settle delay (10 minutes) after a request's window. */
 const LATER = 12 * MINUTE;
 
-const settleJob = (later: number, limits?: SettleLimits) => settleJobOver(store, ledger, later, limits);
+const settleJob = (later: number, limits?: SettleLimits, options?: SettleJobOptions) =>
+  settleJobOver(store, ledger, later, limits, options);
 
 /** Each test starts with nothing due: what earlier tests left is settled first (holds expire 7 days on). */
 beforeEach(async () => {
@@ -308,6 +311,23 @@ describe('a run', () => {
     expect(first.settled).toBeLessThanOrEqual(3);
     expect(first.backlog).toBe(true);
     expect(first.settled + second.settled + third.settled).toBe(6);
+    for (const { body } of lost) expect((await ledger.getOrder(body.order_id))?.state).toBe('succeeded');
+  });
+
+  it('settles six queued unknowns in one run, though settling the first costs a token and a search PayHere answers 503 twice', async () => {
+    // Prepare: a settle container with no token yet (its first call asks PayHere for one) and PayHere
+    // still failing now and then after its outage: one item costs four calls, a whole run's worth
+    // when runs were capped at four.
+    const lost = [];
+    for (let i = 0; i < 6; i++) lost.push(await lostCharge(true));
+    const { table } = await freshStateTable();
+    sandbox.faults.inject('search', { kind: 'status', status: 503 }, 2);
+
+    // Act: a run as deployed.
+    const run = await settleJob(LATER, loadSettleLimits({}), { sharedState: table }).run();
+
+    // Assess
+    expect(run).toMatchObject({ looked: 6, settled: 6, interrupted: 0, backlog: false });
     for (const { body } of lost) expect((await ledger.getOrder(body.order_id))?.state).toBe('succeeded');
   });
 

@@ -1,0 +1,183 @@
+import { describe, expect, it } from 'vitest';
+import { idleWork, reservedShare } from '../../lib/budget/limiter.ts';
+import { loadConfig } from '../../lib/config/config.ts';
+import { createPayHere } from '../../lib/gateway/index.ts';
+import { loadSettleLimits } from '../../lib/settle/environment.ts';
+import type { SettleLimits, SettleRun } from '../../lib/settle/job.ts';
+import { call, useTestGateway } from '../helpers/gateway.ts';
+import { testLedger } from '../helpers/orders.ts';
+import { ownIdempotencyTable, settleJob } from '../helpers/settle.ts';
+import { freshStateTable } from '../helpers/state-table.ts';
+import { clockedTransport, VirtualClock } from '../helpers/virtual-clock.ts';
+import { busiestWindow } from '../helpers/windows.ts';
+import { chargeBody } from '../resilience/fixtures.ts';
+
+/**
+ * The settle job on PayHere's real budget (20 calls per 10 s for the whole merchant) after an
+ * outage: a backlog settles as fast as the budget allows beside the live reserve, never over the
+ * budget in any window, and live calls made meanwhile find their slot at once. Everything runs on a
+ * virtual clock (the budget's waits and the two minutes between runs pass at once); the unknowns
+ * are made through the charge handler with the sandbox losing the charge's answer.
+ */
+const store = await ownIdempotencyTable();
+const sandbox = useTestGateway({ beforeEachTest: 'keepTokens' });
+const ledger = testLedger();
+const MINUTE = 60_000;
+/** Past the default settle delay (10 minutes) after a request's window. */
+const LATER = 12 * MINUTE;
+const BUDGET = { limit: 20, windowMs: 10_000 };
+/** The settle function's timeout (serverless.yml): each run's deadline. */
+const RUN_MS = 110_000;
+/** How often the schedule runs it (serverless.yml, SETTLE_RATE). */
+const EVERY_MS = 2 * MINUTE;
+
+/** `count` charges whose answers the sandbox lost, every other one processed by PayHere: each answered 202. */
+async function unknownCharges(count: number) {
+  const lost = [];
+  for (let i = 0; i < count; i++) {
+    const processed = i % 2 === 0;
+    sandbox.faults.inject('charge', { kind: processed ? 'reset' : 'resetBeforeProcessing' });
+    // The charge's own search gets a maintenance page, which is not retried: 202 at once.
+    sandbox.faults.inject('search', { kind: 'nonJson' });
+    const body = chargeBody();
+    const answer = await call('charge', { body });
+    sandbox.faults.clear();
+    expect(answer.statusCode).toBe(202);
+    lost.push({ body, processed });
+  }
+  return lost;
+}
+
+/** Whether each order is settled (no longer unknown), in the order given. */
+async function settledOf(lost: Array<{ body: { order_id: string } }>): Promise<boolean[]> {
+  return Promise.all(
+    lost.map(async ({ body }) => (await ledger.getOrder(body.order_id))?.state !== 'unknown'),
+  );
+}
+
+/** Settle jobs on `clock` over a budget table of their own, each as one container of the scheduled function. */
+async function jobsOn(clock: VirtualClock, limits: SettleLimits = loadSettleLimits({})) {
+  const { table } = await freshStateTable();
+  return {
+    table,
+    job: () => settleJob(store, ledger, LATER, limits, { clock, sharedState: table, rateLimit: BUDGET }),
+  };
+}
+
+describe('a backlog', () => {
+  it('of 60 settles in the one run the budget allows, never over it, while live calls find their slot at once', async () => {
+    // Prepare
+    const lost = await unknownCharges(60);
+    const clock = new VirtualClock();
+    const jobs = await jobsOn(clock);
+    const settle = jobs.job();
+    // A live container on the same budget: whenever the job waits for a slot (it took what it may),
+    // once a window, it reads an order's payments and charges an order.
+    const config = { ...loadConfig(process.env), rateLimit: BUDGET };
+    const liveWaits: number[] = [];
+    const live = createPayHere(config, {
+      sharedState: jobs.table,
+      transport: clockedTransport(clock, config.gatewayBaseUrl, 'live'),
+      now: clock.now,
+      sleep: (ms) => {
+        liveWaits.push(ms);
+        return clock.sleep(ms);
+      },
+    });
+    const liveAnswers: unknown[] = [];
+    let liveAt = Number.NEGATIVE_INFINITY;
+
+    // The job waits inside its own work: the live calls are another container's, outside it.
+    clock.onSleep = () =>
+      idleWork.exit(async () => {
+        if (liveAnswers.length >= 6 || clock.now() - liveAt < BUDGET.windowMs || liveWaits.length > 0) return;
+        liveAt = clock.now();
+        const deadline = clock.now() + 20_000;
+        liveAnswers.push(
+          await live.paymentsOfOrder(lost[0]!.body.order_id, deadline).then(
+            () => 'read',
+            (error: unknown) => error,
+          ),
+          await live.charge({ ...chargeBody(), currency: 'LKR' }, deadline).then(
+            () => 'charge',
+            (error: unknown) => error,
+          ),
+        );
+      });
+
+    // Act: runs every two minutes until one leaves no backlog.
+    const started = clock.now();
+    const runs: SettleRun[] = [];
+    for (let at = started; runs.length < 10; at += EVERY_MS) {
+      clock.advanceTo(at);
+      const run = await settle.run(RUN_MS);
+      runs.push(run);
+      if (!run.backlog) break;
+    }
+    clock.onSleep = undefined;
+
+    // Assess: a token and a search per unknown, at what the live reserve leaves a window: well
+    // within one run.
+    const job = clock.arrivals.filter(({ by }) => by === 'job').map(({ at }) => at);
+    const all = clock.arrivals.map(({ at }) => at);
+    expect(runs).toHaveLength(1);
+    expect(runs[0]).toMatchObject({ settled: 60, stillUnknown: 0, interrupted: 0, backlog: false });
+    expect(job).toHaveLength(61);
+    expect(busiestWindow(all, BUDGET.windowMs)).toBeLessThanOrEqual(BUDGET.limit);
+    expect(busiestWindow(job, BUDGET.windowMs)).toBe(BUDGET.limit - reservedShare(BUDGET.limit));
+    expect(Math.max(...job) - started).toBeGreaterThanOrEqual(4 * BUDGET.windowMs);
+    expect(Math.max(...job) - started).toBeLessThan(RUN_MS);
+    // The live calls: each answered, none waited.
+    expect(liveAnswers).toEqual(['read', 'charge', 'read', 'charge', 'read', 'charge']);
+    expect(liveWaits).toEqual([]);
+    for (const { body, processed } of lost) {
+      expect((await ledger.getOrder(body.order_id))?.state).toBe(processed ? 'succeeded' : 'failed');
+    }
+  });
+
+  it('what a run’s cap leaves the next run settles, oldest first; two runs at once settle each item once', async () => {
+    // Prepare
+    const lost = await unknownCharges(24);
+    const clock = new VirtualClock();
+    const { job } = await jobsOn(clock, { items: 10, calls: 300 });
+    const started = clock.now();
+
+    // Act
+    const first = await job().run(RUN_MS);
+    const afterFirst = await settledOf(lost);
+    clock.advanceTo(started + EVERY_MS);
+    const second = await job().run(RUN_MS);
+    const afterSecond = await settledOf(lost);
+    clock.advanceTo(started + 2 * EVERY_MS);
+    const [third, overlapping] = await Promise.all([job().run(RUN_MS), job().run(RUN_MS)]);
+
+    // Assess
+    expect([first, second]).toMatchObject([
+      { settled: 10, backlog: true },
+      { settled: 10, backlog: true },
+    ]);
+    expect(afterFirst).toEqual(lost.map((_, i) => i < 10));
+    expect(afterSecond).toEqual(lost.map((_, i) => i < 20));
+    expect(third.settled + overlapping.settled).toBe(4);
+    expect(await settledOf(lost)).toEqual(lost.map(() => true));
+  });
+
+  it('keeps an item its run’s PayHere calls cut short in its place, ahead of later ones, for the next run', async () => {
+    // Prepare: four calls a run; the first run's also fetch the token, so the fourth item's search
+    // is refused before it is sent.
+    const lost = await unknownCharges(12);
+    const clock = new VirtualClock();
+    const { job } = await jobsOn(clock, { items: 300, calls: 4 });
+    const started = clock.now();
+
+    // Act
+    const first = await job().run(RUN_MS);
+    clock.advanceTo(started + EVERY_MS);
+    const second = await job().run(RUN_MS);
+
+    // Assess: the item cut short was settled next, before the items after it.
+    expect(first).toMatchObject({ settled: 3, interrupted: 1, stillUnknown: 0, backlog: true });
+    expect(second).toMatchObject({ settled: 4, interrupted: 0 });
+    expect(await settledOf(lost)).toEqual(lost.map((_, i) => i < 7));
+  });
+});
