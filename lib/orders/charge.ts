@@ -377,18 +377,12 @@ export class Charging {
   /** The outcome and the ids it gave, written together: they are independent items. */
   async #record(order: Order, chargeKey: string, recorded: ChargeOutcome): Promise<void> {
     const reference = { orderId: order.orderId, owner: order.owner };
-    // An outcome still open stays in the settle job's charges: pending until its limit, unknown
-    // until its settle delay (its key's record settles it first, if it still can).
-    const open =
-      recorded.state === 'pending'
-        ? this.#config.pendingLimitMs
-        : recorded.state === 'unknown'
-          ? this.#config.settleDelayMs
-          : undefined;
+    // A pending charge stays in the settle job's charges until its limit. An unknown one leaves
+    // them: its key's record, kept until it is settled, is the settle job's to settle.
     const outcome =
-      open === undefined || recorded.dueAt !== undefined
+      recorded.state !== 'pending' || recorded.dueAt !== undefined
         ? recorded
-        : { ...recorded, dueAt: Date.now() + open };
+        : { ...recorded, dueAt: Date.now() + this.#config.pendingLimitMs };
     const { paymentId, authorizationToken } = outcome;
     await Promise.all([
       this.#write(

@@ -365,7 +365,7 @@ describe('idle work (the settle job)', () => {
 
     // Assess: its write named the reserve, failed, and showed it the budget; the last slot is free.
     expect(takes).toHaveBeenCalledTimes(1);
-    expect(takes.mock.calls[0]![4]).toHaveLength(2);
+    expect(takes.mock.calls[0]![5]).toHaveLength(2);
     expect(refused).toBeInstanceOf(RateLimitedError);
     expect(work.refused).toBe(true);
     expect(budget.busyUntil.size).toBe(7);

@@ -31,11 +31,15 @@ const RUN_MS = 110_000;
 /** How often the schedule runs it (serverless.yml, SETTLE_RATE). */
 const EVERY_MS = 2 * MINUTE;
 
-/** `count` charges whose answers the sandbox lost, every other one processed by PayHere: each answered 202. */
+/**
+ * `count` charges whose answers the sandbox lost, each processed by PayHere: each answered 202, and
+ * each settled by one look (one PayHere never processed needs two looks a settle interval apart,
+ * tests/settle/job.test.ts).
+ */
 async function unknownCharges(count: number) {
   const lost = [];
   for (let i = 0; i < count; i++) {
-    const processed = i % 2 === 0;
+    const processed = true;
     sandbox.faults.inject('charge', { kind: processed ? 'reset' : 'resetBeforeProcessing' });
     // The charge's own search gets a maintenance page, which is not retried: 202 at once.
     sandbox.faults.inject('search', { kind: 'nonJson' });
