@@ -5,8 +5,6 @@
 import { type IncomingHttpHeaders, request, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { crc32 } from 'node:zlib';
-import { CreateTableCommand, DescribeTableCommand, DynamoDBClient } from '@aws-sdk/client-dynamodb';
-import dynalite from 'dynalite';
 
 /**
  * The table name serverless.yml gives the functions for `--stage local`
@@ -53,6 +51,9 @@ export interface LocalDynamoDBOptions {
 }
 
 export async function startLocalDynamoDB(options: LocalDynamoDBOptions = {}): Promise<LocalDynamoDB> {
+  // dynalite and the AWS SDK are loaded when used, not with the module: they cost a few hundred ms
+  // of CPU in each test process, and the unit tests import only the names above.
+  const { default: dynalite } = await import('dynalite');
   // Tables are ACTIVE at once: nothing local should wait for a simulated creation.
   const server = dynalite({ createTableMs: 0, deleteTableMs: 0, updateTableMs: 0 });
   asDynamoDbAnswers(server, options.delayMs ?? 0);
@@ -81,6 +82,9 @@ export async function createTable(
   table: string,
   options: { settleIndex?: boolean } = {},
 ): Promise<void> {
+  const { CreateTableCommand, DescribeTableCommand, DynamoDBClient } = await import(
+    '@aws-sdk/client-dynamodb'
+  );
   const client = new DynamoDBClient({
     endpoint,
     region: LOCAL_AWS_ENVIRONMENT.AWS_REGION,
