@@ -7,6 +7,7 @@ import { SEED } from '../../sandbox/server.ts';
 import { call, useTestGateway } from '../helpers/gateway.ts';
 import { notify, signed } from '../helpers/notifications.ts';
 import { testLedger } from '../helpers/orders.ts';
+import { propertyRuns } from '../helpers/property-runs.ts';
 import { ownIdempotencyTable, settleJob } from '../helpers/settle.ts';
 import { accessToken, apiClient } from '../sandbox/helpers.ts';
 import { checkoutRequest } from '../sandbox/signing.ts';
@@ -25,6 +26,7 @@ import { checkoutRequest } from '../sandbox/signing.ts';
 const store = await ownIdempotencyTable();
 const sandbox = useTestGateway({ beforeEachTest: 'nothing' });
 const ledger = testLedger();
+const RUNS = propertyRuns(500);
 const MINUTE = 60_000;
 const LATER = 12 * MINUTE;
 const NOWHERE = 'https://notify.example.invalid/payhere';
@@ -264,8 +266,8 @@ describe('an order’s state follows PayHere’s evidence', () => {
           }
         }
       }),
-      { numRuns: Number(process.env.PROPERTY_RUNS ?? 500) },
+      { numRuns: RUNS },
     );
-    expect(scenarios).toBeGreaterThanOrEqual(Number(process.env.PROPERTY_RUNS ?? 500));
+    expect(scenarios).toBeGreaterThanOrEqual(RUNS);
   }, 600_000);
 });
