@@ -1,20 +1,61 @@
 import { defineConfig } from 'vitest/config';
 
+/**
+ * The unit tier (`npm run test:unit`): test files that start no server, no child process, no
+ * browser and read no DynamoDB (tests/setup/unit.ts fails a test that tries). tests/unit/ and the
+ * pure files of the other folders, which stay beside the area they test.
+ */
+const UNIT = [
+  'tests/unit/**/*.test.ts',
+  'tests/auth/{config,middleware,verified-cache}.test.ts',
+  'tests/aws/sign.test.ts',
+  'tests/budget/window-limiter.test.ts',
+  'tests/client/client.test.ts',
+  'tests/idempotency/{config,failure,fingerprint,key}.test.ts',
+  'tests/notifications/signature.test.ts',
+  'tests/openapi/contract.test.ts',
+  'tests/reads/invalidation.test.ts',
+  'tests/sandbox/units.test.ts',
+  'tests/security/redaction.test.ts',
+];
+
+/** What both tiers share. */
+const common = {
+  environment: 'node',
+  testTimeout: 20_000,
+  hookTimeout: 60_000,
+  pool: 'forks',
+  restoreMocks: true,
+  // The service's JSON log lines and metrics would drown the test report; tests that check them
+  // capture them (and turn metrics on).
+  env: { LOG_LEVEL: 'silent', POWERTOOLS_METRICS_DISABLED: 'true' },
+} as const;
+
 export default defineConfig({
   test: {
-    include: ['tests/**/*.test.ts'],
-    environment: 'node',
-    testTimeout: 20_000,
-    hookTimeout: 60_000,
-    pool: 'forks',
-    restoreMocks: true,
-    // The service's JSON log lines and metrics would drown the test report; tests that check them
-    // capture them (and turn metrics on).
-    env: { LOG_LEVEL: 'silent', POWERTOOLS_METRICS_DISABLED: 'true' },
-    // A local DynamoDB (dynalite) for the idempotency store, started once and closed at the end;
-    // the report of documented answers no test reached.
-    globalSetup: ['tests/setup/dynamodb.ts', 'tests/setup/contract-report.ts'],
-    // Every answer a test file receives is held to openapi/openapi.json after the file.
-    setupFiles: ['tests/setup/environment.ts', 'tests/setup/answers.ts'],
+    // The report of documented answers no test reached, once for the whole run.
+    globalSetup: ['tests/setup/contract-report.ts'],
+    projects: [
+      {
+        test: {
+          ...common,
+          name: 'unit',
+          include: UNIT,
+          // Every answer a test file receives is held to openapi/openapi.json after the file.
+          setupFiles: ['tests/setup/unit.ts', 'tests/setup/answers.ts'],
+        },
+      },
+      {
+        test: {
+          ...common,
+          name: 'integration',
+          include: ['tests/**/*.test.ts'],
+          exclude: UNIT,
+          // A local DynamoDB (dynalite) for the idempotency store, started once and closed at the end.
+          globalSetup: ['tests/setup/dynamodb.ts'],
+          setupFiles: ['tests/setup/environment.ts', 'tests/setup/answers.ts'],
+        },
+      },
+    ],
   },
 });

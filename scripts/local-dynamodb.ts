@@ -12,8 +12,6 @@ import {
 import type { AddressInfo } from 'node:net';
 import { Readable } from 'node:stream';
 import { crc32 } from 'node:zlib';
-import { CreateTableCommand, DescribeTableCommand, DynamoDBClient } from '@aws-sdk/client-dynamodb';
-import dynalite from 'dynalite';
 import {
   type DynamoDbFault,
   DynamoDbFaultController,
@@ -69,6 +67,9 @@ export interface LocalDynamoDBOptions {
 }
 
 export async function startLocalDynamoDB(options: LocalDynamoDBOptions = {}): Promise<LocalDynamoDB> {
+  // dynalite and the AWS SDK are loaded when used, not with the module: they cost a few hundred ms
+  // of CPU in each test process, and the unit tests import only the names above.
+  const { default: dynalite } = await import('dynalite');
   // Tables are ACTIVE at once: nothing local should wait for a simulated creation.
   const server = dynalite({ createTableMs: 0, deleteTableMs: 0, updateTableMs: 0 });
   const faults = new DynamoDbFaultController();
@@ -99,6 +100,9 @@ export async function createTable(
   table: string,
   options: { settleIndex?: boolean; chargesIndex?: boolean } = {},
 ): Promise<void> {
+  const { CreateTableCommand, DescribeTableCommand, DynamoDBClient } = await import(
+    '@aws-sdk/client-dynamodb'
+  );
   // The settle job's sparse indexes, keyed by a queue (S) and a due time (N).
   const indexes = [
     ...(options.settleIndex ? [['settle', 'settleQueue', 'settleAt'] as const] : []),

@@ -13,6 +13,7 @@ import type { Fault } from '../../sandbox/server.ts';
 import { lambdaContext } from '../helpers/events.ts';
 import { useTestGateway } from '../helpers/gateway.ts';
 import { freePort } from '../helpers/ports.ts';
+import { propertyRuns } from '../helpers/property-runs.ts';
 import { chargeBody, localClient, manualClock, testStore, validRequest } from './fixtures.ts';
 
 /**
@@ -24,6 +25,7 @@ import { chargeBody, localClient, manualClock, testStore, validRequest } from '.
  * whose request provably never left is never left outcome_unknown.
  */
 const sandbox = useTestGateway({ beforeEachTest: 'nothing' });
+const RUNS = propertyRuns(500);
 
 /** What PayHere does with a charge, and whether the client can tell it was not processed. */
 const GATEWAY_FAULTS = {
@@ -203,9 +205,9 @@ describe('a charge repeated with one key through every kind of fault', () => {
         const unrecordable = attempts.some((step) => step.table === 'tableDown');
         if (!arrivals.includes(true) && !unrecordable) expect(record?.state).not.toBe('outcome_unknown');
       }),
-      { numRuns: 500 },
+      { numRuns: RUNS },
     );
     sandbox.faults.clear();
-    expect(scenarios).toBeGreaterThanOrEqual(500);
+    expect(scenarios).toBeGreaterThanOrEqual(RUNS);
   }, 300_000);
 });

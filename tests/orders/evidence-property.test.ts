@@ -11,6 +11,7 @@ import { injectDynamoDbFault } from '../helpers/dynamodb-faults.ts';
 import { call, useTestGateway } from '../helpers/gateway.ts';
 import { notify, signed } from '../helpers/notifications.ts';
 import { testLedger } from '../helpers/orders.ts';
+import { propertyRuns } from '../helpers/property-runs.ts';
 import { ownIdempotencyTable, settleJob } from '../helpers/settle.ts';
 import { dynamoDbAt } from '../helpers/state-table.ts';
 import { accessToken, apiClient } from '../sandbox/helpers.ts';
@@ -34,6 +35,7 @@ const store = await ownIdempotencyTable();
 let ahead = 0;
 const sandbox = useTestGateway({ beforeEachTest: 'nothing', now: () => Date.now() + ahead });
 const ledger = testLedger();
+const RUNS = propertyRuns(500);
 const MINUTE = 60_000;
 const LATER = 12 * MINUTE;
 const DAY = 24 * 60 * MINUTE;
@@ -369,8 +371,8 @@ describe('an order’s state follows PayHere’s evidence', () => {
           }
         }
       }),
-      { numRuns: Number(process.env.PROPERTY_RUNS ?? 500) },
+      { numRuns: RUNS },
     );
-    expect(scenarios).toBeGreaterThanOrEqual(Number(process.env.PROPERTY_RUNS ?? 500));
+    expect(scenarios).toBeGreaterThanOrEqual(RUNS);
   }, 600_000);
 });
