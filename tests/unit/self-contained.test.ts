@@ -68,8 +68,10 @@ async function walk(folder: string): Promise<string[]> {
   const files: string[] = [];
   for (const entry of await readdir(path.join(ROOT, folder), { withFileTypes: true })) {
     const relative = folder === '' ? entry.name : `${folder}/${entry.name}`;
+    // (A worktree's .git is a file naming where its repository is: skipped as the folder is.)
+    if (skipped(entry.name) || relative === 'bench/out') continue;
     if (entry.isDirectory()) {
-      if (!skipped(entry.name) && relative !== 'bench/out') files.push(...(await walk(relative)));
+      files.push(...(await walk(relative)));
     } else if (entry.isFile() && !entry.name.endsWith('.log')) files.push(relative);
   }
   return files;
