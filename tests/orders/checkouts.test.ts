@@ -250,6 +250,7 @@ describe('getCheckout', () => {
         subscription_id: null,
         card: null,
         verified: null,
+        duplicate_payment_ids: [],
         updated_at: expect.stringMatching(/^\d{4}-\d{2}-\d{2}T/),
       },
     });
