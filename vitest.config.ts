@@ -1,4 +1,6 @@
+import { availableParallelism } from 'node:os';
 import { defineConfig } from 'vitest/config';
+import LongestFirst from './tests/setup/sequencer.ts';
 
 /**
  * The unit tier (`npm run test:unit`): test files that start no server, no child process, no
@@ -33,6 +35,10 @@ const common = {
 
 export default defineConfig({
   test: {
+    // One file more than the cores (vitest's default is one fewer, a single file at a time on two
+    // cores): many files spend much of their time waiting on a server, a timeout or a child process.
+    maxWorkers: availableParallelism() + 1,
+    sequence: { sequencer: LongestFirst },
     // The report of documented answers no test reached, once for the whole run.
     globalSetup: ['tests/setup/contract-report.ts'],
     projects: [
