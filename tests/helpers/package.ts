@@ -18,14 +18,34 @@ export type Template = {
 let home: Promise<string> | undefined;
 
 /**
+ * A scratch HOME where osls has run once. On its first run in a HOME, osls compiles the JSON Schema
+ * of its configuration (about 3 s of CPU, kept in ~/.serverless): the commands a test file starts
+ * at once would each compile it, and a refusal took twice as long, past its time limit on a busy
+ * machine. `sls print` here compiles it first; should it fail, each command compiles it as before.
+ */
+async function scratchHome(): Promise<string> {
+  const dir = await mkdtemp(path.join(tmpdir(), 'osls-home-'));
+  await run(process.execPath, [slsBin, 'print', '--stage', 'local'], {
+    cwd: root,
+    env: withoutCredentials(dir, {}),
+    timeout: 120_000,
+  }).catch(() => undefined);
+  return dir;
+}
+
+/**
  * Exactly `env` and what a shell needs, nothing of this process's configuration; no AWS credentials
  * anywhere (HOME is a scratch folder), so that no command can reach an AWS account.
  */
 async function isolatedEnv(env: Record<string, string>): Promise<NodeJS.ProcessEnv> {
-  home ??= mkdtemp(path.join(tmpdir(), 'osls-home-'));
+  home ??= scratchHome();
+  return withoutCredentials(await home, env);
+}
+
+function withoutCredentials(homeDir: string, env: Record<string, string>): NodeJS.ProcessEnv {
   return {
     PATH: process.env.PATH,
-    HOME: await home,
+    HOME: homeDir,
     AWS_SHARED_CREDENTIALS_FILE: '/nonexistent/credentials',
     AWS_CONFIG_FILE: '/nonexistent/config',
     AWS_EC2_METADATA_DISABLED: 'true',
