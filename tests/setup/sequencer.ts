@@ -4,14 +4,15 @@ import { BaseSequencer, type TestSpecification } from 'vitest/node';
  * The files that take 15 s to a minute on their own (a 30 s load, a 500-case property, osls runs),
  * started first so that none is left to start last and be the run's tail: vitest starts the
  * longest first only when it has the last run's durations (node_modules/.vite), and CI installs
- * afresh. The 30 s load test leads, beside files that mostly wait (reach-property waits out hangs
- * and timeouts; readme waits on npm start and curl), rather than beside the busiest ones.
+ * afresh. The 30 s load test leads beside reach-property, which mostly waits out hangs and
+ * timeouts, and evidence-property, which takes the CPU the two leave (with readme third instead,
+ * a core sat idle for the first minute).
  */
 const LONG = [
   'tests/e2e/fairness-offline.test.ts',
   'tests/idempotency/reach-property.test.ts',
-  'tests/e2e/readme.test.ts',
   'tests/orders/evidence-property.test.ts',
+  'tests/e2e/readme.test.ts',
   'tests/e2e/invoke-local.test.ts',
   'tests/e2e/package-production.test.ts',
   'tests/e2e/package-security.test.ts',
