@@ -260,6 +260,8 @@ export class SharedLimiter implements GatewayLimiter {
       takenBy: new Map<number, string>(),
       pausedUntil: 0,
     };
+    // A wait the budget caused is one spent asleep for a slot, not the scheduling of the call itself.
+    let slept = false;
     for (;;) {
       const now = this.#now();
       // A slot with no time left to send on is no use: the caller hears 429 now, not a timeout later.
@@ -276,7 +278,7 @@ export class SharedLimiter implements GatewayLimiter {
         const taken = await this.#table.takeSlot(slot, busyUntil, freeBefore, now, take, keep);
         if (taken.taken) {
           this.#snapshot = this.#saw(taken.budget);
-          budgetWaited(now - askedAt, kind);
+          budgetWaited(slept ? now - askedAt : 0, kind);
           return this.#permit(slot, busyUntil, taken.previous);
         }
         // Another container was first: its refusal showed the budget, unless the table keeps it to
@@ -285,7 +287,7 @@ export class SharedLimiter implements GatewayLimiter {
         this.#snapshot = snapshot;
         // Or the refusal met this take's own write, retried after its answer was lost: the slot is ours.
         if (snapshot.takenBy.get(slot) === take) {
-          budgetWaited(now - askedAt, kind);
+          budgetWaited(slept ? now - askedAt : 0, kind);
           return this.#permit(slot, busyUntil, undefined);
         }
         continue;
@@ -297,6 +299,7 @@ export class SharedLimiter implements GatewayLimiter {
       }
       // A little jitter, so that the containers waiting for one slot do not all ask at once.
       await this.#sleep(freeAt - now + Math.floor(this.#random() * 20));
+      slept = true;
       snapshot = this.#saw(await this.#table.readBudget());
       this.#snapshot = snapshot;
     }

@@ -323,6 +323,24 @@ describe('idle work (the settle job)', () => {
     expect(counted('BudgetWait')).toBe(0);
   });
 
+  it('counts no BudgetWait for a slot taken at once, however long the call took to be scheduled', async () => {
+    // Prepare: a clock that moves a millisecond every time it is read, as a busy event loop does.
+    const { table } = await freshStateTable();
+    let now = T0;
+    const ticking = {
+      now: () => now++,
+      sleep: async (ms: number) => {
+        now += ms;
+      },
+    };
+
+    // Act
+    await container(table, ticking as never).acquire('money', 5_000);
+
+    // Assess
+    expect(counted('BudgetWait')).toBe(0);
+  });
+
   it('never delays a live call: a read and a charge find the live reserve free while the job holds the rest', async () => {
     // Prepare: the job has taken all it may in another container.
     const { table } = await freshStateTable();
