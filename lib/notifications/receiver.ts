@@ -97,6 +97,24 @@ function identityOf(notification: Notification): string {
 }
 
 /**
+ * A failure's signed identity: only what PayHere signs (and its signature). Its unsigned payment id
+ * can be altered in a replay, so a failure whose signed identity was seen before never ends a
+ * pending charge (its payment id is not its own word).
+ */
+function signedFailureOf(notification: Notification): string | undefined {
+  if (notification.status_code !== '-1' && notification.status_code !== '-2') return undefined;
+  const signed = [
+    notification.merchant_id,
+    notification.order_id,
+    notification.payhere_amount,
+    notification.payhere_currency,
+    notification.status_code,
+    notification.md5sig.toUpperCase(),
+  ];
+  return `signed#${createHash('sha256').update(JSON.stringify(signed)).digest('base64url')}`;
+}
+
+/**
  * PayHere's notifications (docs/contract.md "notify"). Only merchant_id, order_id, payhere_amount,
  * payhere_currency and status_code are signed, and a captured notification can be replayed at any
  * time, so a notification changes nothing unless the signature verifies, the order is one the
@@ -157,8 +175,12 @@ export class NotificationReceiver {
     }
     const outcome = await this.#receive(notification, deadline);
     // Noted after it was acted on: one that failed half-way is acted on again when PayHere resends it.
+    const signedFailure = signedFailureOf(notification);
     try {
-      await this.#ledger.noteNotification(identity, outcome, this.#expiresAt());
+      await Promise.all([
+        this.#ledger.noteNotification(identity, outcome, this.#expiresAt()),
+        signedFailure && this.#ledger.noteNotification(signedFailure, outcome, this.#expiresAt()),
+      ]);
     } catch (error) {
       log.warn('could not note a notification as received', { error: describeError(error) });
     }
@@ -211,7 +233,8 @@ export class NotificationReceiver {
     } else if (
       (report === 'notified_failed' || report === 'notified_cancelled') &&
       order.charge !== null &&
-      order.state === 'pending'
+      order.state === 'pending' &&
+      !(await this.#signedFailureSeen(notification))
     ) {
       // A charge through the service left pending: only its own payment's failure may end it.
       evidence = 'notified_charge_failed';
@@ -362,6 +385,12 @@ export class NotificationReceiver {
       await this.#secondPayment(order, paymentId, deadline);
     }
     return 'unchanged';
+  }
+
+  /** Whether a failure with these signed fields was received before (a replay, perhaps altered). */
+  async #signedFailureSeen(notification: Notification): Promise<boolean> {
+    const signed = signedFailureOf(notification);
+    return signed !== undefined && (await this.#ledger.notificationOutcome(signed)) !== undefined;
   }
 
   /**

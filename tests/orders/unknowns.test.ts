@@ -141,6 +141,16 @@ describe('a charge PayHere answered pending ends', () => {
     ).toBe(409);
   });
 
+  it('not by a replay of an earlier signed failure with the payment id altered (PayHere does not sign it)', async () => {
+    const { body, paymentId } = await pendingCharge();
+    const earlier = { order_id: body.order_id, payhere_amount: '120.50', status_code: '-2' };
+    await notify(signed({ ...earlier, payment_id: '320099999999' }));
+
+    await notify(signed({ ...earlier, payment_id: paymentId }));
+
+    expect((await ledger.getOrder(body.order_id))?.state).toBe('pending');
+  });
+
   it('succeeded at PayHere without a notification: PayHere’s records decide it after the pending limit', async () => {
     const { body } = await pendingCharge();
     await sandbox.decidePending(body.order_id, 'success', {
