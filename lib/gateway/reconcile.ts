@@ -195,7 +195,8 @@ export class Reconciliation {
 
   /**
    * A capture whose answer was lost, repeated: captured if the hold's order shows exactly one
-   * payment of the captured amount made within the capture's window; NOTHING if it shows none.
+   * payment of the captured amount made since the capture was sent (the clock tolerance allowed);
+   * NOTHING if it shows none.
    */
   async capture(
     body: { amount: number },
@@ -205,13 +206,13 @@ export class Reconciliation {
   ): Promise<Result<CaptureResult> | typeof NOTHING> {
     if (!orderId) throw outcomeUnknown.capture(undefined);
     const payments = await this.#paymentsOf(orderId, deadline, () => outcomeUnknown.capture(orderId));
+    // A hold is no payment until captured, so a payment of the captured amount made since the
+    // capture was sent is the capture's, however PayHere's clock or lateness dated it (as a charge's).
     const captured = payments.filter((payment) => {
       const at = gatewayDateToEpoch(payment.date);
       return (
         Math.round(payment.amount * 100) === Math.round(body.amount * 100) &&
-        at !== undefined &&
-        at >= Math.floor(window.sentAt / 1000) * 1000 &&
-        at <= Math.ceil(window.until / 1000) * 1000
+        (at === undefined || at >= Math.floor(window.sentAt / 1000) * 1000 - CLOCK_TOLERANCE_MS)
       );
     });
     const [payment] = captured;

@@ -69,6 +69,34 @@ describe('a lost charge is matched by PayHere’s records, not by its clock', ()
   });
 });
 
+describe('a lost capture is matched by PayHere’s records, not by its clock', () => {
+  it('with PayHere’s clock 3 s behind ours, the captured payment settles it as captured', async () => {
+    const held = await call('charge', { body: chargeBody(undefined, 'AUTHORIZE') });
+    const capture = {
+      authorization_token: held.body.data.authorization_token,
+      amount: 120.5,
+      deduction_details: 'Captured',
+    };
+    sandbox.setClockOffset(-3_000);
+    try {
+      const key = randomUUID();
+      sandbox.faults.inject('capture', { kind: 'reset' });
+      sandbox.faults.inject('search', { kind: 'status', status: 503 }, 3);
+      const lost = await call('capture', { body: capture, idempotencyKey: key });
+      sandbox.faults.clear();
+
+      await settle(LATER);
+      const repeat = await call('capture', { body: capture, idempotencyKey: key });
+
+      expect(held.statusCode).toBe(200);
+      expect(lost.statusCode).toBe(202);
+      expect(repeat.statusCode).toBe(200);
+    } finally {
+      sandbox.setClockOffset(0);
+    }
+  });
+});
+
 describe('only "No payments found" means no payment', () => {
   it.each([
     ['a search answering pending', { kind: 'searchPending' as const }],
