@@ -212,6 +212,10 @@ export interface Operations {
         msg: string;
         data: {
           code: 'idempotency_in_progress' | 'conflict';
+          /**
+           * The Idempotency-Key of the request to repeat (another refund in flight, to its own caller).
+           */
+          idempotency_key?: string;
         };
       };
       '413': {
@@ -321,6 +325,10 @@ export interface Operations {
         msg: string;
         data: {
           code: 'idempotency_in_progress' | 'conflict' | 'outcome_undeterminable';
+          /**
+           * The Idempotency-Key of the request to repeat (another refund in flight, to its own caller).
+           */
+          idempotency_key?: string;
         };
       };
       '413': {
@@ -674,6 +682,10 @@ export interface Operations {
         msg: string;
         data: {
           code: 'idempotency_in_progress' | 'conflict';
+          /**
+           * The Idempotency-Key of the request to repeat (another refund in flight, to its own caller).
+           */
+          idempotency_key?: string;
         };
       };
       '413': {
@@ -861,6 +873,10 @@ export interface Operations {
         msg: string;
         data: {
           code: 'idempotency_in_progress' | 'conflict';
+          /**
+           * The Idempotency-Key of the request to repeat (another refund in flight, to its own caller).
+           */
+          idempotency_key?: string;
         };
       };
       '413': {

@@ -8,7 +8,13 @@ import { IDEMPOTENCY_HEADER, VALID_KEY } from '../lib/http/idempotency-key.ts';
 import { ON_BEHALF_OF_HEADER, SUBJECT } from '../lib/http/on-behalf-of.ts';
 import packageJson from '../package.json' with { type: 'json' };
 import * as answerSchemas from './data.ts';
-import { CODES_WITH_FIELD_ERRORS, commonFailures, FAILURE_WHEN, type FailureCode } from './failures.ts';
+import {
+  CODES_WITH_FIELD_ERRORS,
+  CODES_WITH_IDEMPOTENCY_KEY,
+  commonFailures,
+  FAILURE_WHEN,
+  type FailureCode,
+} from './failures.ts';
 import { type Answer, describedRoutes, type Example, type Failure, type RouteDoc } from './routes.ts';
 
 /**
@@ -254,6 +260,15 @@ function failureEnvelopes(errors: ApiError[]): JsonSchema[] {
         code: codes.length === 1 ? { type: 'string', const: codes[0] } : { type: 'string', enum: codes },
         ...(codes.some((code) => CODES_WITH_FIELD_ERRORS.includes(code as FailureCode))
           ? { errors: { type: 'array', items: { $ref: '#/components/schemas/FieldError' } } }
+          : {}),
+        ...(codes.some((code) => CODES_WITH_IDEMPOTENCY_KEY.includes(code as FailureCode))
+          ? {
+              idempotency_key: {
+                type: 'string',
+                description:
+                  'The Idempotency-Key of the request to repeat (another refund in flight, to its own caller).',
+              },
+            }
           : {}),
       },
       required: ['code'],

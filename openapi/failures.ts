@@ -37,7 +37,7 @@ export const FAILURE_WHEN = {
   not_found:
     "The object does not exist, or the caller does not own it (a customer is never told that someone else's object exists).",
   conflict:
-    'The gateway refuses because of the state of the object: already captured, refunded, cancelled or completed; not eligible for retry. Or another refund of the payment is still in flight: nothing was sent.',
+    'The gateway refuses because of the state of the object: already captured, refunded, cancelled or completed; not eligible for retry. Or another refund of the payment is still in flight: nothing was sent, and its own caller finds its Idempotency-Key in `data.idempotency_key`.',
   order_conflict:
     'The order already has a successful, pending or unknown payment or hold, or the body disagrees with the order the merchant priced (`data.errors` names the fields).',
   idempotency_in_progress:
@@ -68,6 +68,9 @@ export const FAILURE_CODES = Object.keys(FAILURE_WHEN) as FailureCode[];
 
 /** Codes whose `data` also carries `errors`: `[{path, message}]`. */
 export const CODES_WITH_FIELD_ERRORS: readonly FailureCode[] = ['invalid_request', 'order_conflict'];
+
+/** Codes whose `data` may also carry `idempotency_key`: the key of the request to repeat. */
+export const CODES_WITH_IDEMPOTENCY_KEY: readonly FailureCode[] = ['conflict'];
 
 /** What shapes a route's failures: which parts of route() it uses and what it talks to. */
 export interface FailureTraits {

@@ -257,8 +257,9 @@ export const ROUTE_TABLE = {
       {
         error: new ConflictError(
           'Your refund of payment 320027150501 with Idempotency-Key refund-320027150501 has no known outcome yet: PayHere may have made it, and nothing was sent now. Repeat that request with the same Idempotency-Key to settle it before refunding again.',
+          'refund-320027150501',
         ),
-        when: 'Another refund of the payment is still in flight (being processed, or its outcome unknown): nothing was sent. Its own caller is told its Idempotency-Key, to repeat it; another caller only that it is in flight. Refund again once it is settled.',
+        when: 'Another refund of the payment is still in flight (being processed, or its outcome unknown): nothing was sent. Its own caller is told its Idempotency-Key (`data.idempotency_key`), to repeat it; another caller only that it is in flight. Refund again once it is settled.',
       },
       { error: new GatewayRejectedError('The gateway refused the refund: Error processing refund') },
       {

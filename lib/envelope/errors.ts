@@ -104,10 +104,19 @@ export class NotFoundError extends ApiError {
   }
 }
 
-/** The gateway refused because of the state of the payment or subscription. */
+/**
+ * The gateway refused because of the state of the payment or subscription, or another refund of
+ * the payment is in flight; `idempotencyKey` names that refund's key to its own caller.
+ */
 export class ConflictError extends ApiError {
-  constructor(message: string) {
-    super(409, -1, 'conflict', message);
+  constructor(message: string, idempotencyKey?: string) {
+    super(
+      409,
+      -1,
+      'conflict',
+      message,
+      idempotencyKey ? { details: { idempotency_key: idempotencyKey } } : {},
+    );
   }
 }
 

@@ -195,6 +195,7 @@ function inFlight(
           'Repeat that request with the same Idempotency-Key for its answer before refunding again.'
       : `Your refund of payment ${paymentId} with Idempotency-Key ${key} has no known outcome yet: PayHere may have made it, and nothing was sent now. ` +
           'Repeat that request with the same Idempotency-Key to settle it before refunding again.',
+    key,
   );
 }
 

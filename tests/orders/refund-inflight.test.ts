@@ -91,8 +91,9 @@ describe('a partial refund whose answer was lost', () => {
     expect(blocked.statusCode).toBe(409);
     expect(blocked.body).toMatchObject({ status: -1, data: { code: 'conflict' } });
     expect(blocked.body.msg).toContain(`Idempotency-Key ${first.idempotencyKey}`);
+    expect(blocked.body.data.idempotency_key).toBe(first.idempotencyKey);
     expect(stranger.statusCode).toBe(409);
-    expect(stranger.body.data.code).toBe('conflict');
+    expect(stranger.body.data).toEqual({ code: 'conflict' });
     expect(stranger.body.msg).not.toContain(first.idempotencyKey);
     expect(stranger.body.msg).toMatch(/Another refund of payment \d+ is in flight/);
     // No refund came before it, and the payment shows one: done.
