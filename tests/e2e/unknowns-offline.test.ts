@@ -4,6 +4,7 @@ import { type Sandbox, SEED, sandboxGatewayEnv, startSandbox } from '../../sandb
 import type { Offline } from '../../scripts/offline.ts';
 import { MERCHANT_SCOPES, TEST_AUTH_ENV, tokenFor } from '../helpers/auth.ts';
 import { clearDynamoDbFaults, injectDynamoDbFault } from '../helpers/dynamodb-faults.ts';
+import { signed } from '../helpers/notifications.ts';
 import { startOfflineAgainst } from '../helpers/offline.ts';
 import { testLedger } from '../helpers/orders.ts';
 import { ownIdempotencyTable, settleJob } from '../helpers/settle.ts';
@@ -16,7 +17,7 @@ import { accessToken, apiClient } from '../sandbox/helpers.ts';
  * injected over their control routes): a claim whose DynamoDB answer was lost, PayHere's clock
  * behind ours, a charge PayHere finishes late, a search that says pending, an outcome the ledger
  * failed to record, refunds whose outcome is unknown, two candidate payments, a pending charge
- * PayHere fails later. The functions run with no settle delay and no wait between looks, so a
+ * PayHere fails later, a paid order paid again in the SDK. The functions run with no settle delay and no wait between looks, so a
  * repeat of a key settles at once; the settle job runs in-process over the same tables and sandbox.
  */
 let sandbox: Sandbox;
@@ -268,5 +269,34 @@ describe('through npm start’s stack', () => {
     expect(final.body.data.code).toBe('outcome_undeterminable');
     expect(final.body.msg).toMatch(/cannot be determined/);
     expect(sandbox.refunds(paymentId).refunds).toHaveLength(1);
+  });
+
+  it('a paid order paid again in PayHere’s SDK is recorded on the order for the merchant', async () => {
+    const body = chargeBody();
+    const charged = await charge(body);
+    // The same order paid a second time at PayHere; PayHere notifies the service of it, signed.
+    const second = await apiClient(sandbox, await accessToken(sandbox)).post('payment/charge', body);
+    const secondId = String(second.json.data.payment_id);
+    const fields = signed({
+      order_id: body.order_id,
+      payhere_amount: '120.50',
+      status_code: '2',
+      payment_id: secondId,
+    });
+
+    const notified = await fetch(`${offline.baseUrl}/gateway/notify`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/x-www-form-urlencoded' },
+      body: new URLSearchParams(fields).toString(),
+    });
+    const shown = await checkout(body.order_id);
+
+    expect(charged.status).toBe(200);
+    expect(notified.status).toBe(200);
+    expect(shown.data).toMatchObject({
+      status: 'succeeded',
+      payment_id: charged.body.data.payment_id,
+      duplicate_payment_ids: [secondId],
+    });
   });
 });
