@@ -17,8 +17,9 @@ import { accessToken, apiClient } from '../sandbox/helpers.ts';
  * injected over their control routes): a claim whose DynamoDB answer was lost, PayHere's clock
  * behind ours, a charge PayHere finishes late, a search that says pending, an outcome the ledger
  * failed to record, refunds whose outcome is unknown, two candidate payments, a pending charge
- * PayHere fails later, a paid order paid again in the SDK. The functions run with no settle delay and no wait between looks, so a
- * repeat of a key settles at once; the settle job runs in-process over the same tables and sandbox.
+ * PayHere fails later, a paid order paid again in the SDK. The functions run with no settle delay
+ * and no wait between looks, so a repeat of a key settles at once; the settle job runs in-process
+ * over the same tables and sandbox.
  */
 let sandbox: Sandbox;
 let offline: Offline;
