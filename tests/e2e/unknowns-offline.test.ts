@@ -34,7 +34,9 @@ const MINUTE = 60_000;
 const LATER = 12 * MINUTE;
 /**
  * The functions' and the settle job's budget, as roomy as the sandbox (no rate limit): the settle
- * job takes only what live calls leave, and this file's requests fill PayHere's 20 per 10 s.
+ * job takes only what live calls leave, and this file's requests fill PayHere's 20 per 10 s. The
+ * fallback's too: on a loaded machine a slow state-table answer puts a container on its fallback
+ * share, and this file is not about the budget.
  */
 const ROOMY_BUDGET = '1000/10000';
 /** The settle job with its clock `later` ms ahead. */
@@ -52,6 +54,7 @@ beforeAll(async () => {
     SETTLE_SECOND_LOOK_SECONDS: '0',
     UNKNOWN_LOOK_AGAIN_SECONDS: '0',
     GATEWAY_RATE_LIMIT: ROOMY_BUDGET,
+    GATEWAY_RATE_LIMIT_FALLBACK: ROOMY_BUDGET,
   }));
 }, 180_000);
 
@@ -119,6 +122,24 @@ describe('through npm start’s stack', () => {
       charge: { inflight: false },
     });
     expect(await paymentsOf(sandbox, body.order_id)).toBe(1);
+  });
+
+  it('a token lease whose DynamoDB answer was lost is the container’s own: its charges go through, one token fetched', async () => {
+    sandbox.expireTokens();
+    const tokensBefore = sandbox.counters().token ?? 0;
+    await injectDynamoDbFault({
+      operation: 'UpdateItem',
+      table: process.env.STATE_TABLE!,
+      keyPrefix: 'token',
+      fault: { kind: 'applyAndLose' },
+    });
+
+    const first = await charge(chargeBody());
+    const second = await charge(chargeBody());
+
+    expect(first.status).toBe(200);
+    expect(second.status).toBe(200);
+    expect((sandbox.counters().token ?? 0) - tokensBefore).toBe(1);
   });
 
   it('with PayHere’s clock 3 s behind, a lost charge’s repeat adopts its payment; a new key is refused', async () => {
