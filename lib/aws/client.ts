@@ -7,7 +7,7 @@ import {
   errorFromAnswer,
 } from './errors.ts';
 import { post } from './http.ts';
-import { backoffMs, isRetryable } from './retry.ts';
+import { backoffMs, isRetryableAwsError } from './retry.ts';
 import { type AwsCredentials, signRequest } from './sign.ts';
 
 /**
@@ -115,7 +115,7 @@ export class AwsJsonClient {
       try {
         return await this.#try(operation, input, signal);
       } catch (error) {
-        if (attempt >= this.#maxAttempts || !isRetryable(error)) throw error;
+        if (attempt >= this.#maxAttempts || !isRetryableAwsError(error)) throw error;
         await pause(backoffMs(attempt), this.#api.label, signal);
       }
     }
