@@ -4,8 +4,8 @@ import { afterEach, describe, expect, it, vi } from 'vitest';
 import { AwsAbortError, AwsConnectionError, AwsServiceError, AwsTimeoutError } from '../../lib/aws/errors.ts';
 import { backoffMs, isRetryableAwsError } from '../../lib/aws/retry.ts';
 import {
+  awsCredentialsFromEnvironment,
   DynamoDBClient,
-  environmentCredentials,
   GetItemCommand,
   PutItemCommand,
   UpdateItemCommand,
@@ -270,12 +270,12 @@ describe('the light DynamoDB client', () => {
     const signed = new DynamoDBClient({
       region: 'ap-south-1',
       endpoint: table.endpoint,
-      credentials: () => environmentCredentials(env),
+      credentials: () => awsCredentialsFromEnvironment(env),
     });
     const unsigned = new DynamoDBClient({
       region: 'ap-south-1',
       endpoint: table.endpoint,
-      credentials: () => environmentCredentials({ AWS_ACCESS_KEY_ID: 'AKIDENV' }),
+      credentials: () => awsCredentialsFromEnvironment({ AWS_ACCESS_KEY_ID: 'AKIDENV' }),
     });
 
     // Act
