@@ -20,7 +20,7 @@ import { recordKey } from '../lib/idempotency/idempotent.ts';
 import { IdempotencyStore } from '../lib/idempotency/store.ts';
 import { LedgerStore } from '../lib/ledger/store.ts';
 import { Confirmations } from '../lib/notifications/confirm.ts';
-import { Charging } from '../lib/orders/charge.ts';
+import { ChargeEngine } from '../lib/orders/charge-engine.ts';
 import { loadOrdersConfig } from '../lib/orders/config.ts';
 import { CHARGEABLE, chargeMove } from '../lib/orders/evidence.ts';
 import { Holds } from '../lib/orders/holds.ts';
@@ -185,7 +185,10 @@ export async function measureSettle(
     const job = new SettleJob({
       store,
       ledger,
-      money: new MoneySettlement({ ...deps, charging: new Charging({ payhere, ledger, config: orders }) }),
+      money: new MoneySettlement({
+        ...deps,
+        chargeEngine: new ChargeEngine({ payhere, ledger, config: orders }),
+      }),
       reports: new OrderReports({
         ledger,
         confirmations: new Confirmations({ payhere, reserved: true }),

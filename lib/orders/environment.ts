@@ -10,7 +10,7 @@ import { SharedReads } from '../reads/shared-reads.ts';
 import { settleDepsFromEnvironment } from '../settle/environment.ts';
 import { Ownership } from './access.ts';
 import { Captures } from './captures.ts';
-import { Charging } from './charge.ts';
+import { ChargeEngine } from './charge-engine.ts';
 import { Charges } from './charges.ts';
 import { Checkouts } from './checkout.ts';
 import { loadOrdersConfig } from './config.ts';
@@ -42,8 +42,8 @@ export function ownershipFromEnvironment(): Ownership {
   return new Ownership(ledgerFromEnvironment());
 }
 
-export function chargingFromEnvironment(): Charging {
-  return new Charging({
+export function chargeEngineFromEnvironment(): ChargeEngine {
+  return new ChargeEngine({
     payhere: payHereFromEnvironment(),
     ledger: ledgerFromEnvironment(),
     config: loadOrdersConfig(process.env),
@@ -53,7 +53,10 @@ export function chargingFromEnvironment(): Charging {
 
 /** The charge route's work, with the settle delay a repeat of an unknown charge settles by. */
 export function chargesFromEnvironment(): Charges {
-  return new Charges({ charging: chargingFromEnvironment(), settleDelayMs: settleDelayMs(process.env) });
+  return new Charges({
+    chargeEngine: chargeEngineFromEnvironment(),
+    settleDelayMs: settleDelayMs(process.env),
+  });
 }
 
 /** retrievePayments' reads, and what a refund drops, over the container's PayHere client. */

@@ -11,7 +11,7 @@ import type { PayHere } from '../gateway/payhere.ts';
 import { idempotencyStoreFromEnvironment } from '../idempotency/environment.ts';
 import { ledgerFromEnvironment } from '../ledger/environment.ts';
 import { Confirmations } from '../notifications/confirm.ts';
-import { Charging } from '../orders/charge.ts';
+import { ChargeEngine } from '../orders/charge-engine.ts';
 import { loadOrdersConfig } from '../orders/config.ts';
 import { Holds } from '../orders/holds.ts';
 import { OrderReports } from '../orders/reports.ts';
@@ -64,7 +64,7 @@ export function settleJobFromEnvironment(env: Env = process.env): {
   const payhere = createPayHere(config, { sharedState: sharedStateFromEnvironment(env), transport });
   const deps = settleDepsFromEnvironment(payhere);
   const orders = loadOrdersConfig(env);
-  const charging = new Charging({
+  const chargeEngine = new ChargeEngine({
     payhere,
     ledger: deps.ledger,
     config: orders,
@@ -80,12 +80,12 @@ export function settleJobFromEnvironment(env: Env = process.env): {
   const job = new SettleJob({
     store,
     ledger: deps.ledger,
-    money: new MoneySettlement({ ...deps, charging }),
+    money: new MoneySettlement({ ...deps, chargeEngine }),
     reports,
     openCharges: new OpenCharges({
       ledger: deps.ledger,
       store,
-      charging,
+      chargeEngine,
       settleDelayMs: deps.settleDelayMs,
       pendingLimitMs: orders.pendingLimitMs,
     }),
