@@ -25,7 +25,7 @@ import { loadOrdersConfig } from '../lib/orders/config.ts';
 import { CHARGEABLE, chargeMove } from '../lib/orders/evidence.ts';
 import { Holds } from '../lib/orders/holds.ts';
 import { OrderReports } from '../lib/orders/reports.ts';
-import { loadSettleLimits } from '../lib/settle/environment.ts';
+import { loadSettleLimits } from '../lib/settle/from-environment.ts';
 import { SettleJob } from '../lib/settle/job.ts';
 import { MoneySettlement } from '../lib/settle/money.ts';
 import { SEED, startSandbox } from '../sandbox/server.ts';

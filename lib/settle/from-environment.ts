@@ -8,14 +8,14 @@ import {
 } from '../config/config.ts';
 import { CONNECT_TIMEOUT_MS, createPayHere } from '../gateway/index.ts';
 import type { PayHere } from '../gateway/payhere.ts';
-import { idempotencyStoreFromEnvironment } from '../idempotency/environment.ts';
-import { ledgerFromEnvironment } from '../ledger/environment.ts';
+import { idempotencyStoreFromEnvironment } from '../idempotency/from-environment.ts';
+import { ledgerFromEnvironment } from '../ledger/from-environment.ts';
 import { Confirmations } from '../notifications/confirm.ts';
 import { ChargeEngine } from '../orders/charge-engine.ts';
 import { loadOrdersConfig } from '../orders/config.ts';
 import { Holds } from '../orders/holds.ts';
 import { OrderReports } from '../orders/reports.ts';
-import { sharedReadStoreFromEnvironment } from '../reads/environment.ts';
+import { sharedReadStoreFromEnvironment } from '../reads/from-environment.ts';
 import { CappedTransport } from './capped-transport.ts';
 import { SettleJob, type SettleLimits } from './job.ts';
 import { MoneySettlement, type SettleDeps } from './money.ts';

@@ -2,9 +2,9 @@ import { callerSharesFromEnvironment, sharedStateFromEnvironment } from '../budg
 import { loadConfig, requireMerchantCredentials } from '../config/config.ts';
 import { credentialsFor } from '../config/secrets.ts';
 import { createPayHere } from '../gateway/index.ts';
-import { ledgerFromEnvironment } from '../ledger/environment.ts';
+import { ledgerFromEnvironment } from '../ledger/from-environment.ts';
 import { loadOrdersConfig } from '../orders/config.ts';
-import { sharedReadStoreFromEnvironment } from '../reads/environment.ts';
+import { sharedReadStoreFromEnvironment } from '../reads/from-environment.ts';
 import { Confirmations } from './confirm.ts';
 import { NotificationReceiver } from './receiver.ts';
 

@@ -2,12 +2,12 @@ import { callerSharesFromEnvironment, sharedStateFromEnvironment } from '../budg
 import { loadConfig, requireMerchantCredentials, settleDelayMs } from '../config/config.ts';
 import { credentialsFor } from '../config/secrets.ts';
 import { createPayHere, type PayHere, payHereFromEnvironment } from '../gateway/index.ts';
-import { idempotencyStoreFromEnvironment } from '../idempotency/environment.ts';
-import { ledgerFromEnvironment } from '../ledger/environment.ts';
+import { idempotencyStoreFromEnvironment } from '../idempotency/from-environment.ts';
+import { ledgerFromEnvironment } from '../ledger/from-environment.ts';
 import { Confirmations } from '../notifications/confirm.ts';
-import { sharedReadStoreFromEnvironment } from '../reads/environment.ts';
+import { sharedReadStoreFromEnvironment } from '../reads/from-environment.ts';
 import { SharedReads } from '../reads/shared-reads.ts';
-import { settleDepsFromEnvironment } from '../settle/environment.ts';
+import { settleDepsFromEnvironment } from '../settle/from-environment.ts';
 import { Ownership } from './access.ts';
 import { Captures } from './captures.ts';
 import { ChargeEngine } from './charge-engine.ts';
