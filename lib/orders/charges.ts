@@ -1,9 +1,9 @@
 import type { APIGatewayProxyResult } from 'aws-lambda';
 import { recordKey } from '../idempotency/idempotent.ts';
 import type { ChargeRequest } from '../schemas/charge.ts';
-import type { MoneySubject } from '../settle/money.ts';
 import type { Actor } from './access.ts';
 import { type ChargeEngine, type ChargeInput, chargeResponse } from './charge-engine.ts';
+import type { MoneySubject } from './money-settlement.ts';
 
 /** A charge as the route hands it over: the caller, whom it acts for, the body and its key. */
 export interface ChargeRouteInput {

@@ -6,7 +6,6 @@ import { idempotencyStoreFromEnvironment } from '../idempotency/from-environment
 import { ledgerFromEnvironment } from '../ledger/from-environment.ts';
 import { sharedReadStoreFromEnvironment } from '../reads/from-environment.ts';
 import { SharedReads } from '../reads/shared-reads.ts';
-import { settleDepsFromEnvironment } from '../settle/from-environment.ts';
 import { Ownership } from './access.ts';
 import { Captures } from './captures.ts';
 import { ChargeEngine } from './charge-engine.ts';
@@ -15,6 +14,7 @@ import { Checkouts } from './checkout.ts';
 import { loadOrdersConfig } from './config.ts';
 import { Confirmations } from './confirmations.ts';
 import { Holds } from './holds.ts';
+import type { SettleDeps } from './money-settlement.ts';
 import { OrderPayments } from './payments.ts';
 import { Refunds } from './refunds.ts';
 import { OrderReports } from './reports.ts';
@@ -97,6 +97,18 @@ export function checkoutsFromEnvironment(): Checkouts {
 
 /** PayHere's live Merchant API host (docs/payhere.md "Hosts"); every other gateway is a sandbox. */
 const LIVE_HOST = 'www.payhere.lk';
+
+/** What a money route settles its unknown requests with, over the container's PayHere client. */
+export function settleDepsFromEnvironment(payhere: PayHere): SettleDeps {
+  const ledger = ledgerFromEnvironment();
+  return {
+    payhere,
+    ledger,
+    holds: new Holds(ledger),
+    settleDelayMs: settleDelayMs(process.env),
+    invalidation: sharedReadStoreFromEnvironment(),
+  };
+}
 
 /** Captures of holds over the container's PayHere client. */
 export function capturesFromEnvironment(payhere: PayHere): Captures {

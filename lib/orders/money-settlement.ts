@@ -8,18 +8,18 @@ import { NOTHING, type PayHere, type RefundBody } from '../gateway/payhere.ts';
 import type { LedgerStore } from '../ledger/store.ts';
 import { log } from '../log/log.ts';
 import { countMetric } from '../log/metrics.ts';
-import { type Actor, visibleTo } from '../orders/access.ts';
+import type { ReadInvalidation } from '../reads/invalidation.ts';
+import type { ChargeRequest } from '../schemas/charge.ts';
+import { type Actor, visibleTo } from './access.ts';
 import {
   type ChargeEngine,
   chargeResponse,
   HOLD_LIFETIME_MS,
   MAX_UPSTREAM_MS,
   SETTLE_INTERVAL_MS,
-} from '../orders/charge-engine.ts';
-import type { Holds } from '../orders/holds.ts';
-import { recordRefundOutcome, settleLostRefund } from '../orders/refund-slots.ts';
-import type { ReadInvalidation } from '../reads/invalidation.ts';
-import type { ChargeRequest } from '../schemas/charge.ts';
+} from './charge-engine.ts';
+import type { Holds } from './holds.ts';
+import { recordRefundOutcome, settleLostRefund } from './refund-slots.ts';
 
 type Result = APIGatewayProxyResult;
 
