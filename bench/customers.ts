@@ -148,7 +148,7 @@ export async function measureCustomerReads(
 
 /**
  * The functions' ledger table, reached from the bench process with the environment's own
- * credentials (lib/ledger/environment.ts would read them from this process's environment).
+ * credentials (lib/ledger/from-environment.ts would read them from this process's environment).
  */
 function ledgerOf(env: Record<string, string>): LedgerStore {
   const client = new DynamoDBClient({

@@ -19,15 +19,15 @@ import { createPayHere } from '../lib/gateway/index.ts';
 import { recordKey } from '../lib/idempotency/idempotent.ts';
 import { IdempotencyStore } from '../lib/idempotency/store.ts';
 import { LedgerStore } from '../lib/ledger/store.ts';
-import { Confirmations } from '../lib/notifications/confirm.ts';
-import { Charging } from '../lib/orders/charge.ts';
+import { ChargeEngine } from '../lib/orders/charge-engine.ts';
 import { loadOrdersConfig } from '../lib/orders/config.ts';
+import { Confirmations } from '../lib/orders/confirmations.ts';
 import { CHARGEABLE, chargeMove } from '../lib/orders/evidence.ts';
 import { Holds } from '../lib/orders/holds.ts';
+import { MoneySettlement } from '../lib/orders/money-settlement.ts';
 import { OrderReports } from '../lib/orders/reports.ts';
-import { loadSettleLimits } from '../lib/settle/environment.ts';
+import { loadSettleLimits } from '../lib/settle/from-environment.ts';
 import { SettleJob } from '../lib/settle/job.ts';
-import { MoneySettlement } from '../lib/settle/money.ts';
 import { SEED, startSandbox } from '../sandbox/server.ts';
 import { createTable } from '../scripts/local-dynamodb.ts';
 import { clockedCappedTransport, VirtualClock } from '../tests/helpers/virtual-clock.ts';
@@ -185,7 +185,10 @@ export async function measureSettle(
     const job = new SettleJob({
       store,
       ledger,
-      money: new MoneySettlement({ ...deps, charging: new Charging({ payhere, ledger, config: orders }) }),
+      money: new MoneySettlement({
+        ...deps,
+        chargeEngine: new ChargeEngine({ payhere, ledger, config: orders }),
+      }),
       reports: new OrderReports({
         ledger,
         confirmations: new Confirmations({ payhere, reserved: true }),

@@ -332,7 +332,7 @@ export function bareFloor(
     await dynamodb.send(new UpdateItemCommand(writes.answer(Date.now(), body)));
   }
 
-  /** A charge's upstream call between the ledger's writes, as lib/orders/charge.ts sends them. */
+  /** A charge's upstream call between the ledger's writes, as lib/orders/charge-engine.ts sends them. */
   async function withLedger(call: UpstreamCall, exchange: () => Promise<string>): Promise<string> {
     const charge = JSON.parse(call.body!) as {
       order_id: string;
@@ -349,7 +349,7 @@ export function bareFloor(
     await dynamodb.send(new UpdateItemCommand(writes.claim(Date.now(), price)));
     const body = await exchange();
     const paymentId = String((JSON.parse(body) as { data: { payment_id: number } }).data.payment_id);
-    // Sent together, as lib/orders/charge.ts sends them: they are independent items.
+    // Sent together, as lib/orders/charge-engine.ts sends them: they are independent items.
     await Promise.all([
       dynamodb.send(new UpdateItemCommand(writes.outcome(Date.now(), paymentId))),
       dynamodb.send(new PutItemCommand(writes.payment(paymentId))),

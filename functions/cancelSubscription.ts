@@ -1,8 +1,8 @@
 import { ok } from '#lib/envelope/envelope.ts';
 import { payHereFromEnvironment } from '#lib/gateway/index.ts';
 import { route } from '#lib/http/route.ts';
-import { idempotencyStoreFromEnvironment } from '#lib/idempotency/environment.ts';
-import { subscriptionCancelsFromEnvironment } from '#lib/orders/environment.ts';
+import { idempotencyStoreFromEnvironment } from '#lib/idempotency/from-environment.ts';
+import { subscriptionCancelsFromEnvironment } from '#lib/orders/from-environment.ts';
 import { SubscriptionPath } from '#lib/schemas/paths.ts';
 
 const cancels = subscriptionCancelsFromEnvironment(payHereFromEnvironment());

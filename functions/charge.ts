@@ -1,7 +1,7 @@
 import { route } from '#lib/http/route.ts';
-import { idempotencyStoreFromEnvironment } from '#lib/idempotency/environment.ts';
+import { idempotencyStoreFromEnvironment } from '#lib/idempotency/from-environment.ts';
 import { fieldOf } from '#lib/log/audit.ts';
-import { chargesFromEnvironment } from '#lib/orders/environment.ts';
+import { chargesFromEnvironment } from '#lib/orders/from-environment.ts';
 import { ChargeRequest } from '#lib/schemas/charge.ts';
 
 const charges = chargesFromEnvironment();

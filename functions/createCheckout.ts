@@ -1,7 +1,7 @@
 import { respond } from '#lib/envelope/envelope.ts';
 import { route } from '#lib/http/route.ts';
 import { fieldOf } from '#lib/log/audit.ts';
-import { checkoutsFromEnvironment } from '#lib/orders/environment.ts';
+import { checkoutsFromEnvironment } from '#lib/orders/from-environment.ts';
 import { CheckoutRequest } from '#lib/schemas/checkout.ts';
 
 const checkouts = checkoutsFromEnvironment();

@@ -1,6 +1,6 @@
 import { ok } from '#lib/envelope/envelope.ts';
 import { route } from '#lib/http/route.ts';
-import { checkoutsFromEnvironment } from '#lib/orders/environment.ts';
+import { checkoutsFromEnvironment } from '#lib/orders/from-environment.ts';
 import { CheckoutPath } from '#lib/schemas/paths.ts';
 
 const checkouts = checkoutsFromEnvironment();

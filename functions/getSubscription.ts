@@ -2,8 +2,8 @@ import { ok } from '#lib/envelope/envelope.ts';
 import { payHereFromEnvironment } from '#lib/gateway/index.ts';
 import { route } from '#lib/http/route.ts';
 import { visibleTo } from '#lib/orders/access.ts';
-import { ownershipFromEnvironment } from '#lib/orders/environment.ts';
-import { sharedReadsFromEnvironment } from '#lib/reads/environment.ts';
+import { ownershipFromEnvironment } from '#lib/orders/from-environment.ts';
+import { sharedReadsFromEnvironment } from '#lib/reads/from-environment.ts';
 import { ageHeaders } from '#lib/reads/shared-reads.ts';
 import { SubscriptionPath } from '#lib/schemas/paths.ts';
 

@@ -1,6 +1,6 @@
 import { ok } from '#lib/envelope/envelope.ts';
 import { formRoute } from '#lib/http/form-route.ts';
-import { notificationReceiverFromEnvironment } from '#lib/notifications/environment.ts';
+import { notificationReceiverFromEnvironment } from '#lib/notifications/from-environment.ts';
 import { Notification } from '#lib/schemas/notification.ts';
 
 const receiver = notificationReceiverFromEnvironment();

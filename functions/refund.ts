@@ -1,8 +1,8 @@
 import { payHereFromEnvironment } from '#lib/gateway/index.ts';
 import { route } from '#lib/http/route.ts';
-import { idempotencyStoreFromEnvironment } from '#lib/idempotency/environment.ts';
+import { idempotencyStoreFromEnvironment } from '#lib/idempotency/from-environment.ts';
 import { fieldOf } from '#lib/log/audit.ts';
-import { refundsFromEnvironment } from '#lib/orders/environment.ts';
+import { refundsFromEnvironment } from '#lib/orders/from-environment.ts';
 import { RefundRequest, refundUpstreamBody } from '#lib/schemas/refund.ts';
 
 const refunds = refundsFromEnvironment(payHereFromEnvironment());

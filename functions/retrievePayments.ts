@@ -2,7 +2,7 @@ import { ok, respond } from '#lib/envelope/envelope.ts';
 import { payHereFromEnvironment } from '#lib/gateway/index.ts';
 import { route } from '#lib/http/route.ts';
 import { visibleTo } from '#lib/orders/access.ts';
-import { orderPaymentsFromEnvironment } from '#lib/orders/environment.ts';
+import { orderPaymentsFromEnvironment } from '#lib/orders/from-environment.ts';
 import { ageHeaders } from '#lib/reads/shared-reads.ts';
 import { OrderPath } from '#lib/schemas/paths.ts';
 

@@ -1,7 +1,7 @@
 import { payHereFromEnvironment } from '#lib/gateway/index.ts';
 import { route } from '#lib/http/route.ts';
-import { idempotencyStoreFromEnvironment } from '#lib/idempotency/environment.ts';
-import { subscriptionRetriesFromEnvironment } from '#lib/orders/environment.ts';
+import { idempotencyStoreFromEnvironment } from '#lib/idempotency/from-environment.ts';
+import { subscriptionRetriesFromEnvironment } from '#lib/orders/from-environment.ts';
 import { SubscriptionPath } from '#lib/schemas/paths.ts';
 
 const retries = subscriptionRetriesFromEnvironment(payHereFromEnvironment());

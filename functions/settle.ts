@@ -1,7 +1,7 @@
 import type { Context } from 'aws-lambda';
 import { setLogContext } from '#lib/log/log.ts';
 import { publishMetrics } from '#lib/log/metrics.ts';
-import { settleJobFromEnvironment } from '#lib/settle/environment.ts';
+import { settleJobFromEnvironment } from '#lib/settle/from-environment.ts';
 import type { SettleRun } from '#lib/settle/job.ts';
 
 const settle = settleJobFromEnvironment();

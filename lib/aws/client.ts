@@ -7,7 +7,7 @@ import {
   errorFromAnswer,
 } from './errors.ts';
 import { post } from './http.ts';
-import { backoffMs, isRetryable } from './retry.ts';
+import { backoffMs, isRetryableAwsError } from './retry.ts';
 import { type AwsCredentials, signRequest } from './sign.ts';
 
 /**
@@ -63,7 +63,7 @@ const DEFAULT_REQUEST_TIMEOUT_MS = 1_000;
  * Lambda gives a function its role's credentials in these variables (local runs give the local
  * stand-ins fake ones). Read at every request, as cheap as a lookup, so nothing stale is kept.
  */
-export function environmentCredentials(env: NodeJS.ProcessEnv = process.env): AwsCredentials {
+export function awsCredentialsFromEnvironment(env: NodeJS.ProcessEnv = process.env): AwsCredentials {
   const accessKeyId = env.AWS_ACCESS_KEY_ID;
   const secretAccessKey = env.AWS_SECRET_ACCESS_KEY;
   if (!accessKeyId || !secretAccessKey) {
@@ -105,7 +105,7 @@ export class AwsJsonClient {
     this.#maxAttempts = Math.max(1, options.maxAttempts ?? DEFAULT_ATTEMPTS);
     this.#connectTimeoutMs = options.connectTimeoutMs ?? DEFAULT_CONNECT_TIMEOUT_MS;
     this.#requestTimeoutMs = options.requestTimeoutMs ?? DEFAULT_REQUEST_TIMEOUT_MS;
-    this.#credentials = options.credentials ?? (() => environmentCredentials());
+    this.#credentials = options.credentials ?? (() => awsCredentialsFromEnvironment());
   }
 
   /** Send `operation` with `input`; the parsed answer, or the service's refusal as a named error. */
@@ -115,7 +115,7 @@ export class AwsJsonClient {
       try {
         return await this.#try(operation, input, signal);
       } catch (error) {
-        if (attempt >= this.#maxAttempts || !isRetryable(error)) throw error;
+        if (attempt >= this.#maxAttempts || !isRetryableAwsError(error)) throw error;
         await pause(backoffMs(attempt), this.#api.label, signal);
       }
     }

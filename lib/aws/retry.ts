@@ -17,7 +17,7 @@ const THROTTLING = new Set([
   'TooManyRequestsException',
 ]);
 
-export function isRetryable(error: unknown): boolean {
+export function isRetryableAwsError(error: unknown): boolean {
   if (error instanceof AwsServiceError) {
     return THROTTLING.has(error.name) || error.statusCode === 429 || error.statusCode >= 500;
   }

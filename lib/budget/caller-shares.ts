@@ -11,7 +11,7 @@ import {
 import { CallerRateLimitedError, notSent } from '../envelope/errors.ts';
 import { describeError, log } from '../log/log.ts';
 import { countMetric } from '../log/metrics.ts';
-import { Recent } from '../memory/recent.ts';
+import { LruMap } from '../memory/lru-map.ts';
 import type { StateTableOptions } from './state-table.ts';
 
 /**
@@ -66,7 +66,7 @@ export class CallerShares {
   readonly #now: () => number;
 
   /** Callers this container saw refused, until their full window ends. */
-  readonly #refusedUntil = new Recent<number>(REFUSALS_KEPT);
+  readonly #refusedUntil = new LruMap<number>(REFUSALS_KEPT);
 
   constructor(options: StateTableOptions & { config: SharesConfig; now?: () => number }) {
     this.#client = options.client;

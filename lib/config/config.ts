@@ -183,7 +183,7 @@ export function requireMerchantCredentials(config: Config): void {
   if (!merchantSecret) throw new ConfigError('Missing configuration: set GATEWAY_MERCHANT_SECRET.');
 }
 
-/** Credentials from the environment (local runs): nothing to refresh. */
-export function environmentCredentials(value: GatewayCredentials): CredentialsProvider {
+/** Gateway credentials given in the environment (local runs): nothing to refresh. */
+export function environmentGatewayCredentials(value: GatewayCredentials): CredentialsProvider {
   return { get: async () => value, invalidate: () => {} };
 }

@@ -7,7 +7,7 @@ import {
   type Config,
   type CredentialsProvider,
   type Env,
-  environmentCredentials,
+  environmentGatewayCredentials,
   type GatewayCredentials,
   httpUrl,
 } from './config.ts';
@@ -29,7 +29,7 @@ export interface SecretsClient {
   getSecretValue(input: GetSecretValueInput): Promise<{ SecretString?: string | undefined }>;
 }
 
-export interface SecretCredentialsOptions {
+export interface SecretGatewayCredentialsOptions {
   /** Name or ARN of the secret (GATEWAY_SECRET_ID). */
   secretId: string;
   client: SecretsClient;
@@ -105,7 +105,7 @@ function parseSecret(secretId: string, text: string | undefined): GatewayCredent
  * `maxAgeMs`, fetched again at once after `invalidate` (the gateway rejected them: rotated).
  * Concurrent callers share one fetch; a failed fetch is not kept, so the next call tries again.
  */
-export function secretCredentials(options: SecretCredentialsOptions): CredentialsProvider {
+export function secretGatewayCredentials(options: SecretGatewayCredentialsOptions): CredentialsProvider {
   const { secretId } = options;
   const now = options.now ?? Date.now;
   const maxAgeMs = options.maxAgeMs ?? SECRET_MAX_AGE_MS;
@@ -143,6 +143,6 @@ export function secretCredentials(options: SecretCredentialsOptions): Credential
 
 /** Where the configuration says the credentials are: the environment (local runs) or the secret. */
 export function credentialsFor(config: Config, env: Env = process.env): CredentialsProvider {
-  if (config.credentials.source === 'env') return environmentCredentials(config.credentials.value);
-  return secretCredentials({ secretId: config.credentials.secretId, client: secretsClientFor(env) });
+  if (config.credentials.source === 'env') return environmentGatewayCredentials(config.credentials.value);
+  return secretGatewayCredentials({ secretId: config.credentials.secretId, client: secretsClientFor(env) });
 }

@@ -17,7 +17,7 @@ import {
 } from '../envelope/errors.ts';
 import { log } from '../log/log.ts';
 import { inBackground } from '../net/background.ts';
-import { type Failure, isRetryable, parseRetryAfter, retryDelayMs } from './policy.ts';
+import { type Failure, parseRetryAfter, retryDelayMs, shouldRetryGatewayCall } from './policy.ts';
 import { Reservation } from './reservation.ts';
 import { OAuthError, TokenAnswer, UpstreamEnvelope } from './schemas.ts';
 import { type IssuedToken, TokenCache, type TokenSource } from './token.ts';
@@ -377,7 +377,7 @@ async function backoff(
   unusable: Unusable,
   retries: number,
 ): Promise<boolean> {
-  if (!isRetryable(unusable.failure, money, retries)) return false;
+  if (!shouldRetryGatewayCall(unusable.failure, money, retries)) return false;
   const delay = retryDelayMs(retries, unusable.retryAfterMs, Math.random);
   if (Date.now() + delay >= deadline) return false;
   await defaultSleep(delay);

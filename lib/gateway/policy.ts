@@ -17,7 +17,7 @@ export type Failure = { transport: TransportError } | { status: number };
  * A money request is tried again only when the transport proves it never left, never after an HTTP
  * answer of any kind; a read, after a connection failure or a transient status.
  */
-export function isRetryable(failure: Failure, money: boolean, retriesSoFar: number): boolean {
+export function shouldRetryGatewayCall(failure: Failure, money: boolean, retriesSoFar: number): boolean {
   if (retriesSoFar >= MAX_READ_RETRIES) return false;
   if ('transport' in failure) {
     return money ? failure.transport.reach === 'not_sent' : failure.transport.kind !== 'protocol';

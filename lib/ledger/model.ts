@@ -68,7 +68,7 @@ export interface Order extends Price {
   holdVerified: boolean | null;
   /** PayHere's answer to the order's payments, kept for its owner while the order's state is final. */
   paymentsCopy: PaymentsCopy | null;
-  /** Declined or refused charges of the order, by window (lib/orders/charge.ts: card testing). */
+  /** Declined or refused charges of the order, by window (lib/orders/charge-engine.ts: card testing). */
   failedAttempts: Record<number, number>;
   /**
    * Payments of the order PayHere holds besides `paymentId` that no charge owns: a lost charge

@@ -1,7 +1,7 @@
 import { existsSync, readFileSync } from 'node:fs';
 import { SourceMap } from 'node:module';
 import { fileURLToPath, pathToFileURL } from 'node:url';
-import { Recent } from '../memory/recent.ts';
+import { LruMap } from '../memory/lru-map.ts';
 
 /**
  * Stack traces that point at the TypeScript sources, mapped when a stack is first read, not at
@@ -42,7 +42,7 @@ function safelyMapped(frame: NodeJS.CallSite, caller: NodeJS.CallSite | undefine
 }
 
 /** The maps of the bundles frames were in, or null for a file without one. */
-const maps = new Recent<SourceMap | null>(8);
+const maps = new LruMap<SourceMap | null>(8);
 
 function mapOf(file: string): SourceMap | null {
   let map = maps.get(file);

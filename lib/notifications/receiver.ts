@@ -10,11 +10,11 @@ import { audit } from '../log/audit.ts';
 import { describeError, log } from '../log/log.ts';
 import { countMetric } from '../log/metrics.ts';
 import { maskCard } from '../log/redact.ts';
+import type { Confirmations } from '../orders/confirmations.ts';
 import { type Applied, applyEvidence, type Evidence, type Recorded } from '../orders/evidence.ts';
 import { sameTerms, termsOf } from '../orders/terms.ts';
 import { forgetWithin, type ReadInvalidation } from '../reads/invalidation.ts';
 import type { Notification } from '../schemas/notification.ts';
-import type { Confirmations } from './confirm.ts';
 import { keptFields } from './kept.ts';
 import { verifySignature } from './signature.ts';
 

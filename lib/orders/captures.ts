@@ -5,9 +5,9 @@ import type { PayHere } from '../gateway/payhere.ts';
 import { fieldOf } from '../log/audit.ts';
 import { type ReadInvalidation, thenForget } from '../reads/invalidation.ts';
 import { type CaptureRequest, captureUpstreamBody } from '../schemas/capture.ts';
-import { type MoneySubject, type SettleDeps, settleCapture } from '../settle/money.ts';
 import { type Actor, type Ownership, visibleTo } from './access.ts';
 import type { Holds } from './holds.ts';
+import { type MoneySubject, type SettleDeps, settleCapture } from './money-settlement.ts';
 
 /** A capture as the route hands it over. */
 export interface CaptureInput {

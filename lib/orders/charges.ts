@@ -1,9 +1,9 @@
 import type { APIGatewayProxyResult } from 'aws-lambda';
 import { recordKey } from '../idempotency/idempotent.ts';
 import type { ChargeRequest } from '../schemas/charge.ts';
-import type { MoneySubject } from '../settle/money.ts';
 import type { Actor } from './access.ts';
-import { type ChargeInput, type Charging, chargeResponse } from './charge.ts';
+import { type ChargeEngine, type ChargeInput, chargeResponse } from './charge-engine.ts';
+import type { MoneySubject } from './money-settlement.ts';
 
 /** A charge as the route hands it over: the caller, whom it acts for, the body and its key. */
 export interface ChargeRouteInput {
@@ -15,16 +15,16 @@ export interface ChargeRouteInput {
 }
 
 /**
- * The charge route's work (POST /gateway/api/payments/charge) over Charging: the order's payment
- * slot is held under the request's idempotency record key, and the answer is cut to what the
- * caller may see.
+ * The charge route's work (POST /gateway/api/payments/charge), as Captures and Refunds are theirs,
+ * over ChargeEngine: the order's payment slot is held under the request's idempotency record key,
+ * and the answer is cut to what the caller may see.
  */
 export class Charges {
-  readonly #charging: Charging;
+  readonly #chargeEngine: ChargeEngine;
   readonly #settleDelayMs: number;
 
-  constructor(options: { charging: Charging; settleDelayMs: number }) {
-    this.#charging = options.charging;
+  constructor(options: { chargeEngine: ChargeEngine; settleDelayMs: number }) {
+    this.#chargeEngine = options.chargeEngine;
     this.#settleDelayMs = options.settleDelayMs;
   }
 
@@ -34,12 +34,12 @@ export class Charges {
   }
 
   async charge(request: ChargeRouteInput): Promise<APIGatewayProxyResult> {
-    return chargeResponse(request.caller, request.body.type, await this.#charging.charge(input(request)));
+    return chargeResponse(request.caller, request.body.type, await this.#chargeEngine.charge(input(request)));
   }
 
   /** A lost answer, repeated: settled from PayHere's records of the order. */
   async settle(request: ChargeRouteInput, startedAt: number): Promise<APIGatewayProxyResult> {
-    const settled = await this.#charging.settle(input(request), startedAt, this.#settleDelayMs);
+    const settled = await this.#chargeEngine.settle(input(request), startedAt, this.#settleDelayMs);
     return chargeResponse(request.caller, request.body.type, settled);
   }
 }

@@ -92,7 +92,7 @@ export class Checkouts {
     config: OrdersConfig;
     /** Whether the merchant id belongs to PayHere's sandbox (anything but live PayHere). */
     sandbox: boolean;
-    /** The order as PayHere's records show it now (lib/notifications/confirm.ts). */
+    /** The order as PayHere's records show it now (lib/orders/confirmations.ts). */
     refresh: (order: Order, deadline: number) => Promise<Order>;
   }) {
     this.#refresh = options.refresh;

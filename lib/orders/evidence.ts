@@ -144,7 +144,7 @@ export function decide(order: OrderFacts, evidence: Evidence, paymentId?: string
 
 /**
  * The states a charge's own evidence may move the order from, for the write that records it
- * without reading the order first (lib/orders/charge.ts): the charge holds the order's slot, and
+ * without reading the order first (lib/orders/charge-engine.ts): the charge holds the order's slot, and
  * the condition excludes a success a notification reported meanwhile.
  */
 export function chargeMove(evidence: Evidence): {

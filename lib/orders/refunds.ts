@@ -6,9 +6,9 @@ import { recordKey } from '../idempotency/idempotent.ts';
 import type { IdempotencyRecord } from '../idempotency/store.ts';
 import { thenForget } from '../reads/invalidation.ts';
 import { type RefundRequest, refundUpstreamBody } from '../schemas/refund.ts';
-import { type MoneySubject, type SettleDeps, settleRefund } from '../settle/money.ts';
 import type { Actor, Ownership } from './access.ts';
 import type { Holds } from './holds.ts';
+import { type MoneySubject, type SettleDeps, settleRefund } from './money-settlement.ts';
 import type { OrderPayments } from './payments.ts';
 import { failedRefundEvidence } from './refund-evidence.ts';
 import { REFUND_OPERATION, type RefundHold, RefundSlots, recordRefundOutcome } from './refund-slots.ts';
@@ -84,7 +84,7 @@ export class Refunds {
     return ok(msg, data);
   }
 
-  /** A lost answer, repeated: settled from the ledger and the payment's status (lib/settle/money.ts). */
+  /** A lost answer, repeated: settled from the ledger and the payment's status (lib/orders/money-settlement.ts). */
   async settle(request: RefundInput, startedAt: number): Promise<APIGatewayProxyResult> {
     const subject = { ...this.subject(request), orderId: await this.#refundedOrder(request, true) };
     const key = recordKey(REFUND_OPERATION, request.caller.sub, request.idempotencyKey!);

@@ -3,7 +3,7 @@ import type { LedgerStore } from '../ledger/store.ts';
 import { audit } from '../log/audit.ts';
 import { log } from '../log/log.ts';
 import { countMetric } from '../log/metrics.ts';
-import type { Confirmations } from '../notifications/confirm.ts';
+import type { Confirmations } from './confirmations.ts';
 import { type Applied, applyEvidence, type Evidence, type Recorded } from './evidence.ts';
 
 /**

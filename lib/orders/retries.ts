@@ -2,8 +2,8 @@ import type { APIGatewayProxyResult } from 'aws-lambda';
 import { ok } from '../envelope/envelope.ts';
 import type { PayHere } from '../gateway/payhere.ts';
 import { type ReadInvalidation, thenForget } from '../reads/invalidation.ts';
-import { type MoneySubject, type SettleDeps, settleRetry } from '../settle/money.ts';
 import type { Actor, Ownership } from './access.ts';
+import { type MoneySubject, type SettleDeps, settleRetry } from './money-settlement.ts';
 
 /** A retry as the route hands it over: the subscription's id as the path gives it. */
 export interface RetryInput {

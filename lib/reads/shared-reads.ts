@@ -4,7 +4,7 @@ import { findSubscription, type PayHere, type Result } from '../gateway/payhere.
 import type { Reservation } from '../gateway/reservation.ts';
 import { PaymentList, type PaymentRecord, SubscriptionList, SubscriptionRecord } from '../gateway/schemas.ts';
 import { describeError, log } from '../log/log.ts';
-import { Recent } from '../memory/recent.ts';
+import { LruMap } from '../memory/lru-map.ts';
 import { inBackground } from '../net/background.ts';
 import { SHARED_READS, type SharedRead, type SharedReadStore, type StoredAnswer } from './store.ts';
 
@@ -63,7 +63,7 @@ export class SharedReads {
   readonly #now: () => number;
   readonly #inFlight = new Map<string, Promise<Served<unknown>>>();
   /** When the answers this container last saw were fetched, by key. */
-  readonly #seen = new Recent<number>(SEEN_KEPT);
+  readonly #seen = new LruMap<number>(SEEN_KEPT);
   /** Answers being written to the table, by key: this container's next lookup of one waits for it. */
   readonly #keeping = new Map<string, Promise<void>>();
   #tableDownUntil = 0;

@@ -4,8 +4,8 @@ import type { IdempotencyStore } from '../idempotency/store.ts';
 import type { LedgerStore } from '../ledger/store.ts';
 import { describeError, log } from '../log/log.ts';
 import { countMetric } from '../log/metrics.ts';
+import { LOOK_AGAIN_MS, type MoneySettlement, type MoneySubject } from '../orders/money-settlement.ts';
 import type { OrderReports } from '../orders/reports.ts';
-import { LOOK_AGAIN_MS, type MoneySettlement, type MoneySubject } from './money.ts';
 import type { OpenCharges } from './open-charges.ts';
 
 /** How much one run may do: records and reports looked at, and PayHere calls (lib/settle/capped-transport.ts). */

@@ -2,7 +2,7 @@ import { OutcomeUnknownError } from '../envelope/errors.ts';
 import type { IdempotencyStore } from '../idempotency/store.ts';
 import type { LedgerStore } from '../ledger/store.ts';
 import { describeError, log } from '../log/log.ts';
-import { type Charging, SETTLE_INTERVAL_MS } from '../orders/charge.ts';
+import { type ChargeEngine, SETTLE_INTERVAL_MS } from '../orders/charge-engine.ts';
 
 /**
  * What looking at one open charge did: `deferred` when its key's record is still being settled on
@@ -21,7 +21,7 @@ export type OpenChargeOutcome = 'settled' | 'open' | 'closed' | 'deferred';
 export class OpenCharges {
   readonly #ledger: LedgerStore;
   readonly #store: IdempotencyStore;
-  readonly #charging: Charging;
+  readonly #chargeEngine: ChargeEngine;
   readonly #settleDelayMs: number;
   readonly #pendingLimitMs: number;
   readonly #now: () => number;
@@ -29,14 +29,14 @@ export class OpenCharges {
   constructor(options: {
     ledger: LedgerStore;
     store: IdempotencyStore;
-    charging: Charging;
+    chargeEngine: ChargeEngine;
     settleDelayMs: number;
     pendingLimitMs: number;
     now?: () => number;
   }) {
     this.#ledger = options.ledger;
     this.#store = options.store;
-    this.#charging = options.charging;
+    this.#chargeEngine = options.chargeEngine;
     this.#settleDelayMs = options.settleDelayMs;
     this.#pendingLimitMs = options.pendingLimitMs;
     this.#now = options.now ?? Date.now;
@@ -63,7 +63,7 @@ export class OpenCharges {
           await this.#ledger.postponeCharge(orderId, slot.key, limit);
           return 'open';
         }
-        await this.#charging.settlePending(order, deadline, this.#now);
+        await this.#chargeEngine.settlePending(order, deadline, this.#now);
         // Left open (a report of its success settles first): looked at again, not at every run.
         await later();
         return 'settled';
@@ -79,7 +79,7 @@ export class OpenCharges {
         await later();
         return 'deferred';
       }
-      await this.#charging.settleOpen(order, deadline, this.#settleDelayMs, this.#now);
+      await this.#chargeEngine.settleOpen(order, deadline, this.#settleDelayMs, this.#now);
       await later();
       return 'settled';
     } catch (error) {

@@ -2,10 +2,10 @@ import { createServer, type IncomingMessage, type Server, type ServerResponse } 
 import { type AddressInfo, createServer as createTcpServer } from 'node:net';
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { AwsAbortError, AwsConnectionError, AwsServiceError, AwsTimeoutError } from '../../lib/aws/errors.ts';
-import { backoffMs, isRetryable } from '../../lib/aws/retry.ts';
+import { backoffMs, isRetryableAwsError } from '../../lib/aws/retry.ts';
 import {
+  awsCredentialsFromEnvironment,
   DynamoDBClient,
-  environmentCredentials,
   GetItemCommand,
   PutItemCommand,
   UpdateItemCommand,
@@ -270,12 +270,12 @@ describe('the light DynamoDB client', () => {
     const signed = new DynamoDBClient({
       region: 'ap-south-1',
       endpoint: table.endpoint,
-      credentials: () => environmentCredentials(env),
+      credentials: () => awsCredentialsFromEnvironment(env),
     });
     const unsigned = new DynamoDBClient({
       region: 'ap-south-1',
       endpoint: table.endpoint,
-      credentials: () => environmentCredentials({ AWS_ACCESS_KEY_ID: 'AKIDENV' }),
+      credentials: () => awsCredentialsFromEnvironment({ AWS_ACCESS_KEY_ID: 'AKIDENV' }),
     });
 
     // Act
@@ -295,19 +295,21 @@ describe('which failures are worth another try', () => {
   it('are throttling, 5xx, a lost connection and a silent one; never a refusal of the request or a bug', () => {
     const refusal = (name: string, status: number) => new AwsServiceError(name, 'no', status);
 
-    expect(isRetryable(refusal('ProvisionedThroughputExceededException', 400))).toBe(true);
-    expect(isRetryable(refusal('ThrottlingException', 400))).toBe(true);
-    expect(isRetryable(refusal('InternalServerError', 500))).toBe(true);
-    expect(isRetryable(new AwsConnectionError('DynamoDB', 'ECONNRESET', undefined))).toBe(true);
-    expect(isRetryable(new AwsTimeoutError('DynamoDB', 'connect', 500))).toBe(true);
-    expect(isRetryable(new AwsTimeoutError('DynamoDB', 'answer', 1_000))).toBe(true);
-    expect(isRetryable(refusal('ConditionalCheckFailedException', 400))).toBe(false);
-    expect(isRetryable(refusal('ValidationException', 400))).toBe(false);
-    expect(isRetryable(refusal('ResourceNotFoundException', 400))).toBe(false);
-    expect(isRetryable(new AwsAbortError('DynamoDB', undefined))).toBe(false);
-    expect(isRetryable(new TypeError('Do not know how to serialize a BigInt'))).toBe(false);
+    expect(isRetryableAwsError(refusal('ProvisionedThroughputExceededException', 400))).toBe(true);
+    expect(isRetryableAwsError(refusal('ThrottlingException', 400))).toBe(true);
+    expect(isRetryableAwsError(refusal('InternalServerError', 500))).toBe(true);
+    expect(isRetryableAwsError(new AwsConnectionError('DynamoDB', 'ECONNRESET', undefined))).toBe(true);
+    expect(isRetryableAwsError(new AwsTimeoutError('DynamoDB', 'connect', 500))).toBe(true);
+    expect(isRetryableAwsError(new AwsTimeoutError('DynamoDB', 'answer', 1_000))).toBe(true);
+    expect(isRetryableAwsError(refusal('ConditionalCheckFailedException', 400))).toBe(false);
+    expect(isRetryableAwsError(refusal('ValidationException', 400))).toBe(false);
+    expect(isRetryableAwsError(refusal('ResourceNotFoundException', 400))).toBe(false);
+    expect(isRetryableAwsError(new AwsAbortError('DynamoDB', undefined))).toBe(false);
+    expect(isRetryableAwsError(new TypeError('Do not know how to serialize a BigInt'))).toBe(false);
     // A raw socket error never reaches the retry rule: the client names it first (below).
-    expect(isRetryable(Object.assign(new Error('socket hang up'), { code: 'ECONNRESET' }))).toBe(false);
+    expect(isRetryableAwsError(Object.assign(new Error('socket hang up'), { code: 'ECONNRESET' }))).toBe(
+      false,
+    );
   });
 });
 

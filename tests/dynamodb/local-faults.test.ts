@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { isRetryable } from '../../lib/aws/retry.ts';
+import { isRetryableAwsError } from '../../lib/aws/retry.ts';
 import { dynamoDbClient } from '../../lib/config/dynamodb.ts';
 import { type DynamoDBClient, GetItemCommand, PutItemCommand } from '../../lib/dynamodb/index.ts';
 import {
@@ -105,7 +105,7 @@ describe('the local DynamoDB, failing as scripted', () => {
 
     // Assess: the service's three tries took three of the five.
     expect(error).toMatchObject({ name: 'InternalFailure', statusCode: 500 });
-    expect(isRetryable(error)).toBe(true);
+    expect(isRetryableAwsError(error)).toBe(true);
     expect(local.faults.pending()).toBe(2);
     expect(await stored(pk)).toBeUndefined();
   });
@@ -122,7 +122,7 @@ describe('the local DynamoDB, failing as scripted', () => {
 
     // Assess
     expect(error).toMatchObject({ name: 'ProvisionedThroughputExceededException', statusCode: 400 });
-    expect(isRetryable(error)).toBe(true);
+    expect(isRetryableAwsError(error)).toBe(true);
     expect(await stored(once)).toBeUndefined();
     expect(await stored(tried)).toBeDefined();
     expect(local.faults.pending()).toBe(0);

@@ -11,14 +11,14 @@ import { loadConfig } from '../../lib/config/config.ts';
 import { CONNECT_TIMEOUT_MS, createPayHere } from '../../lib/gateway/index.ts';
 import { IdempotencyStore } from '../../lib/idempotency/store.ts';
 import type { LedgerStore } from '../../lib/ledger/store.ts';
-import { Confirmations } from '../../lib/notifications/confirm.ts';
-import { Charging } from '../../lib/orders/charge.ts';
+import { ChargeEngine } from '../../lib/orders/charge-engine.ts';
 import { loadOrdersConfig } from '../../lib/orders/config.ts';
+import { Confirmations } from '../../lib/orders/confirmations.ts';
 import { Holds } from '../../lib/orders/holds.ts';
+import { MoneySettlement } from '../../lib/orders/money-settlement.ts';
 import { OrderReports } from '../../lib/orders/reports.ts';
 import { CappedTransport } from '../../lib/settle/capped-transport.ts';
 import { SettleJob, type SettleLimits } from '../../lib/settle/job.ts';
-import { MoneySettlement } from '../../lib/settle/money.ts';
 import { OpenCharges } from '../../lib/settle/open-charges.ts';
 import { createTable } from '../../scripts/local-dynamodb.ts';
 import { localClient } from '../idempotency/fixtures.ts';
@@ -67,15 +67,15 @@ export function settleJob(
   });
   const orders = loadOrdersConfig(process.env);
   const deps = { payhere, ledger, holds: new Holds(ledger), settleDelayMs: orders.settleDelayMs, now };
-  const charging = new Charging({ payhere, ledger, config: orders });
+  const chargeEngine = new ChargeEngine({ payhere, ledger, config: orders });
   const job = new SettleJob({
     store,
     ledger,
-    money: new MoneySettlement({ ...deps, charging }),
+    money: new MoneySettlement({ ...deps, chargeEngine }),
     openCharges: new OpenCharges({
       ledger,
       store,
-      charging,
+      chargeEngine,
       settleDelayMs: orders.settleDelayMs,
       pendingLimitMs: orders.pendingLimitMs,
       now,

@@ -1,6 +1,9 @@
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { ConfigError } from '../../lib/config/config.ts';
-import { idempotencyStoreFromEnvironment, loadIdempotencyConfig } from '../../lib/idempotency/environment.ts';
+import {
+  idempotencyStoreFromEnvironment,
+  loadIdempotencyConfig,
+} from '../../lib/idempotency/from-environment.ts';
 
 describe('loadIdempotencyConfig', () => {
   it('needs the table and defaults the rest: 7 days, an unknown looked for every 30 s, the region of the service', () => {

@@ -30,7 +30,7 @@ function claim(id: string, overrides: Partial<ChargeClaim> = {}): ChargeClaim {
   };
 }
 
-/** What a charge's evidence records, as lib/orders/charge.ts builds it. */
+/** What a charge's evidence records, as lib/orders/charge-engine.ts builds it. */
 const BY_STATE = {
   succeeded: 'charge_succeeded',
   pending: 'charge_pending',

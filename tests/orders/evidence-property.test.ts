@@ -5,7 +5,7 @@ import { DYNAMODB_ATTEMPTS } from '../../lib/config/dynamodb.ts';
 import { UpdateItemCommand } from '../../lib/dynamodb/index.ts';
 import { recordKey } from '../../lib/idempotency/idempotent.ts';
 import type { OrderState } from '../../lib/ledger/model.ts';
-import { SETTLE_INTERVAL_MS } from '../../lib/orders/charge.ts';
+import { SETTLE_INTERVAL_MS } from '../../lib/orders/charge-engine.ts';
 import { SEED } from '../../sandbox/server.ts';
 import { injectDynamoDbFault } from '../helpers/dynamodb-faults.ts';
 import { call, useTestGateway } from '../helpers/gateway.ts';

@@ -143,7 +143,8 @@ describe('the logger', () => {
   it('formats an error’s stack only for a line it writes, redacted like the rest', () => {
     const error = new Error('charge failed', { cause: new Error('socket hang up') });
     const stack = vi.fn(
-      () => 'Error: charge failed\n    at charge (lib/orders/charge.ts:10:5)\n    at Bearer abc.def.ghi',
+      () =>
+        'Error: charge failed\n    at charge (lib/orders/charge-engine.ts:10:5)\n    at Bearer abc.def.ghi',
     );
     Object.defineProperty(error, 'stack', { get: stack });
 
@@ -158,7 +159,7 @@ describe('the logger', () => {
       name: 'Error',
       message: 'charge failed',
       cause: { name: 'Error', message: 'socket hang up' },
-      stack: '    at charge (lib/orders/charge.ts:10:5)\n    at Bearer [redacted]',
+      stack: '    at charge (lib/orders/charge-engine.ts:10:5)\n    at Bearer [redacted]',
     });
   });
 });

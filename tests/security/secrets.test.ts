@@ -1,6 +1,6 @@
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it, vi } from 'vitest';
 import { SecretsManagerClient } from '../../lib/aws/secrets-manager.ts';
-import { SECRET_MAX_AGE_MS, secretCredentials } from '../../lib/config/secrets.ts';
+import { SECRET_MAX_AGE_MS, secretGatewayCredentials } from '../../lib/config/secrets.ts';
 import { GatewayUnavailableError } from '../../lib/envelope/errors.ts';
 import { captureLogs } from '../helpers/logs.ts';
 import { freePort } from '../helpers/ports.ts';
@@ -49,7 +49,7 @@ beforeEach(() => {
 
 const reads = () => fake.reads() - reads0;
 const provider = (secretId = SECRET_ID) =>
-  secretCredentials({ secretId, client: clientFor(fake.endpoint), now: () => clock });
+  secretGatewayCredentials({ secretId, client: clientFor(fake.endpoint), now: () => clock });
 
 async function failure(promise: Promise<unknown>): Promise<GatewayUnavailableError> {
   const error = await promise.then(
@@ -172,7 +172,7 @@ describe('gateway credentials from Secrets Manager', () => {
 
   it('Secrets Manager unreachable: 503, the secret named in the log', async () => {
     const logs = captureLogs();
-    const unreachable = secretCredentials({
+    const unreachable = secretGatewayCredentials({
       secretId: SECRET_ID,
       client: clientFor(`http://127.0.0.1:${await freePort()}`),
     });

@@ -2,7 +2,7 @@ import { describe, expect, it } from 'vitest';
 import { idleWork, reservedShare } from '../../lib/budget/limiter.ts';
 import { loadConfig } from '../../lib/config/config.ts';
 import { createPayHere } from '../../lib/gateway/index.ts';
-import { loadSettleLimits } from '../../lib/settle/environment.ts';
+import { loadSettleLimits } from '../../lib/settle/from-environment.ts';
 import type { SettleLimits, SettleRun } from '../../lib/settle/job.ts';
 import { call, useTestGateway } from '../helpers/gateway.ts';
 import { testLedger } from '../helpers/orders.ts';

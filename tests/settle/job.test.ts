@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { beforeEach, describe, expect, it } from 'vitest';
 import { recordKey } from '../../lib/idempotency/idempotent.ts';
 import { CHARGEABLE } from '../../lib/orders/evidence.ts';
-import { loadSettleLimits } from '../../lib/settle/environment.ts';
+import { loadSettleLimits } from '../../lib/settle/from-environment.ts';
 import type { SettleLimits } from '../../lib/settle/job.ts';
 import { call, useTestGateway } from '../helpers/gateway.ts';
 import { captureLogs } from '../helpers/logs.ts';

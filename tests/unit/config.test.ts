@@ -2,7 +2,7 @@ import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import {
   ConfigError,
-  environmentCredentials,
+  environmentGatewayCredentials,
   httpsOrigins,
   httpsUrl,
   loadConfig,
@@ -221,7 +221,7 @@ describe('loadConfig', () => {
   });
 });
 
-describe('environmentCredentials', () => {
+describe('environmentGatewayCredentials', () => {
   it('always answers the credentials it was given', async () => {
     // Prepare
     const value = {
@@ -231,7 +231,7 @@ describe('environmentCredentials', () => {
       merchantSecret: 'm',
       appMerchantSecrets: [],
     };
-    const provider = environmentCredentials(value);
+    const provider = environmentGatewayCredentials(value);
 
     // Act
     provider.invalidate();

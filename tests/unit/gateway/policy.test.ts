@@ -2,10 +2,10 @@ import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import {
   type Failure,
-  isRetryable,
   MAX_READ_RETRIES,
   parseRetryAfter,
   retryDelayMs,
+  shouldRetryGatewayCall,
 } from '../../../lib/gateway/policy.ts';
 import { classifyTransportError, type TransportFailureKind } from '../../../lib/gateway/transport.ts';
 
@@ -21,7 +21,7 @@ const TIMEOUT = transport('UND_ERR_HEADERS_TIMEOUT');
 const RESET = transport('ECONNRESET');
 const PROTOCOL = transport('HPE_INVALID_CONSTANT');
 
-describe('isRetryable', () => {
+describe('shouldRetryGatewayCall', () => {
   it('sees the transport failures as the kinds they are', () => {
     const kinds = [CONNECT, TIMEOUT, RESET, PROTOCOL].map((f) =>
       'transport' in f ? f.transport.kind : undefined,
@@ -35,24 +35,24 @@ describe('isRetryable', () => {
       ['a timeout', TIMEOUT],
       ['a reset', RESET],
     ])('is retried after %s', (_, failure) => {
-      expect(isRetryable(failure, false, 0)).toBe(true);
+      expect(shouldRetryGatewayCall(failure, false, 0)).toBe(true);
     });
 
     it.each([429, 502, 503, 504])('is retried after HTTP %i', (status) => {
-      expect(isRetryable({ status }, false, 0)).toBe(true);
+      expect(shouldRetryGatewayCall({ status }, false, 0)).toBe(true);
     });
 
     it.each([400, 401, 403, 404, 409, 422, 500, 501])('is not retried after HTTP %i', (status) => {
-      expect(isRetryable({ status }, false, 0)).toBe(false);
+      expect(shouldRetryGatewayCall({ status }, false, 0)).toBe(false);
     });
 
     it('is not retried after a protocol error', () => {
-      expect(isRetryable(PROTOCOL, false, 0)).toBe(false);
+      expect(shouldRetryGatewayCall(PROTOCOL, false, 0)).toBe(false);
     });
 
     it(`is retried at most ${MAX_READ_RETRIES} times`, () => {
       // Act
-      const answers = [0, 1, 2, 3].map((retries) => isRetryable({ status: 503 }, false, retries));
+      const answers = [0, 1, 2, 3].map((retries) => shouldRetryGatewayCall({ status: 503 }, false, retries));
 
       // Assess
       expect(MAX_READ_RETRIES).toBe(2);
@@ -62,7 +62,7 @@ describe('isRetryable', () => {
 
   describe('a money request', () => {
     it('is retried when the connection was never made (nothing sent)', () => {
-      expect(isRetryable(CONNECT, true, 0)).toBe(true);
+      expect(shouldRetryGatewayCall(CONNECT, true, 0)).toBe(true);
     });
 
     it.each([
@@ -70,15 +70,15 @@ describe('isRetryable', () => {
       ['a reset', RESET],
       ['a protocol error', PROTOCOL],
     ])('is never retried after %s (it may have been sent)', (_, failure) => {
-      expect(isRetryable(failure, true, 0)).toBe(false);
+      expect(shouldRetryGatewayCall(failure, true, 0)).toBe(false);
     });
 
     it.each([429, 500, 502, 503, 504])('is never retried after HTTP %i', (status) => {
-      expect(isRetryable({ status }, true, 0)).toBe(false);
+      expect(shouldRetryGatewayCall({ status }, true, 0)).toBe(false);
     });
 
     it(`is retried at most ${MAX_READ_RETRIES} times even when nothing was sent`, () => {
-      expect([0, 1, 2, 3].map((retries) => isRetryable(CONNECT, true, retries))).toEqual([
+      expect([0, 1, 2, 3].map((retries) => shouldRetryGatewayCall(CONNECT, true, retries))).toEqual([
         true,
         true,
         false,
@@ -98,7 +98,7 @@ describe('isRetryable', () => {
         fc.boolean(),
         fc.integer({ min: MAX_READ_RETRIES, max: 50 }),
         (f, money, retries) => {
-          return !isRetryable(f, money, retries);
+          return !shouldRetryGatewayCall(f, money, retries);
         },
       ),
     );
@@ -109,7 +109,7 @@ describe('isRetryable', () => {
       fc.constantFrom(TIMEOUT, RESET, PROTOCOL),
       fc.integer({ min: 100, max: 599 }).map((status): Failure => ({ status })),
     );
-    fc.assert(fc.property(failure, fc.nat(5), (f, retries) => !isRetryable(f, true, retries)));
+    fc.assert(fc.property(failure, fc.nat(5), (f, retries) => !shouldRetryGatewayCall(f, true, retries)));
   });
 });
 

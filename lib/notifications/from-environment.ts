@@ -2,10 +2,10 @@ import { callerSharesFromEnvironment, sharedStateFromEnvironment } from '../budg
 import { loadConfig, requireMerchantCredentials } from '../config/config.ts';
 import { credentialsFor } from '../config/secrets.ts';
 import { createPayHere } from '../gateway/index.ts';
-import { ledgerFromEnvironment } from '../ledger/environment.ts';
+import { ledgerFromEnvironment } from '../ledger/from-environment.ts';
 import { loadOrdersConfig } from '../orders/config.ts';
-import { sharedReadStoreFromEnvironment } from '../reads/environment.ts';
-import { Confirmations } from './confirm.ts';
+import { Confirmations } from '../orders/confirmations.ts';
+import { sharedReadStoreFromEnvironment } from '../reads/from-environment.ts';
 import { NotificationReceiver } from './receiver.ts';
 
 /** The container's receiver, built from the environment at start-up (a bad variable fails here). */

@@ -1,9 +1,9 @@
 /**
- * A container's memory of what it saw last, kept to `limit` keys so that no stream of new keys (a
- * caller asking for one order after another) grows it without end: setting a key makes it the
- * newest, and past the limit the oldest is forgotten.
+ * A map bounded to `limit` keys, least recently set forgotten first: a container's memory of what
+ * it saw last, so that no stream of new keys (a caller asking for one order after another) grows it
+ * without end. Setting a key makes it the newest; reading one does not.
  */
-export class Recent<V> {
+export class LruMap<V> {
   readonly #entries = new Map<string, V>();
   readonly #limit: number;
 

@@ -3,7 +3,7 @@ import type { PayHere, ReadOptions } from '../gateway/payhere.ts';
 import type { PaymentRecord, SubscriptionRecord } from '../gateway/schemas.ts';
 import type { Order } from '../ledger/model.ts';
 import { describeError, log } from '../log/log.ts';
-import { sameTerms, termsOf, termsOfSentence } from '../orders/terms.ts';
+import { sameTerms, termsOf, termsOfSentence } from './terms.ts';
 
 /** What PayHere's records show of an order's payment. */
 export type PaymentFinding = { payment: PaymentRecord } | 'none' | 'several';

@@ -8,18 +8,18 @@ import { NOTHING, type PayHere, type RefundBody } from '../gateway/payhere.ts';
 import type { LedgerStore } from '../ledger/store.ts';
 import { log } from '../log/log.ts';
 import { countMetric } from '../log/metrics.ts';
-import { type Actor, visibleTo } from '../orders/access.ts';
+import type { ReadInvalidation } from '../reads/invalidation.ts';
+import type { ChargeRequest } from '../schemas/charge.ts';
+import { type Actor, visibleTo } from './access.ts';
 import {
-  type Charging,
+  type ChargeEngine,
   chargeResponse,
   HOLD_LIFETIME_MS,
   MAX_UPSTREAM_MS,
   SETTLE_INTERVAL_MS,
-} from '../orders/charge.ts';
-import type { Holds } from '../orders/holds.ts';
-import { recordRefundOutcome, settleLostRefund } from '../orders/refund-slots.ts';
-import type { ReadInvalidation } from '../reads/invalidation.ts';
-import type { ChargeRequest } from '../schemas/charge.ts';
+} from './charge-engine.ts';
+import type { Holds } from './holds.ts';
+import { recordRefundOutcome, settleLostRefund } from './refund-slots.ts';
 
 type Result = APIGatewayProxyResult;
 
@@ -194,15 +194,15 @@ export async function settleRetry(
 
 /**
  * Every money route's settlement, for the settle job (lib/settle/job.ts), which holds only what
- * the records kept: a charge is settled on its order (lib/orders/charge.ts), the others above.
+ * the records kept: a charge is settled on its order (lib/orders/charge-engine.ts), the others above.
  */
 export class MoneySettlement {
   readonly #deps: SettleDeps;
-  readonly #charging: Charging;
+  readonly #chargeEngine: ChargeEngine;
 
-  constructor(deps: SettleDeps & { charging: Charging }) {
+  constructor(deps: SettleDeps & { chargeEngine: ChargeEngine }) {
     this.#deps = deps;
-    this.#charging = deps.charging;
+    this.#chargeEngine = deps.chargeEngine;
   }
 
   /** The answer the record's key gives from now on; OutcomeUnknownError while PayHere cannot tell. */
@@ -216,7 +216,7 @@ export class MoneySettlement {
           deadline,
           chargeKey: held.key,
         };
-        const answer = await this.#charging.settle(
+        const answer = await this.#chargeEngine.settle(
           input,
           held.startedAt,
           this.#deps.settleDelayMs,

@@ -2,19 +2,19 @@ import { callerSharesFromEnvironment, sharedStateFromEnvironment } from '../budg
 import { loadConfig, requireMerchantCredentials, settleDelayMs } from '../config/config.ts';
 import { credentialsFor } from '../config/secrets.ts';
 import { createPayHere, type PayHere, payHereFromEnvironment } from '../gateway/index.ts';
-import { idempotencyStoreFromEnvironment } from '../idempotency/environment.ts';
-import { ledgerFromEnvironment } from '../ledger/environment.ts';
-import { Confirmations } from '../notifications/confirm.ts';
-import { sharedReadStoreFromEnvironment } from '../reads/environment.ts';
+import { idempotencyStoreFromEnvironment } from '../idempotency/from-environment.ts';
+import { ledgerFromEnvironment } from '../ledger/from-environment.ts';
+import { sharedReadStoreFromEnvironment } from '../reads/from-environment.ts';
 import { SharedReads } from '../reads/shared-reads.ts';
-import { settleDepsFromEnvironment } from '../settle/environment.ts';
 import { Ownership } from './access.ts';
 import { Captures } from './captures.ts';
-import { Charging } from './charge.ts';
+import { ChargeEngine } from './charge-engine.ts';
 import { Charges } from './charges.ts';
 import { Checkouts } from './checkout.ts';
 import { loadOrdersConfig } from './config.ts';
+import { Confirmations } from './confirmations.ts';
 import { Holds } from './holds.ts';
+import type { SettleDeps } from './money-settlement.ts';
 import { OrderPayments } from './payments.ts';
 import { Refunds } from './refunds.ts';
 import { OrderReports } from './reports.ts';
@@ -42,8 +42,8 @@ export function ownershipFromEnvironment(): Ownership {
   return new Ownership(ledgerFromEnvironment());
 }
 
-export function chargingFromEnvironment(): Charging {
-  return new Charging({
+export function chargeEngineFromEnvironment(): ChargeEngine {
+  return new ChargeEngine({
     payhere: payHereFromEnvironment(),
     ledger: ledgerFromEnvironment(),
     config: loadOrdersConfig(process.env),
@@ -53,7 +53,10 @@ export function chargingFromEnvironment(): Charging {
 
 /** The charge route's work, with the settle delay a repeat of an unknown charge settles by. */
 export function chargesFromEnvironment(): Charges {
-  return new Charges({ charging: chargingFromEnvironment(), settleDelayMs: settleDelayMs(process.env) });
+  return new Charges({
+    chargeEngine: chargeEngineFromEnvironment(),
+    settleDelayMs: settleDelayMs(process.env),
+  });
 }
 
 /** retrievePayments' reads, and what a refund drops, over the container's PayHere client. */
@@ -94,6 +97,18 @@ export function checkoutsFromEnvironment(): Checkouts {
 
 /** PayHere's live Merchant API host (docs/payhere.md "Hosts"); every other gateway is a sandbox. */
 const LIVE_HOST = 'www.payhere.lk';
+
+/** What a money route settles its unknown requests with, over the container's PayHere client. */
+export function settleDepsFromEnvironment(payhere: PayHere): SettleDeps {
+  const ledger = ledgerFromEnvironment();
+  return {
+    payhere,
+    ledger,
+    holds: new Holds(ledger),
+    settleDelayMs: settleDelayMs(process.env),
+    invalidation: sharedReadStoreFromEnvironment(),
+  };
+}
 
 /** Captures of holds over the container's PayHere client. */
 export function capturesFromEnvironment(payhere: PayHere): Captures {

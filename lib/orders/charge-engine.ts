@@ -58,9 +58,10 @@ const orderNotFound = (orderId: string) => () => new NotFoundError(`Order ${orde
  * A charge of an order (docs/contract.md "Prices", "One payment per order", "notify_url"): who may charge
  * what, at which price, at most one successful, pending or unknown payment per order, and the
  * ledger told what PayHere answered. Refusals before sending are marked not sent, so the request's
- * Idempotency-Key is released.
+ * Idempotency-Key is released. The one place a charge is sent and its outcome settled from
+ * evidence: the charge route (Charges, lib/orders/charges.ts) and the settle job both go through it.
  */
-export class Charging {
+export class ChargeEngine {
   readonly #payhere: PayHere;
   readonly #ledger: LedgerStore;
   readonly #ownership: Ownership;

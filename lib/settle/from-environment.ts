@@ -1,37 +1,16 @@
 import { sharedStateFromEnvironment } from '../budget/environment.ts';
-import {
-  type Env,
-  loadConfig,
-  requireMerchantCredentials,
-  settleDelayMs,
-  wholeNumber,
-} from '../config/config.ts';
+import { type Env, loadConfig, requireMerchantCredentials, wholeNumber } from '../config/config.ts';
 import { CONNECT_TIMEOUT_MS, createPayHere } from '../gateway/index.ts';
-import type { PayHere } from '../gateway/payhere.ts';
-import { idempotencyStoreFromEnvironment } from '../idempotency/environment.ts';
-import { ledgerFromEnvironment } from '../ledger/environment.ts';
-import { Confirmations } from '../notifications/confirm.ts';
-import { Charging } from '../orders/charge.ts';
+import { idempotencyStoreFromEnvironment } from '../idempotency/from-environment.ts';
+import { ChargeEngine } from '../orders/charge-engine.ts';
 import { loadOrdersConfig } from '../orders/config.ts';
-import { Holds } from '../orders/holds.ts';
+import { Confirmations } from '../orders/confirmations.ts';
+import { settleDepsFromEnvironment } from '../orders/from-environment.ts';
+import { MoneySettlement } from '../orders/money-settlement.ts';
 import { OrderReports } from '../orders/reports.ts';
-import { sharedReadStoreFromEnvironment } from '../reads/environment.ts';
 import { CappedTransport } from './capped-transport.ts';
 import { SettleJob, type SettleLimits } from './job.ts';
-import { MoneySettlement, type SettleDeps } from './money.ts';
 import { OpenCharges } from './open-charges.ts';
-
-/** What a money route settles its unknown requests with, over the container's PayHere client. */
-export function settleDepsFromEnvironment(payhere: PayHere): SettleDeps {
-  const ledger = ledgerFromEnvironment();
-  return {
-    payhere,
-    ledger,
-    holds: new Holds(ledger),
-    settleDelayMs: settleDelayMs(process.env),
-    invalidation: sharedReadStoreFromEnvironment(),
-  };
-}
 
 /**
  * The settle job's limits per run (SETTLE_MAX_ITEMS, SETTLE_MAX_CALLS). Its calls take only what
@@ -64,7 +43,7 @@ export function settleJobFromEnvironment(env: Env = process.env): {
   const payhere = createPayHere(config, { sharedState: sharedStateFromEnvironment(env), transport });
   const deps = settleDepsFromEnvironment(payhere);
   const orders = loadOrdersConfig(env);
-  const charging = new Charging({
+  const chargeEngine = new ChargeEngine({
     payhere,
     ledger: deps.ledger,
     config: orders,
@@ -80,12 +59,12 @@ export function settleJobFromEnvironment(env: Env = process.env): {
   const job = new SettleJob({
     store,
     ledger: deps.ledger,
-    money: new MoneySettlement({ ...deps, charging }),
+    money: new MoneySettlement({ ...deps, chargeEngine }),
     reports,
     openCharges: new OpenCharges({
       ledger: deps.ledger,
       store,
-      charging,
+      chargeEngine,
       settleDelayMs: deps.settleDelayMs,
       pendingLimitMs: orders.pendingLimitMs,
     }),
