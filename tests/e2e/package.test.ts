@@ -334,16 +334,21 @@ describe('deployed defaults', () => {
     }
   });
 
-  it('give each caller its share (docs/budget.md "PayHere\'s budget"), limit an order\'s declined charges, and look for an unknown at most every 30 s', () => {
+  it('give each caller its share (docs/budget.md "Each caller\'s share"), limit an order\'s declined charges, and look for an unknown at most every 30 s', () => {
     const functions = Object.values(template.Resources).filter((r) => r.Type === 'AWS::Lambda::Function');
 
     for (const fn of functions) {
       expect(fn.Properties.Environment.Variables).toMatchObject({
         CALLER_RATE_LIMIT: '3/10000',
+        // Empty: the code's caps (a customer 8 calls per window, the merchant none, notifications
+        // their share), never below a share raised alone.
+        CALLER_RATE_CAP: '',
         CALLER_MONEY_RATE_LIMIT: '6/60000',
         MERCHANT_RATE_LIMIT: '10/10000',
+        MERCHANT_RATE_CAP: '',
         MERCHANT_MONEY_RATE_LIMIT: '120/60000',
         NOTIFY_RATE_LIMIT: '4/10000',
+        NOTIFY_RATE_CAP: '',
         ORDER_FAILED_ATTEMPTS: '3/3600000',
         UNKNOWN_LOOK_AGAIN_SECONDS: '30',
       });
