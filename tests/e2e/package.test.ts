@@ -374,7 +374,7 @@ describe('operating it: logs, metrics and alarms (docs/operator.md "Operating it
     }
   });
 
-  it('declares an alarm on each of outcome_unknown, unknowns over an hour, signature failures, subscriptions on other terms, the budget fallback, declines, card testing, possible duplicates, expired pending charges, failed ledger writes and the 5xx rate', () => {
+  it('declares an alarm on each of outcome_unknown, unknowns over an hour, signature failures, subscriptions on other terms, the budget fallback, uncounted caller shares, PayHere’s 429s, declines, card testing, possible duplicates, expired pending charges, failed ledger writes and the 5xx rate', () => {
     expect(Object.keys(alarmsOf(template)).sort()).toEqual(
       Object.keys(ALARMS)
         .map((suffix) => `${SERVICE}-${suffix}`)
@@ -392,6 +392,8 @@ describe('operating it: logs, metrics and alarms (docs/operator.md "Operating it
     'pending-expired',
     'ledger-write-failed',
     'refund-undeterminable',
+    'caller-shares-uncounted',
+    'payhere-429',
   ] as const)('%s fires on the first one, summed over every route of this stage only', (suffix) => {
     const { Properties: alarm } = alarmsOf(template)[`${SERVICE}-${suffix}`]!;
 
