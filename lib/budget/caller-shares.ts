@@ -15,20 +15,26 @@ import { LruMap } from '../memory/lru-map.ts';
 import type { StateTableOptions } from './state-table.ts';
 
 /**
- * Each caller's share of PayHere's budget (docs/contract.md "Each caller has a share"):
- * a caller makes at most `calls` PayHere calls per window and `money` money requests per longer
- * window, counted in the shared state table so that every container counts alike, with one
- * conditional write per check. Beyond it: 429 `caller_rate_limited` with Retry-After, before any
- * PayHere call and before waiting for a budget slot (a read that took its slot beside the share
- * hands it back unused: GatewayClient.reserve).
+ * Each caller's share of PayHere's budget (docs/contract.md "Each caller has a share"), counted in
+ * the shared state table so that every container counts alike, with one conditional write per
+ * PayHere call. A caller's first `calls` calls of a window are within its share: they take slots
+ * as they always did. Its calls beyond that, up to its `cap`, are *spare*: not refused, they take
+ * a slot of the budget's shared part only while no call within its caller's share waits for one
+ * (lib/budget/limiter.ts), so a caller alone uses what nobody else does, and under contention each
+ * caller still gets its share. Beyond the cap, or beyond `money` money requests per longer window:
+ * 429 `caller_rate_limited` with Retry-After, before any PayHere call and before waiting for a
+ * budget slot (a read that took its slot beside the share hands it back unused:
+ * GatewayClient.reserve).
  *
  * Who the caller is comes with the request (`callers.run`): a customer (the token's `sub`), the
  * merchant (its own, larger share), or PayHere's notifications (a bounded part of the budget for
  * what they make the service confirm). Work of the service's own (the settle job) has no caller.
  */
 export interface Share {
-  /** PayHere calls per `callWindowMs`. */
+  /** PayHere calls per `callWindowMs` within the share: what the caller gets under contention. */
   calls: number;
+  /** PayHere calls per `callWindowMs` at most, spare ones included (Infinity: no cap). */
+  cap: number;
   callWindowMs: number;
   /** Money requests per `moneyWindowMs` (a multiple of `callWindowMs`). */
   money: number;
@@ -67,6 +73,8 @@ export class CallerShares {
 
   /** Callers this container saw refused, until their full window ends. */
   readonly #refusedUntil = new LruMap<number>(REFUSALS_KEPT);
+  /** Callers this container saw beyond their share, until their call window ends. */
+  readonly #beyondUntil = new LruMap<number>(REFUSALS_KEPT);
 
   constructor(options: StateTableOptions & { config: SharesConfig; now?: () => number }) {
     this.#client = options.client;
@@ -97,30 +105,46 @@ export class CallerShares {
   }
 
   /**
+   * This container saw the caller beyond its share in a call window that has not ended: its next
+   * call's slot is a spare one, taken once its share is counted (GatewayClient.reserve), not one
+   * taken beside the count as a call within the share.
+   */
+  likelyBeyondShare(): boolean {
+    const caller = callers.getStore();
+    return caller !== undefined && (this.#beyondUntil.get(refusalKey(caller)) ?? 0) > this.#now();
+  }
+
+  /**
    * One conditional write on the caller's item for the current money window: this call window's
-   * count (and the money count) up by one, unless either is at its limit. A table that cannot be
-   * reached counts nothing: PayHere's budget (and its fallback) still bounds every call.
+   * count (and the money count) up by one, unless either is at its limit (the cap, and the money
+   * share), and unless this very call is counted already; the count it leaves says whether the
+   * call is within the share. A table that cannot be reached counts nothing: PayHere's budget (and
+   * its fallback) still bounds every call, each as one within its share.
    */
   async #take(caller: CallerShareContext, money: boolean): Promise<ShareTaken | undefined> {
     const share = this.#config[caller.kind];
     const now = this.#now();
     const moneyWindow = Math.floor(now / share.moneyWindowMs);
     const callWindow = Math.floor(now / share.callWindowMs);
-    let refused: { item: Record<string, AttributeValue> | undefined } | undefined;
-    // The call's own name on the item: a write retried after its answer was lost knows it counted.
+    const calls = `c${callWindow}`;
+    let answer:
+      | { counted: Record<string, AttributeValue> | undefined }
+      | { refused: Record<string, AttributeValue> | undefined };
+    // The call's own name in the item's set of counted calls: a write retried after its answer was
+    // lost finds itself there and is neither applied again nor refused.
     const callId = randomUUID();
     const write = shareWrite(this.#table, caller, share, money, now, callId);
     try {
-      refused = await this.#client
+      answer = await this.#client
         .send(new UpdateItemCommand(write), {
           abortSignal: AbortSignal.timeout(this.#timeoutMs),
         })
         .then(
-          () => undefined,
+          ({ Attributes }) => ({ counted: Attributes }),
           (error: unknown) => {
             const { name, Item } = (error ?? {}) as { name?: unknown; Item?: Record<string, AttributeValue> };
             if (name !== 'ConditionalCheckFailedException') throw error;
-            return { item: Item };
+            return { refused: Item };
           },
         );
     } catch (error) {
@@ -128,20 +152,28 @@ export class CallerShares {
       countMetric('CallerShareUncounted');
       return undefined;
     }
-    if (refused && (refused.item ?? (await this.#item(write)))?.last?.S === callId) refused = undefined;
-    if (!refused) return { giveBack: () => this.#giveBack(caller, share, money, now) };
-    // Over the share: until the call window ends, or the money window when that is the one full (a
+    if ('refused' in answer) {
+      const item = answer.refused ?? (await this.#item(write));
+      if (item?.ids?.SS?.includes(callId)) answer = { counted: item };
+    }
+    if ('counted' in answer) {
+      // A table that does not show the count: within the share (the cap still counted it).
+      const beyond = Number(answer.counted?.[calls]?.N ?? 0) > share.calls;
+      if (beyond) this.#beyondUntil.set(refusalKey(caller), (callWindow + 1) * share.callWindowMs);
+      return { beyond, giveBack: () => this.#giveBack(caller, share, money, now, callId) };
+    }
+    const refused = answer.refused;
+    // Over the cap: until the call window ends, or the money window when that is the one full (a
     // table that does not show the counts: the later of the two, never too early).
-    const count = (name: string, unseen: number) =>
-      refused.item ? Number(refused.item[name]?.N ?? 0) : unseen;
-    const callsFull = count(`c${callWindow}`, share.calls) >= share.calls;
+    const count = (name: string, unseen: number) => (refused ? Number(refused[name]?.N ?? 0) : unseen);
+    const callsFull = count(calls, share.cap) >= share.cap;
     const moneyFull = money && count('money', share.money) >= share.money;
     const retryAt = moneyFull
       ? (moneyWindow + 1) * share.moneyWindowMs
       : (callWindow + 1) * share.callWindowMs;
     this.#refusedUntil.set(refusalKey(caller), retryAt);
     countMetric('CallerRateLimited');
-    log.info('a caller used its share of PayHere’s budget', { kind: caller.kind, money: moneyFull });
+    log.info('a caller reached its cap of PayHere’s budget', { kind: caller.kind, money: moneyFull });
     throw notSent(
       new CallerRateLimitedError(
         moneyFull && !callsFull
@@ -166,11 +198,18 @@ export class CallerShares {
   }
 
   /**
-   * The call counted at `takenAt` was not made (its read was answered from shared data): its count
-   * comes off again, in the same windows. Best effort: a give-back lost counts one call too many,
-   * for one window.
+   * The call counted at `takenAt` as `callId` was not made (its read was answered from shared
+   * data): its count comes off again, in the same windows, and its name out of the set, so that a
+   * give-back retried after its answer was lost takes nothing off twice. Best effort: a give-back
+   * lost counts one call too many, for one window.
    */
-  async #giveBack(caller: CallerShareContext, share: Share, money: boolean, takenAt: number): Promise<void> {
+  async #giveBack(
+    caller: CallerShareContext,
+    share: Share,
+    money: boolean,
+    takenAt: number,
+    callId: string,
+  ): Promise<void> {
     const write = shareWrite(this.#table, caller, share, money, takenAt);
     const names = write.ExpressionAttributeNames ?? {};
     try {
@@ -178,12 +217,18 @@ export class CallerShares {
         new UpdateItemCommand({
           TableName: write.TableName,
           Key: write.Key,
-          UpdateExpression: money ? 'ADD #calls :less, #money :less' : 'ADD #calls :less',
-          ConditionExpression: '#calls > :none',
-          ExpressionAttributeNames: money
-            ? { '#calls': names['#calls']!, '#money': 'money' }
-            : { '#calls': names['#calls']! },
-          ExpressionAttributeValues: { ':less': number(-1), ':none': number(0) },
+          UpdateExpression: `${money ? 'ADD #calls :less, #money :less' : 'ADD #calls :less'} DELETE #ids :ids`,
+          ConditionExpression: 'contains(#ids, :callId)',
+          ExpressionAttributeNames: {
+            '#calls': names['#calls']!,
+            '#ids': 'ids',
+            ...(money ? { '#money': 'money' } : {}),
+          },
+          ExpressionAttributeValues: {
+            ':less': number(-1),
+            ':ids': { SS: [callId] },
+            ':callId': { S: callId },
+          },
         }),
         { abortSignal: AbortSignal.timeout(this.#timeoutMs) },
       );
@@ -195,6 +240,8 @@ export class CallerShares {
 
 /** A call counted against its caller's share, which can be given back if the call is not made. */
 export interface ShareTaken {
+  /** Beyond the caller's share (within its cap): its slot is a spare one (lib/budget/limiter.ts). */
+  beyond: boolean;
   giveBack(): Promise<void>;
 }
 
@@ -207,8 +254,12 @@ function refusalKey(caller: CallerShareContext): string {
 
 /**
  * The one write that counts a call of `caller` at `now` (the bench times it alone): this call
- * window's count, and the money count, up by one, unless either is at its limit; a refusal shows
- * the counts, so that Retry-After names the window that is full.
+ * window's count, and the money count, up by one, unless either is at its limit (the calls' cap,
+ * the money share); the answer shows the count, so that the caller knows whether the call is
+ * within its share, and a refusal shows the counts, so that Retry-After names the window that is
+ * full. `callId` joins the item's set of counted calls (`ids`, as long as the item lives: a money
+ * window) unless it is there already: the write, retried after it was applied and its answer
+ * lost, is refused and finds itself counted, never counted twice.
  */
 export function shareWrite(
   table: string,
@@ -222,32 +273,35 @@ export function shareWrite(
   const names: Record<string, string> = { '#calls': `c${Math.floor(now / share.callWindowMs)}` };
   const values: Record<string, AttributeValue> = {
     ':one': number(1),
-    ':calls': number(share.calls),
     ':expiresAt': number(Math.ceil(((moneyWindow + 1) * share.moneyWindowMs) / 1000) + KEEP_SECONDS),
   };
-  let update = 'ADD #calls :one SET expiresAt = :expiresAt';
-  let condition = '(attribute_not_exists(#calls) OR #calls < :calls)';
+  const adds = ['#calls :one'];
+  const conditions: string[] = [];
+  if (Number.isFinite(share.cap)) {
+    conditions.push('(attribute_not_exists(#calls) OR #calls < :cap)');
+    values[':cap'] = number(share.cap);
+  }
   if (money) {
-    update = 'ADD #calls :one, #money :one SET expiresAt = :expiresAt';
-    condition += ' AND (attribute_not_exists(#money) OR #money < :money)';
+    adds.push('#money :one');
+    conditions.push('(attribute_not_exists(#money) OR #money < :money)');
     names['#money'] = 'money';
     values[':money'] = number(share.money);
   }
-  // The last call counted names itself: its own retry is refused, and knows it was counted. (A
-  // call of the same caller counted in between hides it: one call counted twice, at most.)
   if (callId) {
-    update += ', #last = :callId';
-    condition = `(attribute_not_exists(#last) OR #last <> :callId) AND ${condition}`;
-    names['#last'] = 'last';
+    adds.push('#ids :ids');
+    conditions.unshift('NOT contains(#ids, :callId)');
+    names['#ids'] = 'ids';
+    values[':ids'] = { SS: [callId] };
     values[':callId'] = { S: callId };
   }
   return {
     TableName: table,
     Key: { pk: { S: `share#${caller.kind}#${hashed(caller.id)}#${moneyWindow}` } },
-    UpdateExpression: update,
-    ConditionExpression: condition,
+    UpdateExpression: `ADD ${adds.join(', ')} SET expiresAt = :expiresAt`,
+    ...(conditions.length > 0 ? { ConditionExpression: conditions.join(' AND ') } : {}),
     ExpressionAttributeNames: names,
     ExpressionAttributeValues: values,
+    ReturnValues: 'UPDATED_NEW',
     ReturnValuesOnConditionCheckFailure: 'ALL_OLD',
   };
 }
@@ -268,24 +322,62 @@ function rate(env: Env, name: string, fallback: string): { count: number; window
   return { count: Number(match[1]), windowMs: Number(match[2]) };
 }
 
-function share(env: Env, calls: [string, string], money: [string, string]): Share {
+/**
+ * `name`: the calls a caller may make per its share's window, spare ones included: a whole number
+ * no smaller than the share, or `none`; unset, `fallback` (or the share, when larger).
+ */
+function cap(env: Env, name: string, calls: number, fallback: number): number {
+  const text = env[name]?.trim();
+  if (!text) return Math.max(calls, fallback);
+  if (text === 'none') return Number.POSITIVE_INFINITY;
+  if (!/^[1-9][0-9]{0,5}$/.test(text) || Number(text) < calls) {
+    throw new ConfigError(
+      `Invalid configuration: ${name} must be a whole number of calls no smaller than the share (${calls}), or none.`,
+    );
+  }
+  return Number(text);
+}
+
+function share(env: Env, calls: [string, string], ceiling: [string, number], money: [string, string]): Share {
   const call = rate(env, ...calls);
   const pay = rate(env, ...money);
   if (pay.windowMs % call.windowMs !== 0) {
     throw new ConfigError(`Invalid configuration: ${money[0]}'s window must be a multiple of ${calls[0]}'s.`);
   }
-  return { calls: call.count, callWindowMs: call.windowMs, money: pay.count, moneyWindowMs: pay.windowMs };
+  return {
+    calls: call.count,
+    cap: cap(env, ceiling[0], call.count, ceiling[1]),
+    callWindowMs: call.windowMs,
+    money: pay.count,
+    moneyWindowMs: pay.windowMs,
+  };
 }
 
 /**
- * The shares (docs/budget.md "PayHere's budget"): a customer 3 PayHere calls per 10 s and 6 money requests
- * a minute; the merchant 10 and 120; PayHere's notifications 4 calls per 10 s (what confirming
- * them may take of the budget's 20).
+ * The shares (docs/budget.md "Each caller's share"): a customer 3 PayHere calls per 10 s, 8 with
+ * spare ones, and 6 money requests a minute; the merchant 10 calls with no cap and 120 money
+ * requests; PayHere's notifications 4 calls per 10 s and no spare ones (what confirming them may
+ * take of the budget's 20: a notification that may not ask now is kept as a report).
  */
 export function loadSharesConfig(env: Env): SharesConfig {
   return {
-    customer: share(env, ['CALLER_RATE_LIMIT', '3/10000'], ['CALLER_MONEY_RATE_LIMIT', '6/60000']),
-    merchant: share(env, ['MERCHANT_RATE_LIMIT', '10/10000'], ['MERCHANT_MONEY_RATE_LIMIT', '120/60000']),
-    notifications: share(env, ['NOTIFY_RATE_LIMIT', '4/10000'], ['NOTIFY_RATE_LIMIT', '4/10000']),
+    customer: share(
+      env,
+      ['CALLER_RATE_LIMIT', '3/10000'],
+      ['CALLER_RATE_CAP', 8],
+      ['CALLER_MONEY_RATE_LIMIT', '6/60000'],
+    ),
+    merchant: share(
+      env,
+      ['MERCHANT_RATE_LIMIT', '10/10000'],
+      ['MERCHANT_RATE_CAP', Number.POSITIVE_INFINITY],
+      ['MERCHANT_MONEY_RATE_LIMIT', '120/60000'],
+    ),
+    notifications: share(
+      env,
+      ['NOTIFY_RATE_LIMIT', '4/10000'],
+      ['NOTIFY_RATE_CAP', 0],
+      ['NOTIFY_RATE_LIMIT', '4/10000'],
+    ),
   };
 }

@@ -21,8 +21,12 @@ export interface Permit {
 
 /** What the gateway client asks of a budget. */
 export interface GatewayLimiter {
-  /** A slot for a call of `kind`, waiting at most `maxWaitMs`; else 429 `rate_limited` with Retry-After. */
-  acquire(kind: CallKind, maxWaitMs: number): Promise<Permit>;
+  /**
+   * A slot for a call of `kind`, waiting at most `maxWaitMs`; else 429 `rate_limited` with
+   * Retry-After. `spare`: a call beyond its caller's share, which takes a slot of the shared part
+   * only while no call within its caller's share waits for one (docs/budget.md "Each caller's share").
+   */
+  acquire(kind: CallKind, maxWaitMs: number, spare?: boolean): Promise<Permit>;
   /** PayHere answered 429: nobody sends for `ms`. */
   pause(ms: number): Promise<void>;
 }
@@ -31,6 +35,11 @@ export interface GatewayLimiter {
 const MIN_SEND_MS = 50;
 /** The live reserve's slots an idle take names in its conditional write, at most. */
 const MAX_NAMED_KEEP = 16;
+/**
+ * How long after the slot it waits for frees a call within its caller's share keeps spare calls
+ * away: its own wake-up jitter and two table round trips (a read of the budget, its take).
+ */
+const OWED_SLACK_MS = 500;
 
 const NO_RELEASE: Permit = { release: async () => {}, handBack: async () => {} };
 
@@ -56,17 +65,21 @@ function acquireAs(
   kind: CallKind,
   maxWaitMs: number,
   now: () => number,
-  acquire: (kind: CallKind, maxWaitMs: number) => Promise<Permit>,
+  acquire: (kind: CallKind, maxWaitMs: number, spare: boolean) => Promise<Permit>,
+  spare = false,
 ): Promise<Permit> {
   const work = idleWork.getStore();
-  if (!work) return acquire(kind, maxWaitMs);
-  return acquire('idle', Math.min(maxWaitMs, work.until - now())).catch((error: unknown) => {
+  if (!work) return acquire(kind, maxWaitMs, spare);
+  return acquire('idle', Math.min(maxWaitMs, work.until - now()), false).catch((error: unknown) => {
     if (error instanceof RateLimitedError) work.refused = true;
     throw error;
   });
 }
 
-/** One container's own window (tests, and a gateway client built without a shared table). */
+/**
+ * One container's own window (tests, and a gateway client built without a shared table): a call
+ * beyond its caller's share takes a slot as any other, there being no other container to yield to.
+ */
 export class LocalLimiter implements GatewayLimiter {
   readonly #window: SlidingWindowLimiter;
   readonly #now: () => number;
@@ -133,6 +146,12 @@ export interface SharedLimiterOptions {
  * charge. It takes the reserved part first, which reads cannot use anyway; so during a backlog
  * live calls still find the live reserve free, and every slot the job frees that live calls took
  * meanwhile stays theirs until the reserve is whole again.
+ *
+ * A spare call (beyond its caller's share, lib/budget/caller-shares.ts) takes a slot of the shared
+ * part only while no call within a share waits for one: such a call marks the budget (`owedUntil`)
+ * before it sleeps when spare calls may be waiting too (they mark `spareUntil`), and a spare take
+ * checks the mark in its conditional write. So a caller alone uses every slot nobody else wants,
+ * and callers within their shares come first when they want them.
  */
 export class SharedLimiter implements GatewayLimiter {
   readonly #table: SharedStateTable;
@@ -161,6 +180,7 @@ export class SharedLimiter implements GatewayLimiter {
     read: Promise.resolve(),
     reserved: Promise.resolve(),
     idle: Promise.resolve(),
+    spare: Promise.resolve(),
   };
 
   constructor(options: SharedLimiterOptions) {
@@ -180,18 +200,24 @@ export class SharedLimiter implements GatewayLimiter {
     this.#random = options.random ?? Math.random;
   }
 
-  acquire(kind: CallKind, maxWaitMs: number): Promise<Permit> {
-    return acquireAs(kind, maxWaitMs, this.#now, (as, waitMs) => this.#acquire(as, waitMs));
+  acquire(kind: CallKind, maxWaitMs: number, spare = false): Promise<Permit> {
+    return acquireAs(
+      kind,
+      maxWaitMs,
+      this.#now,
+      (as, waitMs, asSpare) => this.#acquire(as, waitMs, asSpare),
+      spare,
+    );
   }
 
-  async #acquire(kind: CallKind, maxWaitMs: number): Promise<Permit> {
+  async #acquire(kind: CallKind, maxWaitMs: number, spare: boolean): Promise<Permit> {
     const askedAt = this.#now();
     const giveUpAt = askedAt + maxWaitMs;
     if (this.#now() >= this.#fallbackUntil) {
       try {
         return (
-          (await this.#inTurn(queueOf(kind), giveUpAt, () =>
-            this.#now() < this.#fallbackUntil ? undefined : this.#shared(kind, askedAt, giveUpAt),
+          (await this.#inTurn(spare ? 'spare' : queueOf(kind), giveUpAt, () =>
+            this.#now() < this.#fallbackUntil ? undefined : this.#shared(kind, askedAt, giveUpAt, spare),
           )) ?? (await this.#fromFallback(kind, giveUpAt))
         );
       } catch (error) {
@@ -250,7 +276,7 @@ export class SharedLimiter implements GatewayLimiter {
     }
   }
 
-  async #shared(kind: CallKind, askedAt: number, giveUpAt: number): Promise<Permit> {
+  async #shared(kind: CallKind, askedAt: number, giveUpAt: number, spare: boolean): Promise<Permit> {
     // A container that has not seen the budget yet guesses that every slot is free: its first
     // slot's write either succeeds or fails, and shows it the budget either way (one round trip,
     // where reading the budget first made two); a warm container whose view was stale learns the
@@ -259,6 +285,8 @@ export class SharedLimiter implements GatewayLimiter {
       busyUntil: new Map<number, number>(),
       takenBy: new Map<number, string>(),
       pausedUntil: 0,
+      owedUntil: 0,
+      spareUntil: 0,
     };
     // A wait the budget caused is one spent asleep for a slot, not the scheduling of the call itself.
     let slept = false;
@@ -269,13 +297,14 @@ export class SharedLimiter implements GatewayLimiter {
         throw budgetRefused(this.#windowMs, kind);
       }
       const freeBefore = now - this.#windowMs - this.#marginMs;
-      const free = snapshot.pausedUntil <= now ? this.#freeSlot(snapshot, kind, freeBefore) : undefined;
+      const open = snapshot.pausedUntil <= now && !(spare && snapshot.owedUntil > now);
+      const free = open ? this.#freeSlot(snapshot, kind, freeBefore, spare) : undefined;
       if (free !== undefined) {
         const { slot, keep } = free;
         // The take's own name on the slot: a retry of a write whose answer was lost knows it.
         const take = randomUUID();
         const busyUntil = giveUpAt;
-        const taken = await this.#table.takeSlot(slot, busyUntil, freeBefore, now, take, keep);
+        const taken = await this.#table.takeSlot(slot, busyUntil, freeBefore, now, take, keep, spare);
         if (taken.taken) {
           this.#snapshot = this.#saw(taken.budget);
           budgetWaited(slept ? now - askedAt : 0, kind);
@@ -292,16 +321,39 @@ export class SharedLimiter implements GatewayLimiter {
         }
         continue;
       }
-      const freeAt = Math.max(snapshot.pausedUntil, this.#earliestFree(snapshot, kind, now));
+      const freeAt = Math.max(
+        snapshot.pausedUntil,
+        spare ? snapshot.owedUntil : 0,
+        this.#earliestFree(snapshot, kind, now, spare),
+      );
       if (freeAt >= giveUpAt) {
         this.#snapshot = snapshot;
         throw budgetRefused(freeAt - now, kind);
       }
+      // A spare call about to wait says so; a call within its caller's share about to wait while
+      // spare calls may be waiting too marks that they leave it the slot that frees. Where no spare
+      // call competes, waiting costs the table nothing more than it did.
+      if (spare && snapshot.spareUntil < giveUpAt) await this.#markWaiting('spare', giveUpAt, now);
+      const owedUntil = freeAt + OWED_SLACK_MS;
+      if (!spare && kind !== 'idle' && snapshot.spareUntil > now && snapshot.owedUntil < owedUntil)
+        await this.#markWaiting('owed', owedUntil, now);
       // A little jitter, so that the containers waiting for one slot do not all ask at once.
       await this.#sleep(freeAt - now + Math.floor(this.#random() * 20));
       slept = true;
       snapshot = this.#saw(await this.#table.readBudget());
       this.#snapshot = snapshot;
+    }
+  }
+
+  /**
+   * Best effort: a mark lost only lets a spare call take a slot first, and the call within its
+   * share waits for the next one (a table that fails for good is met by the next take).
+   */
+  async #markWaiting(who: 'owed' | 'spare', until: number, now: number): Promise<void> {
+    try {
+      await this.#table.markWaiting(who, until, now);
+    } catch (error) {
+      log.debug('could not mark a call waiting for the budget', { who, error: describeError(error) });
     }
   }
 
@@ -341,10 +393,13 @@ export class SharedLimiter implements GatewayLimiter {
     };
   }
 
-  /** The slots `kind` may take: reads the shared part only; money and tokens that first, then the reserve. */
-  #ranges(kind: CallKind): Array<[number, number]> {
+  /**
+   * The slots `kind` may take: reads the shared part only; money and tokens that first, then the
+   * reserve. A spare call (beyond its caller's share), whatever it is, the shared part only.
+   */
+  #ranges(kind: CallKind, spare = false): Array<[number, number]> {
     const shared: [number, number] = [this.#reserved, this.#limit];
-    return kind === 'read' ? [shared] : [shared, [0, this.#reserved]];
+    return kind === 'read' || spare ? [shared] : [shared, [0, this.#reserved]];
   }
 
   /**
@@ -372,6 +427,7 @@ export class SharedLimiter implements GatewayLimiter {
     snapshot: BudgetSnapshot,
     kind: CallKind,
     freeBefore: number,
+    spare: boolean,
   ): { slot: number; keep: number[] } | undefined {
     if (kind === 'idle') {
       const live = this.#liveReserve;
@@ -382,7 +438,7 @@ export class SharedLimiter implements GatewayLimiter {
       // PayHere's), the rest of the reserve is checked on this container's view of the budget.
       return slot === undefined ? undefined : { slot, keep: shared.slice(0, Math.min(live, MAX_NAMED_KEEP)) };
     }
-    for (const range of this.#ranges(kind)) {
+    for (const range of this.#ranges(kind, spare)) {
       const [slot] = this.#freeIn(snapshot, range, freeBefore, 1);
       if (slot !== undefined) return { slot, keep: [] };
     }
@@ -390,7 +446,7 @@ export class SharedLimiter implements GatewayLimiter {
   }
 
   /** When a slot `kind` may take frees; a request still in flight is expected to be answered soon. */
-  #earliestFree(snapshot: BudgetSnapshot, kind: CallKind, now: number): number {
+  #earliestFree(snapshot: BudgetSnapshot, kind: CallKind, now: number, spare: boolean): number {
     const freeAt = (slot: number) =>
       Math.min(snapshot.busyUntil.get(slot) ?? 0, now) + this.#windowMs + this.#marginMs;
     if (kind === 'idle') {
@@ -404,7 +460,7 @@ export class SharedLimiter implements GatewayLimiter {
       return Math.min(Math.max(reserved, reserveFree), shared[this.#liveReserve] ?? Number.POSITIVE_INFINITY);
     }
     let earliest = Number.POSITIVE_INFINITY;
-    for (const [from, to] of this.#ranges(kind)) {
+    for (const [from, to] of this.#ranges(kind, spare)) {
       for (let slot = from; slot < to; slot++) earliest = Math.min(earliest, freeAt(slot));
     }
     return earliest;
@@ -435,8 +491,11 @@ export class SharedLimiter implements GatewayLimiter {
   }
 }
 
-/** The queue a call asks the table in, within one container. */
-type Queue = 'read' | 'reserved' | 'idle';
+/**
+ * The queue a call asks the table in, within one container: a call beyond its caller's share waits
+ * in one of its own, never ahead of a call within one.
+ */
+type Queue = 'read' | 'reserved' | 'idle' | 'spare';
 
 function queueOf(kind: CallKind): Queue {
   if (kind === 'read' || kind === 'idle') return kind;

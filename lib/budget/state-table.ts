@@ -22,6 +22,16 @@ export interface BudgetSnapshot {
   takenBy: Map<number, string>;
   /** Epoch ms until which nobody sends (PayHere answered 429); 0 when not paused. */
   pausedUntil: number;
+  /**
+   * Epoch ms until which a call within its caller's share is waiting for a slot: calls beyond their
+   * caller's share take none before then (docs/budget.md "Each caller's share"); 0 when none waits.
+   */
+  owedUntil: number;
+  /**
+   * Epoch ms until which a call beyond its caller's share may be waiting for a slot: only then does
+   * a call within a share that waits mark `owedUntil` (no write where no spare call competes); 0.
+   */
+  spareUntil: number;
 }
 
 /** The shared access token, as one container stored it. */
@@ -76,6 +86,8 @@ export class SharedStateTable {
    * (or the pause that began); DynamoDB sends that item with its refusal when asked to.
    * `keepFree`: slots that must be free too, untouched (idle work leaves them to live calls), checked
    * in the same write so that no container's take in between can make the check wrong.
+   * `yieldToOwed`: a call beyond its caller's share, which takes the slot only while no call within
+   * its share waits for one (`owedUntil`), checked in the same write.
    */
   async takeSlot(
     slot: number,
@@ -84,6 +96,7 @@ export class SharedStateTable {
     now: number,
     take: string,
     keepFree: readonly number[] = [],
+    yieldToOwed = false,
   ): Promise<
     | { taken: true; budget: BudgetSnapshot; previous: number | undefined }
     | { taken: false; budget: BudgetSnapshot | undefined }
@@ -99,6 +112,7 @@ export class SharedStateTable {
             '(attribute_not_exists(#slot) OR #slot <= :freeBefore)',
             '(attribute_not_exists(pausedUntil) OR pausedUntil <= :now)',
             ...kept.map(({ name }) => `(attribute_not_exists(${name}) OR ${name} <= :freeBefore)`),
+            ...(yieldToOwed ? ['(attribute_not_exists(owedUntil) OR owedUntil <= :now)'] : []),
           ].join(' AND '),
           ExpressionAttributeNames: {
             '#slot': `s${slot}`,
@@ -183,6 +197,24 @@ export class SharedStateTable {
         Key: BUDGET_KEY,
         UpdateExpression: 'SET pausedUntil = :until, expiresAt = :expiresAt',
         ConditionExpression: 'attribute_not_exists(pausedUntil) OR pausedUntil < :until',
+        ExpressionAttributeValues: { ':until': number(until), ':expiresAt': expiry(now) },
+      }),
+    );
+  }
+
+  /**
+   * A call waits for a slot until about `until`: `owed`, one within its caller's share (calls beyond
+   * their callers' shares leave it the slots that free until then), or `spare`, one beyond it (so
+   * that calls within their shares mark when they wait). A later mark already set is kept.
+   */
+  async markWaiting(who: 'owed' | 'spare', until: number, now: number): Promise<void> {
+    await this.#conditional(
+      new UpdateItemCommand({
+        TableName: this.#table,
+        Key: BUDGET_KEY,
+        UpdateExpression: 'SET #until = :until, expiresAt = :expiresAt',
+        ConditionExpression: 'attribute_not_exists(#until) OR #until < :until',
+        ExpressionAttributeNames: { '#until': `${who}Until` },
         ExpressionAttributeValues: { ':until': number(until), ':expiresAt': expiry(now) },
       }),
     );
@@ -295,5 +327,11 @@ function budgetOf(item: Record<string, AttributeValue> | undefined): BudgetSnaps
     const taker = /^t(\d+)$/.exec(name);
     if (taker && value.S !== undefined) takenBy.set(Number(taker[1]), value.S);
   }
-  return { busyUntil, takenBy, pausedUntil: Number(item?.pausedUntil?.N ?? 0) };
+  return {
+    busyUntil,
+    takenBy,
+    pausedUntil: Number(item?.pausedUntil?.N ?? 0),
+    owedUntil: Number(item?.owedUntil?.N ?? 0),
+    spareUntil: Number(item?.spareUntil?.N ?? 0),
+  };
 }

@@ -121,10 +121,11 @@ export class GatewayClient {
    * A read whose shared answer is probably missing takes its caller's share and a slot of the
    * budget now, beside its lookup, rather than after it (one round trip before PayHere's call, not
    * three), and loads undici meanwhile. None for a caller this container saw refused in a window
-   * still running: its share is checked alone first, so that it cannot make the service take slots.
+   * still running: its share is checked alone first, so that it cannot make the service take slots;
+   * nor for one it saw beyond its share: its slot is a spare one, taken once its share is counted.
    */
   reserve(deadline: number): Reservation | undefined {
-    if (this.#shares?.likelyRefused()) return undefined;
+    if (this.#shares?.likelyRefused() || this.#shares?.likelyBeyondShare()) return undefined;
     this.prepare();
     const share = this.#share(false);
     const slot = this.#slot('read', deadline);
@@ -216,9 +217,14 @@ export class GatewayClient {
    * before the deadline throws `retryOf`, the failure that asked for it: the caller hears what went
    * wrong (a timeout, a 503), not that PayHere's budget is spent.
    */
-  async #slot(kind: 'read' | 'money' | 'token', deadline: number, retryOf?: Error): Promise<Permit> {
+  async #slot(
+    kind: 'read' | 'money' | 'token',
+    deadline: number,
+    retryOf?: Error,
+    spare = false,
+  ): Promise<Permit> {
     try {
-      return await this.#limiter.acquire(kind, deadline - Date.now());
+      return await this.#limiter.acquire(kind, deadline - Date.now(), spare);
     } catch (error) {
       if (retryOf && error instanceof RateLimitedError) throw retryOf;
       throw error instanceof ApiError ? notSent(error) : error;
@@ -233,8 +239,9 @@ export class GatewayClient {
   }
 
   /**
-   * The caller's share first (one write; beyond it 429 caller_rate_limited, nothing sent), then a slot
-   * of the budget. A retry the caller's share cannot fit throws `retryOf`, as a budget refusal does.
+   * The caller's share first (one write; beyond its cap 429 caller_rate_limited, nothing sent), then
+   * a slot of the budget, a spare one beyond the share. A retry the caller's cap cannot fit throws
+   * `retryOf`, as a budget refusal does.
    */
   async #share(money: boolean, retryOf?: Error): Promise<ShareTaken | undefined> {
     try {
@@ -252,18 +259,22 @@ export class GatewayClient {
     money = false,
     reservation?: Reservation,
   ): Promise<Attempt> {
-    let permit: Permit;
-    if (reservation) permit = await reservation.use();
-    else {
-      const share = this.#share(money, retryOf);
-      void this.#transport.preload();
-      await share;
+    // A reservation's slot, unless its call is beyond its caller's share: that slot went back, and
+    // the call takes a spare one.
+    let permit = reservation ? await reservation.use() : undefined;
+    if (!permit) {
+      let spare = reservation !== undefined;
+      if (!reservation) {
+        const share = this.#share(money, retryOf);
+        void this.#transport.preload();
+        spare = (await share)?.beyond === true;
+      }
       // Customers (and what notifications make the service confirm) never take the share reserved
       // for the merchant's money calls, the settle job's and the token's.
       const caller = callers.getStore()?.kind;
       const reserved =
         (call.money || call.reconciliation) && caller !== 'customer' && caller !== 'notifications';
-      permit = await this.#slot(reserved ? 'money' : 'read', call.deadline, retryOf);
+      permit = await this.#slot(reserved ? 'money' : 'read', call.deadline, retryOf, spare);
     }
     let response: UpstreamResponse;
     try {

@@ -20,21 +20,32 @@ export class Reservation {
     slot.catch(() => {});
   }
 
-  /** The slot for the call. The caller refused its share: the slot goes back unused, and the refusal is thrown. */
-  async use(): Promise<Permit> {
+  /**
+   * The slot for the call. The caller refused its share: the slot goes back unused, and the refusal
+   * is thrown. The call beyond its caller's share: the slot goes back unused too, and none is
+   * returned (the call takes a spare one: lib/budget/limiter.ts).
+   */
+  async use(): Promise<Permit | undefined> {
     this.#settled = true;
+    let taken: ShareTaken | undefined;
     try {
-      await this.#share;
+      taken = await this.#share;
     } catch (error) {
-      inBackground(() =>
-        this.#slot.then(
-          (permit) => permit.handBack(),
-          () => {},
-        ),
-      );
+      this.#handBack();
       throw error;
     }
-    return this.#slot;
+    if (!taken?.beyond) return this.#slot;
+    this.#handBack();
+    return undefined;
+  }
+
+  #handBack(): void {
+    inBackground(() =>
+      this.#slot.then(
+        (permit) => permit.handBack(),
+        () => {},
+      ),
+    );
   }
 
   /** The call will not be made: both go back, without holding up the caller. */

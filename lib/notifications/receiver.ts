@@ -87,12 +87,43 @@ function fitsKind(notification: Notification, kind: OrderKind, success: boolean)
 const cents = (amount: string) => Math.round(Number(amount) * 100);
 
 /**
- * A notification's identity: all its fields, as PayHere would send it again. Not its signed fields
- * alone: every installment of a subscription is signed alike, and a variant with another unsigned
- * field is no replay (it is acted on, and alerted where it conflicts).
+ * The fields a notification is acted on by: the signed ones and the unsigned ones this receiver
+ * reads (a flow's token or id, an installment's number, the card it keeps). Whatever else it carries
+ * (custom fields, messages, fields PayHere may add, anything a replayer adds) changes nothing it
+ * does. Keep in step with what #act and its helpers read.
+ */
+const ACTED_ON = [
+  'merchant_id',
+  'order_id',
+  'payhere_amount',
+  'payhere_currency',
+  'status_code',
+  'payment_id',
+  'customer_token',
+  'authorization_token',
+  'captured_amount',
+  'subscription_id',
+  'message_type',
+  'recurring',
+  'item_recurrence',
+  'item_duration',
+  'item_rec_install_paid',
+  'method',
+  'card_no',
+  'card_expiry',
+] as const satisfies ReadonlyArray<keyof Notification>;
+
+/**
+ * A notification's identity: its signed and acted-on fields, as PayHere would send it again (an
+ * empty field is an absent one, as everywhere it is read). Not its signed fields alone: every
+ * installment of a subscription is signed alike, and a variant with another acted-on field is no
+ * replay (it is acted on, and alerted where it conflicts). Not its other fields, nor `md5sig`
+ * (any case of it, under any of the merchant's secrets, verifies the same signed fields): a variant
+ * of a recorded notification in those is the same notification, answered from the ledger,
+ * writing nothing and costing PayHere nothing.
  */
 function identityOf(notification: Notification): string {
-  const fields = Object.entries(notification).sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
+  const fields = ACTED_ON.flatMap((name) => (notification[name] ? [[name, notification[name]]] : []));
   return createHash('sha256').update(JSON.stringify(fields)).digest('base64url');
 }
 

@@ -16,9 +16,10 @@ import { dynamoDbAt, freshStateTable } from '../helpers/state-table.ts';
 
 /**
  * docs/contract.md "Each caller has a share" (issue "No one caller … can take the service from
- * everyone else"): each caller's share, counted in the shared state table with one conditional
- * write per PayHere call, is refused beyond its limit with 429 caller_rate_limited and a
- * Retry-After that says when.
+ * everyone else", and issue 35's work-conserving shares): each caller's calls, counted in the
+ * shared state table with one conditional write per PayHere call, are within its share up to its
+ * share, spare beyond it (`beyond`: they take only slots nobody within a share waits for), and
+ * refused beyond its cap with 429 caller_rate_limited and a Retry-After that says when.
  */
 const DEFAULTS = loadSharesConfig({});
 /** A moment 2 s into a 10-s window and 2 s into a minute: the windows are aligned to the epoch. */
@@ -49,51 +50,77 @@ const refusal = (work: Promise<unknown>) =>
   );
 
 describe('a customer’s share', () => {
-  it('is 3 PayHere calls per 10 s; the 4th is refused until the window ends, and other customers are not', async () => {
-    const clock = { now: START };
-    const shares = await sharesAt(clock);
-    const alice = { id: 'alice', kind: 'customer' } as const;
-
-    for (let i = 0; i < 3; i++) await as(alice, () => shares.take(false));
-    const refused = await refusal(as(alice, () => shares.take(false)));
-    await as({ id: 'bob', kind: 'customer' }, () => shares.take(false));
-
-    expect(refused).toBeInstanceOf(CallerRateLimitedError);
-    expect(told(refused)).toEqual({ status: 429, code: 'caller_rate_limited', retryAfter: '8' });
-    clock.now = START + 8_000;
-    await as(alice, () => shares.take(false));
-  });
-
-  it('takes back a call given back (a read answered from shared data): the 4th call of the window is then counted', async () => {
+  it('is 3 PayHere calls per 10 s, 5 more spare ones; the 9th is refused until the window ends, and other customers are not', async () => {
     const clock = { now: START };
     const shares = await sharesAt(clock);
     const alice = { id: 'alice', kind: 'customer' } as const;
 
     const taken = [];
-    for (let i = 0; i < 3; i++) taken.push(await as(alice, () => shares.take(false)));
-    await taken[0]!.giveBack();
-    const fourth = await refusal(as(alice, () => shares.take(false)));
-    const fifth = await refusal(as(alice, () => shares.take(false)));
+    for (let i = 0; i < 8; i++) taken.push(await as(alice, () => shares.take(false)));
+    const refused = await refusal(as(alice, () => shares.take(false)));
+    const bobs = await as({ id: 'bob', kind: 'customer' }, () => shares.take(false));
 
-    expect(fourth).toBeUndefined();
-    expect(fifth).toBeInstanceOf(CallerRateLimitedError);
+    expect(taken.map((call) => call?.beyond)).toEqual([false, false, false, true, true, true, true, true]);
+    expect(refused).toBeInstanceOf(CallerRateLimitedError);
+    expect(told(refused)).toEqual({ status: 429, code: 'caller_rate_limited', retryAfter: '8' });
+    expect(bobs?.beyond).toBe(false);
+    clock.now = START + 8_000;
+    expect((await as(alice, () => shares.take(false)))?.beyond).toBe(false);
   });
 
-  it('is remembered refused by the container until its window ends, so that its next call checks the share alone', async () => {
+  it('lets a customer pay five orders two seconds apart: none refused, the 4th and 5th spare', async () => {
+    const clock = { now: START };
+    const shares = await sharesAt(clock);
+    const alice = { id: 'alice', kind: 'customer' } as const;
+
+    const charges = [];
+    for (let i = 0; i < 5; i++) {
+      clock.now = START + i * 2_000;
+      charges.push(await refusal(as(alice, () => shares.take(true))));
+    }
+
+    // (refusal() is undefined for a call counted.)
+    expect(charges).toEqual([undefined, undefined, undefined, undefined, undefined]);
+  });
+
+  it('takes back a call given back (a read answered from shared data), once however often it is given back', async () => {
+    const clock = { now: START };
+    const shares = await sharesAt(clock);
+    const alice = { id: 'alice', kind: 'customer' } as const;
+
+    const taken = [];
+    for (let i = 0; i < 8; i++) taken.push(await as(alice, () => shares.take(false)));
+    await taken[0]!.giveBack();
+    await taken[0]!.giveBack();
+    const ninth = await refusal(as(alice, () => shares.take(false)));
+    const tenth = await refusal(as(alice, () => shares.take(false)));
+
+    expect(ninth).toBeUndefined();
+    expect(tenth).toBeInstanceOf(CallerRateLimitedError);
+  });
+
+  it('is remembered beyond its share, then refused, by the container until its window ends', async () => {
     const clock = { now: START };
     const shares = await sharesAt(clock);
     const alice = { id: 'alice', kind: 'customer' } as const;
     const bob = { id: 'bob', kind: 'customer' } as const;
 
     for (let i = 0; i < 3; i++) await as(alice, () => shares.take(false));
+    const withinShare = as(alice, async () => shares.likelyBeyondShare());
+    for (let i = 0; i < 5; i++) await as(alice, () => shares.take(false));
+    const beyondShare = as(alice, async () => shares.likelyBeyondShare());
     const before = as(alice, async () => shares.likelyRefused());
     await refusal(as(alice, () => shares.take(false)));
 
+    expect(await withinShare).toBe(false);
+    expect(await beyondShare).toBe(true);
     expect(await before).toBe(false);
     expect(await as(alice, async () => shares.likelyRefused())).toBe(true);
     expect(await as(bob, async () => shares.likelyRefused())).toBe(false);
+    expect(await as(bob, async () => shares.likelyBeyondShare())).toBe(false);
     clock.now = START + 8_000;
     expect(await as(alice, async () => shares.likelyRefused())).toBe(false);
+    expect(await as(alice, async () => shares.likelyBeyondShare())).toBe(false);
   });
 
   it('is 6 money requests a minute across call windows; the 7th waits for the minute', async () => {
@@ -119,7 +146,7 @@ describe('a customer’s share', () => {
     const shares = await sharesAt(clock);
     const alice = { id: 'alice', kind: 'customer' } as const;
 
-    for (let i = 0; i < 3; i++) await as(alice, () => shares.take(false));
+    for (let i = 0; i < 8; i++) await as(alice, () => shares.take(false));
     const refused = await refusal(as(alice, () => shares.take(true)));
 
     expect(told(refused)).toEqual({ status: 429, code: 'caller_rate_limited', retryAfter: '8' });
@@ -127,14 +154,15 @@ describe('a customer’s share', () => {
 });
 
 describe('the merchant’s share and the notifications’', () => {
-  it('the merchant makes 10 calls per 10 s where a customer makes 3', async () => {
+  it('the merchant makes 10 calls per 10 s within its share where a customer makes 3, and spare ones without a cap', async () => {
     const clock = { now: START };
     const shares = await sharesAt(clock);
     const merchant = { id: 'backoffice', kind: 'merchant' } as const;
 
-    for (let i = 0; i < 10; i++) await as(merchant, () => shares.take(false));
+    const taken = [];
+    for (let i = 0; i < 40; i++) taken.push(await as(merchant, () => shares.take(i % 2 === 0)));
 
-    expect(await refusal(as(merchant, () => shares.take(false)))).toBeInstanceOf(CallerRateLimitedError);
+    expect(taken.map((call) => call?.beyond)).toEqual([...Array(10).fill(false), ...Array(30).fill(true)]);
   });
 
   it('a customer whose id is the merchant’s has a share of its own: the kinds are counted apart', async () => {
@@ -176,16 +204,40 @@ describe('what is not counted', () => {
 describe('loadSharesConfig', () => {
   it('has the issue’s defaults', () => {
     expect(DEFAULTS).toEqual({
-      customer: { calls: 3, callWindowMs: 10_000, money: 6, moneyWindowMs: 60_000 },
-      merchant: { calls: 10, callWindowMs: 10_000, money: 120, moneyWindowMs: 60_000 },
-      notifications: { calls: 4, callWindowMs: 10_000, money: 4, moneyWindowMs: 10_000 },
+      customer: { calls: 3, cap: 8, callWindowMs: 10_000, money: 6, moneyWindowMs: 60_000 },
+      merchant: {
+        calls: 10,
+        cap: Number.POSITIVE_INFINITY,
+        callWindowMs: 10_000,
+        money: 120,
+        moneyWindowMs: 60_000,
+      },
+      notifications: { calls: 4, cap: 4, callWindowMs: 10_000, money: 4, moneyWindowMs: 10_000 },
     });
   });
 
   it('reads each share from its variable', () => {
-    const config = loadSharesConfig({ CALLER_RATE_LIMIT: '5/10000', CALLER_MONEY_RATE_LIMIT: '20/120000' });
+    const config = loadSharesConfig({
+      CALLER_RATE_LIMIT: '5/10000',
+      CALLER_RATE_CAP: '12',
+      CALLER_MONEY_RATE_LIMIT: '20/120000',
+      MERCHANT_RATE_CAP: '50',
+      NOTIFY_RATE_CAP: 'none',
+    });
 
-    expect(config.customer).toEqual({ calls: 5, callWindowMs: 10_000, money: 20, moneyWindowMs: 120_000 });
+    expect(config.customer).toEqual({
+      calls: 5,
+      cap: 12,
+      callWindowMs: 10_000,
+      money: 20,
+      moneyWindowMs: 120_000,
+    });
+    expect(config.merchant.cap).toBe(50);
+    expect(config.notifications.cap).toBe(Number.POSITIVE_INFINITY);
+  });
+
+  it('keeps a cap no smaller than its share when the share is raised and the cap left as it is', () => {
+    expect(loadSharesConfig({ CALLER_RATE_LIMIT: '12/10000' }).customer.cap).toBe(12);
   });
 
   it.each([
@@ -196,6 +248,12 @@ describe('loadSharesConfig', () => {
       '6/15000',
       /CALLER_MONEY_RATE_LIMIT's window must be a multiple of CALLER_RATE_LIMIT's/,
     ],
+    [
+      'CALLER_RATE_CAP',
+      '2',
+      /CALLER_RATE_CAP must be a whole number of calls no smaller than the share \(3\)/,
+    ],
+    ['MERCHANT_RATE_CAP', 'lots', /MERCHANT_RATE_CAP must be a whole number/],
   ])('refuses %s=%s at start-up', (name, value, message) => {
     expect(() => loadSharesConfig({ [name]: value })).toThrow(ConfigError);
     expect(() => loadSharesConfig({ [name]: value })).toThrow(message);

@@ -296,6 +296,94 @@ describe('the shared budget', () => {
   });
 });
 
+describe('calls beyond their caller’s share (spare ones)', () => {
+  it('take every slot of the shared part when nobody else calls, never the reserve', async () => {
+    // Prepare: 8 slots, 2 of them reserved.
+    const { table } = await freshStateTable();
+    const clock = steppingClock();
+    const limiter = container(table, clock);
+
+    // Act
+    for (let i = 0; i < 6; i++) await limiter.acquire(i % 2 === 0 ? 'read' : 'money', 0, true);
+    const seventh = await limiter.acquire('money', 0, true).catch((error: unknown) => error);
+    const withinShare = await limiter.acquire('money', 0).then(() => 'sent');
+
+    // Assess
+    expect(seventh).toBeInstanceOf(RateLimitedError);
+    expect(withinShare).toBe('sent');
+    expect(clock.sleeps).toEqual([]);
+  });
+
+  it('leave the slots that free to a call within its caller’s share that waits for one', async () => {
+    // Prepare: the shared part taken by spare calls of one container, answered at once.
+    const { table } = await freshStateTable();
+    const clock = steppingClock();
+    const [a, c] = [container(table, clock), container(table, clock)];
+    for (let i = 0; i < 6; i++) await (await a.acquire('read', 0, true)).release();
+
+    // Act: a spare call of another container waits (and said so); a call within its share waits for
+    // the first slot to free; meanwhile (its mark set, its slot not yet taken) a spare call asks.
+    await table.markWaiting('spare', T0 + 60_000, T0);
+    const sleep = clock.sleep;
+    let spareAsked: unknown;
+    let firstSleep = true;
+    clock.sleep = async (ms) => {
+      if (firstSleep) {
+        firstSleep = false;
+        await sleep(ms);
+        spareAsked = await c.acquire('read', 0, true).catch((error: unknown) => error);
+        return;
+      }
+      await sleep(ms);
+    };
+    const owed = await container(table, clock).acquire('read', 20_000);
+    const owedAt = clock.now();
+    const { owedUntil } = await table.readBudget();
+
+    // Assess: the spare call was refused with every slot of the first container free again; the
+    // call within its share took one; the mark lasts half a second past when its slot freed.
+    expect(spareAsked).toBeInstanceOf(RateLimitedError);
+    expect(owed).toBeDefined();
+    expect(owedAt).toBe(T0 + WINDOW + MARGIN);
+    expect(owedUntil).toBe(T0 + WINDOW + MARGIN + 500);
+  });
+
+  it('cost the table nothing more where none waits: a call within its share waits without a mark', async () => {
+    // Prepare
+    const { table } = await freshStateTable();
+    const clock = steppingClock();
+    const limiter = container(table, clock);
+    for (let i = 0; i < 6; i++) await (await limiter.acquire('read', 0)).release();
+    const marks = vi.spyOn(table, 'markWaiting');
+
+    // Act
+    await limiter.acquire('read', 20_000);
+
+    // Assess
+    expect(marks).not.toHaveBeenCalled();
+    expect((await table.readBudget()).owedUntil).toBe(0);
+  });
+
+  it('wait for a call within its share to take its slot, within their own deadline', async () => {
+    // Prepare: a call within its share waiting for a slot until T0 + 5 s.
+    const { table } = await freshStateTable();
+    const clock = steppingClock();
+    const limiter = container(table, clock);
+    await table.markWaiting('owed', T0 + 5_000, T0);
+
+    // Act
+    const atOnce = await limiter.acquire('read', 1_000, true).catch((error: unknown) => error);
+    const withinShare = await limiter.acquire('read', 0).then(() => 'sent');
+    await limiter.acquire('read', 10_000, true);
+
+    // Assess
+    expect((atOnce as RateLimitedError).headers['Retry-After']).toBe('5');
+    expect(withinShare).toBe('sent');
+    expect(clock.now()).toBeGreaterThanOrEqual(T0 + 5_000);
+    expect(clock.now()).toBeLessThan(T0 + 5_100);
+  });
+});
+
 describe('idle work (the settle job)', () => {
   /** `calls` run as idle work that may wait until `until`. */
   const asIdle = <T>(until: number, call: () => Promise<T>, work: IdleWork = { until, refused: false }) =>

@@ -334,16 +334,21 @@ describe('deployed defaults', () => {
     }
   });
 
-  it('give each caller its share (docs/budget.md "PayHere\'s budget"), limit an order\'s declined charges, and look for an unknown at most every 30 s', () => {
+  it('give each caller its share (docs/budget.md "Each caller\'s share"), limit an order\'s declined charges, and look for an unknown at most every 30 s', () => {
     const functions = Object.values(template.Resources).filter((r) => r.Type === 'AWS::Lambda::Function');
 
     for (const fn of functions) {
       expect(fn.Properties.Environment.Variables).toMatchObject({
         CALLER_RATE_LIMIT: '3/10000',
+        // Empty: the code's caps (a customer 8 calls per window, the merchant none, notifications
+        // their share), never below a share raised alone.
+        CALLER_RATE_CAP: '',
         CALLER_MONEY_RATE_LIMIT: '6/60000',
         MERCHANT_RATE_LIMIT: '10/10000',
+        MERCHANT_RATE_CAP: '',
         MERCHANT_MONEY_RATE_LIMIT: '120/60000',
         NOTIFY_RATE_LIMIT: '4/10000',
+        NOTIFY_RATE_CAP: '',
         ORDER_FAILED_ATTEMPTS: '3/3600000',
         UNKNOWN_LOOK_AGAIN_SECONDS: '30',
       });
@@ -369,7 +374,7 @@ describe('operating it: logs, metrics and alarms (docs/operator.md "Operating it
     }
   });
 
-  it('declares an alarm on each of outcome_unknown, unknowns over an hour, signature failures, subscriptions on other terms, the budget fallback, declines, card testing, possible duplicates, expired pending charges, failed ledger writes and the 5xx rate', () => {
+  it('declares an alarm on each of outcome_unknown, unknowns over an hour, signature failures, subscriptions on other terms, the budget fallback, uncounted caller shares, PayHere’s 429s, declines, card testing, possible duplicates, expired pending charges, failed ledger writes and the 5xx rate', () => {
     expect(Object.keys(alarmsOf(template)).sort()).toEqual(
       Object.keys(ALARMS)
         .map((suffix) => `${SERVICE}-${suffix}`)
@@ -387,6 +392,8 @@ describe('operating it: logs, metrics and alarms (docs/operator.md "Operating it
     'pending-expired',
     'ledger-write-failed',
     'refund-undeterminable',
+    'caller-shares-uncounted',
+    'payhere-429',
   ] as const)('%s fires on the first one, summed over every route of this stage only', (suffix) => {
     const { Properties: alarm } = alarmsOf(template)[`${SERVICE}-${suffix}`]!;
 

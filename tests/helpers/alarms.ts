@@ -14,6 +14,8 @@ export const ALARMS = {
   'pending-expired': 'PendingChargeExpired',
   'ledger-write-failed': 'LedgerWriteFailed',
   'refund-undeterminable': 'RefundUndeterminable',
+  'caller-shares-uncounted': 'CallerShareUncounted',
+  'payhere-429': 'UpstreamStatus429',
 } as const;
 
 type Alarm = { Properties: any };

@@ -8,6 +8,7 @@ vi.hoisted(() => {
   Object.assign(process.env, {
     POWERTOOLS_METRICS_DISABLED: 'false',
     CALLER_RATE_LIMIT: '4/86400000',
+    CALLER_RATE_CAP: '6',
     CALLER_MONEY_RATE_LIMIT: '2/86400000',
     NOTIFY_RATE_LIMIT: '4/86400000',
     ORDER_FAILED_ATTEMPTS: '3/864000000',
@@ -111,7 +112,7 @@ describe('a customer’s share', () => {
     expect(counted(lines, 'CallerRateLimited')).toBe(1);
   });
 
-  it('beyond its PayHere calls: reads too are refused, before any PayHere call; a shared answer costs none', async () => {
+  it('beyond its cap of PayHere calls: reads too are refused, before any PayHere call; a shared answer costs none', async () => {
     const alice = customer('reader');
     await giveSubscription(ledger, alice, SEED.subscriptions.active);
     const headers = await asCustomer(alice);
@@ -122,16 +123,18 @@ describe('a customer’s share', () => {
       return call('getSubscription', { id, headers });
     };
 
-    const fits = [await unshared(), await unshared(), await unshared(), await unshared()];
+    // 4 within its share, 2 spare ones (alone, they wait for nobody), then its cap.
+    const fits = [];
+    for (let i = 0; i < 6; i++) fits.push(await unshared());
     const beyond = await unshared();
     const sharedAnswer = await call('getSubscription', { id });
     const sharedToAlice = await call('getSubscription', { id, headers });
 
-    expect(fits.map((answer) => answer.statusCode)).toEqual([200, 200, 200, 200]);
+    expect(fits.map((answer) => answer.statusCode)).toEqual(Array(6).fill(200));
     expect(beyond.statusCode).toBe(429);
     expect(beyond.body.data.code).toBe('caller_rate_limited');
-    // Her 5th call never reached PayHere; the merchant's read did, and alice may read what it shared.
-    expect(sandbox.counters().getSubscription).toBe(5);
+    // Her 7th call never reached PayHere; the merchant's read did, and alice may read what it shared.
+    expect(sandbox.counters().getSubscription).toBe(7);
     expect(sharedAnswer.statusCode).toBe(200);
     expect(sharedToAlice.statusCode).toBe(200);
   });

@@ -1,9 +1,11 @@
 import { randomUUID } from 'node:crypto';
 import { describe, expect, it, vi } from 'vitest';
+import { ScanCommand } from '../../lib/dynamodb/index.ts';
 import { SEED } from '../../sandbox/server.ts';
 import { call, useTestGateway } from '../helpers/gateway.ts';
 import { type NotificationFields, notify, signed } from '../helpers/notifications.ts';
 import { checkedSecondsAgo, customer, customerToken, testLedger } from '../helpers/orders.ts';
+import { localClient } from '../idempotency/fixtures.ts';
 import { accessToken, apiClient } from '../sandbox/helpers.ts';
 
 /**
@@ -36,6 +38,14 @@ async function checkout(kind: string, fields: Record<string, unknown> = {}, owne
 }
 
 const orderOf = async (orderId: string) => (await call('getCheckout', { id: orderId })).body.data;
+
+/** How many items the ledger table holds (orders, notifications' identities, what is kept apart). */
+async function ledgerItems(): Promise<number> {
+  const { Items = [] } = await localClient().send(
+    new ScanCommand({ TableName: process.env.LEDGER_TABLE!, ConsistentRead: true }),
+  );
+  return Items.length;
+}
 
 const success = (orderId: string, extra: Partial<NotificationFields> = {}) =>
   signed({ order_id: orderId, payhere_amount: '1000.00', status_code: '2', ...extra });
@@ -260,6 +270,49 @@ describe('what is received is bounded', () => {
     expect(Object.values(sandbox.counters()).every((count) => count === 0)).toBe(true);
     expect(await ledger.unmatched(unknown.order_id)).toHaveLength(1);
   });
+
+  it('1,000 variants of one recorded notification (unsigned extras, md5sig’s case) are replays: nothing written, no PayHere call', async () => {
+    // Prepare: a paid order's notification and an unknown order's, both recorded.
+    const orderId = await checkout('payment');
+    const paymentId = String(await payAtPayHere(orderId));
+    const form = success(orderId, {
+      payment_id: paymentId,
+      custom_1: 'a',
+      status_message: 'Successfully completed',
+    });
+    const unknown = success(`Unknown-${randomUUID()}`);
+    expect((await notify(form)).statusCode).toBe(200);
+    expect((await notify(unknown)).statusCode).toBe(200);
+    const itemsBefore = await ledgerItems();
+    sandbox.resetCounters();
+    const variant = (base: Record<string, string>, i: number) => ({
+      ...base,
+      md5sig: i % 2 === 0 ? base.md5sig!.toLowerCase() : base.md5sig!,
+      custom_1: `variant ${i}`,
+      custom_2: String(i),
+      status_message: `message ${i}`,
+      [`extra_${i % 7}`]: 'x'.repeat(i % 50),
+    });
+
+    // Act: 1,000 variants, 20 at a time, one in ten of the unknown order's.
+    const statuses: number[] = [];
+    for (let batch = 0; batch < 50; batch++) {
+      const answers = await Promise.all(
+        Array.from({ length: 20 }, (_, j) => {
+          const i = batch * 20 + j;
+          return notify(variant(i % 10 === 0 ? unknown : form, i));
+        }),
+      );
+      statuses.push(...answers.map((answer) => answer.statusCode));
+    }
+
+    // Assess: every one answered as the recorded one was; no item written; PayHere never asked.
+    expect(statuses).toEqual(Array(1_000).fill(200));
+    expect(await ledgerItems()).toBe(itemsBefore);
+    expect(Object.values(sandbox.counters()).every((count) => count === 0)).toBe(true);
+    expect(await ledger.unmatched(unknown.order_id!)).toHaveLength(1);
+    expect((await orderOf(orderId)).status).toBe('succeeded');
+  }, 60_000);
 
   it('a notification that differs in an unsigned field is no replay: it is acted on, PayHere asked at most once per order per 10 s', async () => {
     const orderId = await checkout('payment');

@@ -40,13 +40,13 @@ function container(table: SharedStateTable, name: string, shares: CallerShares) 
   return { payhere, store, reads: new SharedReads({ payhere, store }) };
 }
 
-async function setUp(customerCalls = '100/10000') {
+async function setUp(customerCalls = '100/10000', customerCap = '') {
   const { table, name } = await freshStateTable();
   const shares = new CallerShares({
     client: dynamoDbAt(inject('dynamodbEndpoint')),
     table: name,
     timeoutMs: 2_000,
-    config: loadSharesConfig({ CALLER_RATE_LIMIT: customerCalls }),
+    config: loadSharesConfig({ CALLER_RATE_LIMIT: customerCalls, CALLER_RATE_CAP: customerCap }),
   });
   // A token in the table, as another container left it: the reads below make no token request.
   await createPayHere(loadConfig(process.env), { sharedState: table }).listSubscriptions(deadline());
@@ -132,8 +132,8 @@ describe('a read whose answer this container has not seen', () => {
   });
 
   it('gives the slot back when its caller is refused, and then checks that caller’s share alone', async () => {
-    // Prepare: a customer allowed one PayHere call per 10 s, which it used.
-    const { table, name, shares } = await setUp('1/10000');
+    // Prepare: a customer allowed one PayHere call per 10 s and no spare one, which it used.
+    const { table, name, shares } = await setUp('1/10000', '1');
     const { reads } = container(table, name, shares);
     await callers.run(alice, async () => reads.paymentsOfOrder(await paidOrder(), deadline()));
     await backgroundSettled();
@@ -158,6 +158,32 @@ describe('a read whose answer this container has not seen', () => {
     expect(budgetAfterSecond.busyUntil).toEqual(budgetAfterFirst.busyUntil);
     expect(budgetAfterSecond.pausedUntil).toEqual(budgetAfterFirst.pausedUntil);
     expect(takeSlot.mock.calls.length).toBe(1);
+  });
+});
+
+describe('a read beyond its caller’s share', () => {
+  it('hands back the slot taken beside its lookup and takes a spare one; the caller’s next read counts its share first', async () => {
+    // Prepare: a customer with one PayHere call per 10 s within its share, which it used.
+    const { table, name, shares } = await setUp('1/10000');
+    const { reads } = container(table, name, shares);
+    await callers.run(alice, async () => reads.paymentsOfOrder(await paidOrder(), deadline()));
+    await backgroundSettled();
+    const takeSlot = vi.spyOn(table, 'takeSlot');
+    const handBack = vi.spyOn(table, 'handBackSlot');
+    sandbox.resetCounters();
+
+    // Act: two more reads of orders nobody read.
+    const second = await callers.run(alice, async () => reads.paymentsOfOrder(await paidOrder(), deadline()));
+    await backgroundSettled();
+    const third = await callers.run(alice, async () => reads.paymentsOfOrder(await paidOrder(), deadline()));
+
+    // Assess: both answered by PayHere; the second's reserved slot went back and a spare one was
+    // taken; the third took a spare one only (the 7th argument: yield to calls within a share).
+    expect([second.shared, third.shared]).toEqual([false, false]);
+    expect(sandbox.counters().search).toBe(2);
+    expect(takeSlot.mock.calls.map((args) => args[6] === true)).toEqual([false, true, true]);
+    expect(handBack).toHaveBeenCalledTimes(1);
+    expect(await shareCounts(name)).toBe(3);
   });
 });
 

@@ -3,6 +3,7 @@ import { afterEach, describe, expect, inject, it } from 'vitest';
 import { CallerShares, callers, loadSharesConfig } from '../../lib/budget/caller-shares.ts';
 import { SharedLimiter } from '../../lib/budget/limiter.ts';
 import { SlidingWindowLimiter } from '../../lib/budget/window-limiter.ts';
+import { ScanCommand } from '../../lib/dynamodb/index.ts';
 import { SharedTokenCache, TokenCache } from '../../lib/gateway/token.ts';
 import { SEED } from '../../sandbox/server.ts';
 import { createTable } from '../../scripts/local-dynamodb.ts';
@@ -201,13 +202,36 @@ describe('the shared state’s conditional writes, retried after a lost answer',
     const alice = { id: 'alice', kind: 'customer' } as const;
     await injectDynamoDbFault({ operation: 'UpdateItem', table: name, fault: { kind: 'applyAndLose' } });
 
-    // A customer's share is 3 calls per 10 s: counted once, two more still go through.
-    await callers.run(alice, () => shares.take(false));
-    await callers.run(alice, () => shares.take(false));
-    await callers.run(alice, () => shares.take(false));
-    const fourth = await callers.run(alice, () => shares.take(false)).catch((error: unknown) => error);
+    // A customer's share is 3 calls per 10 s: counted once, two more are still within it.
+    const first = await callers.run(alice, () => shares.take(false));
+    const second = await callers.run(alice, () => shares.take(false));
+    const third = await callers.run(alice, () => shares.take(false));
+    const fourth = await callers.run(alice, () => shares.take(false));
 
-    expect(fourth).toMatchObject({ code: 'caller_rate_limited' });
+    expect([first, second, third, fourth].map((call) => call?.beyond)).toEqual([false, false, false, true]);
+  });
+
+  it('a caller’s share, counted and its answer lost while another of its calls is counted, is still counted once', async () => {
+    const name = `state-${randomUUID()}`;
+    await createTable(inject('dynamodbEndpoint'), name);
+    const now = Date.UTC(2026, 10, 26, 9, 0, 2);
+    const client = dynamoDbAt(inject('dynamodbEndpoint'), 3);
+    const shares = new CallerShares({
+      client,
+      table: name,
+      timeoutMs: 2_000,
+      config: loadSharesConfig({}),
+      now: () => now,
+    });
+    const alice = { id: 'alice', kind: 'customer' } as const;
+    await injectDynamoDbFault({ operation: 'UpdateItem', table: name, fault: { kind: 'applyAndLose' } });
+
+    // Two calls at once: the one whose answer is lost is retried after the other was counted.
+    await Promise.all([1, 2].map(() => callers.run(alice, () => shares.take(false))));
+    const { Items = [] } = await client.send(new ScanCommand({ TableName: name }));
+
+    expect(Items).toHaveLength(1);
+    expect(Number(Items[0]![`c${Math.floor(now / 10_000)}`]?.N)).toBe(2);
   });
 
   it('the token lease meets its own write', async () => {
