@@ -11,7 +11,7 @@
  */
 import { readFileSync } from 'node:fs';
 import { callers, loadSharesConfig, shareWrite } from '../lib/budget/caller-shares.ts';
-import { callerSharesFromEnvironment, sharedStateFromEnvironment } from '../lib/budget/environment.ts';
+import { callerSharesFromEnvironment, sharedStateFromEnvironment } from '../lib/budget/from-environment.ts';
 import { SharedStateTable } from '../lib/budget/state-table.ts';
 import { loadConfig } from '../lib/config/config.ts';
 import { dynamoDbClient, loadDynamoDbConfig } from '../lib/config/dynamodb.ts';

@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import type { CallerShares } from '../budget/caller-shares.ts';
-import { callerSharesFromEnvironment, sharedStateFromEnvironment } from '../budget/environment.ts';
+import { callerSharesFromEnvironment, sharedStateFromEnvironment } from '../budget/from-environment.ts';
 import { type GatewayLimiter, LocalLimiter, reservedShare, SharedLimiter } from '../budget/limiter.ts';
 import type { SharedStateTable } from '../budget/state-table.ts';
 import { SlidingWindowLimiter } from '../budget/window-limiter.ts';

@@ -1,4 +1,4 @@
-import { callerSharesFromEnvironment, sharedStateFromEnvironment } from '../budget/environment.ts';
+import { callerSharesFromEnvironment, sharedStateFromEnvironment } from '../budget/from-environment.ts';
 import { loadConfig, requireMerchantCredentials } from '../config/config.ts';
 import { credentialsFor } from '../config/secrets.ts';
 import { createPayHere } from '../gateway/index.ts';

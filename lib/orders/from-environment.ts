@@ -1,4 +1,4 @@
-import { callerSharesFromEnvironment, sharedStateFromEnvironment } from '../budget/environment.ts';
+import { callerSharesFromEnvironment, sharedStateFromEnvironment } from '../budget/from-environment.ts';
 import { loadConfig, requireMerchantCredentials, settleDelayMs } from '../config/config.ts';
 import { credentialsFor } from '../config/secrets.ts';
 import { createPayHere, type PayHere, payHereFromEnvironment } from '../gateway/index.ts';

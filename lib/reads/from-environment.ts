@@ -1,4 +1,4 @@
-import { stateTableFromEnvironment } from '../budget/environment.ts';
+import { stateTableFromEnvironment } from '../budget/from-environment.ts';
 import type { Env } from '../config/config.ts';
 import type { PayHere } from '../gateway/payhere.ts';
 import { SharedReads } from './shared-reads.ts';

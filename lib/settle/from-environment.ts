@@ -1,4 +1,4 @@
-import { sharedStateFromEnvironment } from '../budget/environment.ts';
+import { sharedStateFromEnvironment } from '../budget/from-environment.ts';
 import { type Env, loadConfig, requireMerchantCredentials, wholeNumber } from '../config/config.ts';
 import { CONNECT_TIMEOUT_MS, createPayHere } from '../gateway/index.ts';
 import { idempotencyStoreFromEnvironment } from '../idempotency/from-environment.ts';

@@ -7,7 +7,7 @@
 import { randomUUID } from 'node:crypto';
 import { createInterface } from 'node:readline';
 import type { APIGatewayProxyEvent, APIGatewayProxyResult, Context } from 'aws-lambda';
-import { sharedStateFromEnvironment } from '../../lib/budget/environment.ts';
+import { sharedStateFromEnvironment } from '../../lib/budget/from-environment.ts';
 import { SEED } from '../../sandbox/server.ts';
 import { MERCHANT_SCOPES, TEST_AUTH_ENV, testToken } from '../helpers/auth.ts';
 import { apiEvent, invoke, lambdaContext } from '../helpers/events.ts';

@@ -5,7 +5,7 @@
  */
 import { randomUUID } from 'node:crypto';
 import { inject } from 'vitest';
-import { sharedStateFromEnvironment } from '../../lib/budget/environment.ts';
+import { sharedStateFromEnvironment } from '../../lib/budget/from-environment.ts';
 import type { SharedStateTable } from '../../lib/budget/state-table.ts';
 import { loadConfig } from '../../lib/config/config.ts';
 import { CONNECT_TIMEOUT_MS, createPayHere } from '../../lib/gateway/index.ts';

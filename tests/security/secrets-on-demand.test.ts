@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
-import { sharedStateFromEnvironment } from '../../lib/budget/environment.ts';
+import { sharedStateFromEnvironment } from '../../lib/budget/from-environment.ts';
 import { loadConfig } from '../../lib/config/config.ts';
 import { createPayHere } from '../../lib/gateway/index.ts';
 import { SANDBOX_CREDENTIALS } from '../../sandbox/server.ts';
