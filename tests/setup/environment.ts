@@ -6,6 +6,7 @@
  * Likewise the shared state (PayHere's budget and token).
  */
 import { randomUUID } from 'node:crypto';
+import path from 'node:path';
 import { inject } from 'vitest';
 import { createTable, LOCAL_AWS_ENVIRONMENT } from '../../scripts/local-dynamodb.ts';
 import { GENEROUS_SHARES, LOOK_AGAIN_AT_ONCE } from '../helpers/test-environment.ts';
@@ -19,6 +20,10 @@ await Promise.all([
 ]);
 
 Object.assign(process.env, LOCAL_AWS_ENVIRONMENT, GENEROUS_SHARES, LOOK_AGAIN_AT_ONCE, {
+  // The Node processes tests start (osls for invoke local and serverless-offline, npm start) keep
+  // the code they compiled, so the next one of the run loads osls, its plugins and esbuild's
+  // wrapper without compiling them again.
+  NODE_COMPILE_CACHE: path.resolve(import.meta.dirname, '../../node_modules/.cache/node-compile-cache'),
   DYNAMODB_ENDPOINT: inject('dynamodbEndpoint'),
   IDEMPOTENCY_TABLE: inject('idempotencyTable'),
   LEDGER_TABLE: ledgerTable,
