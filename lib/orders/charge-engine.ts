@@ -155,17 +155,7 @@ export class ChargeEngine {
       final,
     });
     if (answer !== NOTHING) {
-      // PayHere's records show the charge's payment (and perhaps others no charge owns).
-      const recorded = outcome('records_show_payment', answer.data);
-      if (answer.possibleDuplicates?.length) {
-        recorded.possibleDuplicates = answer.possibleDuplicates;
-        flagDuplicates(body.order_id, input.chargeKey, recorded.paymentId, answer.possibleDuplicates);
-      }
-      if (order && slot) await this.#record(order, input.chargeKey, recorded);
-      settleAudit(body.order_id, input.chargeKey, 'records_show_payment', {
-        paymentId: recorded.paymentId,
-        possibleDuplicates: answer.possibleDuplicates,
-      });
+      await this.#adopt(body.order_id, input.chargeKey, answer, order && slot ? order : undefined);
       return answer;
     }
     if (!final) throw outcomeUnknown.charge(body.order_id);
@@ -197,13 +187,7 @@ export class ChargeEngine {
       final: true,
     });
     if (answer !== NOTHING) {
-      const recorded = outcome('records_show_payment', answer.data);
-      if (answer.possibleDuplicates?.length) {
-        recorded.possibleDuplicates = answer.possibleDuplicates;
-        flagDuplicates(order.orderId, key, recorded.paymentId, answer.possibleDuplicates);
-      }
-      await this.#record(order, key, recorded);
-      settleAudit(order.orderId, key, 'records_show_payment', { paymentId: recorded.paymentId });
+      await this.#adopt(order.orderId, key, answer, order);
       return;
     }
     if (!(await this.#secondLook(order, slot, key, now()))) throw outcomeUnknown.charge(order.orderId);
@@ -237,6 +221,28 @@ export class ChargeEngine {
       chargeKey: slot.key,
     };
     return this.settle(input, slot.sentAt, settleDelayMs, now);
+  }
+
+  /**
+   * PayHere's records show the charge's payment (and perhaps others no charge owns, flagged as
+   * possible duplicates): recorded on `order` (when the ledger holds this charge's slot) and audited.
+   */
+  async #adopt(
+    orderId: string,
+    key: string,
+    answer: Exclude<Awaited<ReturnType<PayHere['reconcileCharge']>>, typeof NOTHING>,
+    order: Order | undefined,
+  ): Promise<void> {
+    const recorded = outcome('records_show_payment', answer.data);
+    if (answer.possibleDuplicates?.length) {
+      recorded.possibleDuplicates = answer.possibleDuplicates;
+      flagDuplicates(orderId, key, recorded.paymentId, answer.possibleDuplicates);
+    }
+    if (order) await this.#record(order, key, recorded);
+    settleAudit(orderId, key, 'records_show_payment', {
+      paymentId: recorded.paymentId,
+      possibleDuplicates: answer.possibleDuplicates,
+    });
   }
 
   /**

@@ -231,5 +231,6 @@ describe('notifications in any order, duplicated, tampered', () => {
         ],
       },
     );
-  });
+    // A hundred cases against the sandbox and the local DynamoDB: seconds idle, more when loaded.
+  }, 120_000);
 });

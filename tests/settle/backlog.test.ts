@@ -137,7 +137,9 @@ describe('a backlog', () => {
     for (const { body, processed } of lost) {
       expect((await ledger.getOrder(body.order_id))?.state).toBe(processed ? 'succeeded' : 'failed');
     }
-  });
+    // Sixty charges through the sandbox and a run on a virtual clock: seconds idle, more on a loaded
+    // machine, and a test past its timeout would go on injecting faults under the next one's feet.
+  }, 60_000);
 
   it('what a run’s cap leaves the next run settles, oldest first; two runs at once settle each item once', async () => {
     // Prepare
