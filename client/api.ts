@@ -993,7 +993,7 @@ export interface Operations {
         status: -1;
         msg: string;
         data: {
-          code: 'rate_limited';
+          code: 'rate_limited' | 'caller_rate_limited';
         };
       };
       '500': {

@@ -2,6 +2,7 @@ import type * as z from 'zod/mini';
 import type { EnvelopeStatus } from '../lib/envelope/envelope.ts';
 import {
   type ApiError,
+  CallerRateLimitedError,
   ConflictError,
   ForbiddenError,
   GatewayRejectedError,
@@ -469,6 +470,15 @@ export const ROUTE_TABLE = {
           { path: 'amount', message: 'differs from the existing order' },
         ]),
         when: 'The order id is taken by another owner, or was created with other fields.',
+      },
+      {
+        error: new CallerRateLimitedError(
+          'Too many cards were declined for this customer: try again later.',
+          1800,
+        ),
+        when:
+          'A `preapproval` for a customer whose pre-approvals PayHere declined `ORDER_FAILED_ATTEMPTS` times in the window ' +
+          '(3 an hour by default; card testing): none until the window ends, whoever asks. `Retry-After` says when.',
       },
     ],
   },

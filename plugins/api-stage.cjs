@@ -3,19 +3,39 @@
 const { namedMethods } = require('./routes.cjs');
 
 /**
- * The groups of routes throttled apart: the reads that each cost PayHere a call, at about what
- * its budget serves; PayHere's notifications, at what PayHere sends rather than what the app does.
+ * The groups of routes throttled apart from the stage's default, each sized to what bounds it
+ * (docs/operator.md "Strangers at the edge"): the reads PayHere answers unless their answer is
+ * shared; the reads the ledger answers (getCheckout); PayHere's notifications, at what PayHere
+ * sends rather than what the app does.
  */
-const ROUTE_GROUPS = ['budgetRoutes', 'notifyRoutes'];
+const ROUTE_GROUPS = ['readRoutes', 'ledgerRoutes', 'notifyRoutes'];
+
+/**
+ * One access log line per request, JSON, with the address it came from: what a stranger sent,
+ * and what API Gateway (or AWS WAF) answered before any function ran, are in no function's log.
+ */
+const ACCESS_LOG_FORMAT = JSON.stringify({
+  requestId: '$context.requestId',
+  sourceIp: '$context.identity.sourceIp',
+  time: '$context.requestTimeEpoch',
+  method: '$context.httpMethod',
+  route: '$context.resourcePath',
+  status: '$context.status',
+  responseType: '$context.error.responseType',
+  waf: '$context.wafResponseCode',
+  latency: '$context.responseLatency',
+  integrationLatency: '$context.integrationLatency',
+});
+const ACCESS_LOG_GROUP = 'ApiGatewayAccessLogGroup';
 
 /**
  * osls lets the REST API's Deployment create the stage, which leaves no place for stage settings
  * in CloudFormation (a Deployment's StageDescription is not applied when a later deploy reuses
  * the stage). This plugin declares the stage as its own AWS::ApiGateway::Stage with throttling
- * for every method (`custom.apiStage.throttle`), tighter for the routes that spend PayHere's
- * budget (`custom.apiStage.budgetRoutes`), apart for PayHere's notifications
- * (`custom.apiStage.notifyRoutes`), and makes the Deployment wait for the gateway
- * responses, which otherwise go live only with the deploy after the one that created them.
+ * for every method (`custom.apiStage.throttle`), apart for the groups of ROUTE_GROUPS, access logs
+ * with the source address in a log group of its own (kept as long as the functions' logs), and
+ * makes the Deployment wait for the gateway responses, which otherwise go live only with the
+ * deploy after the one that created them.
  *
  * A stack whose stage was already created by a Deployment cannot adopt it this way; this
  * service declared its stage like this from its first deploy.
@@ -92,12 +112,27 @@ class ApiStagePlugin {
     );
     deployment.DependsOn = [...new Set([...[deployment.DependsOn ?? []].flat(), ...responses])];
 
+    const service = this.serverless.service.service;
+    resources[ACCESS_LOG_GROUP] = {
+      Type: 'AWS::Logs::LogGroup',
+      Properties: {
+        LogGroupName: `/aws/api-gateway/${service}-${stageName}-access`,
+        RetentionInDays: Number(this.serverless.service.provider.logRetentionInDays ?? 365),
+      },
+    };
     resources.ApiGatewayStage = {
       Type: 'AWS::ApiGateway::Stage',
       Properties: {
         RestApiId: deployment.Properties.RestApiId,
         DeploymentId: { Ref: deploymentId },
         StageName: stageName,
+        AccessLogSetting: {
+          // The log group's ARN without the `:*` its Arn attribute ends with.
+          DestinationArn: {
+            'Fn::Sub': `arn:\${AWS::Partition}:logs:\${AWS::Region}:\${AWS::AccountId}:log-group:\${${ACCESS_LOG_GROUP}}`,
+          },
+          Format: ACCESS_LOG_FORMAT,
+        },
         MethodSettings: [
           {
             ResourcePath: '/*',
@@ -113,3 +148,4 @@ class ApiStagePlugin {
 }
 
 module.exports = ApiStagePlugin;
+module.exports.ACCESS_LOG_FORMAT = ACCESS_LOG_FORMAT;

@@ -5,11 +5,13 @@ import { LedgerTable, optionalText, text } from './table.ts';
 
 const referenceKey = (kind: ReferenceKind, id: string) => `${kind}#${id}`;
 const ownerKey = (owner: string) => `owner#${owner}`;
+/** The owner item's set of failed pre-approvals in one window of ORDER_FAILED_ATTEMPTS. */
+const failedKey = (window: number) => `failedPreapprovals${window}`;
 
 /**
  * The ledger's index from the ids PayHere hands out to their order and owner (`payment#<id>`,
  * `authorization#<token>`, `subscription#<id>`, `customer_token#<token>`), and each customer's
- * subscriptions (`owner#<sub>`).
+ * subscriptions and failed pre-approvals (`owner#<sub>`).
  */
 export class LedgerReferences extends LedgerTable {
   /**
@@ -85,6 +87,31 @@ export class LedgerReferences extends LedgerTable {
         ExpressionAttributeValues: { ':owner': { S: owner }, ':ids': { SS: [subscriptionId] } },
       }),
     );
+  }
+
+  /**
+   * A pre-approval of `owner` failed at PayHere (a declined card saved through the SDK): `attempt`
+   * (its order and payment) joins the set of the owner's failed pre-approvals in `window`. A set, so
+   * that a write retried after its answer was lost, or the same notification acted on again, counts
+   * once. What the count means is decided elsewhere (lib/orders/checkout.ts).
+   */
+  async addFailedPreapproval(owner: string, attempt: string, window: number): Promise<boolean> {
+    return this.conditional(
+      new UpdateItemCommand({
+        TableName: this.table,
+        Key: { pk: { S: ownerKey(owner) } },
+        UpdateExpression: 'SET #owner = :owner ADD #failed :attempt',
+        ConditionExpression: 'attribute_not_exists(pk) OR #owner = :owner',
+        ExpressionAttributeNames: { '#owner': 'owner', '#failed': failedKey(window) },
+        ExpressionAttributeValues: { ':owner': { S: owner }, ':attempt': { SS: [attempt] } },
+      }),
+    );
+  }
+
+  /** How many failed pre-approvals of `owner` the ledger holds in `window`. */
+  async failedPreapprovals(owner: string, window: number): Promise<number> {
+    const item = await this.get(ownerKey(owner));
+    return item?.[failedKey(window)]?.SS?.length ?? 0;
   }
 
   /** The subscription ids `owner` holds. */

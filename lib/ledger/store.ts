@@ -41,7 +41,8 @@ export type { LedgerStoreOptions } from './table.ts';
  *   order#<order_id>            the order (Order below)
  *   payment#<id>, authorization#<token>, subscription#<id>, customer_token#<token>
  *                               a reference: { orderId, owner[, chargeKey] }
- *   owner#<sub>                 the subscription ids a customer owns (listSubscriptions)
+ *   owner#<sub>                 the subscription ids a customer owns (listSubscriptions), and its
+ *                               failed pre-approvals per window (card testing)
  *   refund#<payment_id>         a payment's refund slot and the refunds PayHere accepted (refunds.ts)
  *   notification#<identity>     a notification received (its signed fields, signature and payment
  *                               id), and what it did: a replay is answered from it (TTL)
@@ -566,6 +567,14 @@ export class LedgerStore extends LedgerTable {
 
   addSubscription(owner: string, subscriptionId: string): Promise<boolean> {
     return this.#references.addSubscription(owner, subscriptionId);
+  }
+
+  addFailedPreapproval(owner: string, attempt: string, window: number): Promise<boolean> {
+    return this.#references.addFailedPreapproval(owner, attempt, window);
+  }
+
+  failedPreapprovals(owner: string, window: number): Promise<number> {
+    return this.#references.failedPreapprovals(owner, window);
   }
 
   subscriptionsOf(owner: string): Promise<string[]> {

@@ -23,6 +23,9 @@ export type Outcome = 'recorded' | 'unchanged' | 'replayed' | UnmatchedNotificat
 
 /** How long a notification's identity and what is kept apart stay (docs/contract.md "notify"). */
 export const DEFAULT_KEEP_DAYS = 90;
+
+/** ORDER_FAILED_ATTEMPTS's default window: an hour. */
+const DEFAULT_FAILED_WINDOW_MS = 3_600_000;
 /** How often PayHere's records may be asked about one order on behalf of its notifications. */
 export const CONFIRM_INTERVAL_MS = 10_000;
 
@@ -162,6 +165,7 @@ export class NotificationReceiver {
   readonly #invalidation: ReadInvalidation | undefined;
   readonly #settleDelayMs: number;
   readonly #keepSeconds: number;
+  readonly #failedWindowMs: number;
 
   constructor(options: {
     ledger: LedgerStore;
@@ -172,7 +176,10 @@ export class NotificationReceiver {
     /** How long after a report the settle job settles it if PayHere's records never show it. */
     settleDelayMs: number;
     keepDays?: number;
+    /** The window failed pre-approvals are counted in per customer (ORDER_FAILED_ATTEMPTS's). */
+    failedAttemptsWindowMs?: number;
   }) {
+    this.#failedWindowMs = options.failedAttemptsWindowMs ?? DEFAULT_FAILED_WINDOW_MS;
     this.#ledger = options.ledger;
     this.#credentials = options.credentials;
     this.#confirmations = options.confirmations;
@@ -252,6 +259,8 @@ export class NotificationReceiver {
     if (!fitsKind(notification, order.kind, report === 'success')) {
       return this.#unmatched('flow_mismatch', notification);
     }
+    if (report === 'notified_failed' && order.kind === 'preapproval')
+      await this.#failedPreapproval(notification, order);
     let evidence: Evidence;
     let recorded: Recorded = {};
     // Already paid (or charged back): a success says nothing new, and costs PayHere no read.
@@ -344,6 +353,25 @@ export class NotificationReceiver {
       settleAt,
     };
     return { evidence: 'notified_success', recorded: { report } };
+  }
+
+  /**
+   * Card testing through pre-approvals: each customer opens as many pre-approval checkouts as it
+   * likes and tries a card on each in PayHere's SDK, so a failure counts against the customer, not
+   * only its order (lib/orders/checkout.ts refuses its next pre-approvals past the limit). A count
+   * that cannot be written is logged; the notification is still acted on.
+   */
+  async #failedPreapproval(notification: Notification, order: Order): Promise<void> {
+    const window = Math.floor(Date.now() / this.#failedWindowMs);
+    const attempt = `${order.orderId}#${notification.payment_id || '-'}`;
+    try {
+      await this.#ledger.addFailedPreapproval(order.owner, attempt, window);
+    } catch (error) {
+      log.warn('could not count a failed pre-approval against its customer', {
+        orderId: order.orderId,
+        error: describeError(error),
+      });
+    }
   }
 
   /** What follows a decision: the log, the metrics, the audit trail, dropped shared reads, installments. */

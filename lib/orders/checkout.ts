@@ -1,6 +1,7 @@
 import { createHash, randomUUID } from 'node:crypto';
 import type { CredentialsProvider } from '../config/config.ts';
 import {
+  CallerRateLimitedError,
   ForbiddenError,
   InvalidRequestError,
   NotFoundError,
@@ -9,6 +10,7 @@ import {
 import type { NewOrder, Order } from '../ledger/model.ts';
 import type { LedgerStore } from '../ledger/store.ts';
 import { describeError, log } from '../log/log.ts';
+import { countMetric } from '../log/metrics.ts';
 import type { CheckoutRequest } from '../schemas/checkout.ts';
 import { type Actor, Ownership, readLedger } from './access.ts';
 import { NOTIFY_PATH, type OrdersConfig } from './config.ts';
@@ -103,6 +105,25 @@ export class Checkouts {
     this.#sandbox = options.sandbox;
   }
 
+  /**
+   * Card testing through pre-approvals: a customer whose pre-approvals failed ORDER_FAILED_ATTEMPTS
+   * times in the window (counted by lib/notifications/receiver.ts) gets no new one until it ends,
+   * whoever asks for it, as an order refuses charges after too many declined ones.
+   */
+  async #refuseCardTesting(owner: string): Promise<void> {
+    const { count, windowMs } = this.#config.failedAttempts;
+    const window = Math.floor(Date.now() / windowMs);
+    if ((await readLedger(() => this.#ledger.failedPreapprovals(owner, window))) < count) return;
+    countMetric('CardTesting');
+    log.warn('a customer was refused a pre-approval after too many failed ones (card testing?)', {
+      owner,
+    });
+    throw new CallerRateLimitedError(
+      'Too many cards were declined for this customer: try again later.',
+      Math.max(1, Math.ceil(((window + 1) * windowMs - Date.now()) / 1000)),
+    );
+  }
+
   /** Record the order and answer the SDK's parameters; `created` is false for a repeat of the same order. */
   async create(input: CheckoutInput): Promise<{ created: boolean; data: CheckoutParameters }> {
     const { actor, body } = input;
@@ -120,6 +141,7 @@ export class Checkouts {
         ]);
       }
     }
+    if (body.kind === 'preapproval') await this.#refuseCardTesting(input.owner);
     const order: NewOrder = {
       orderId: body.order_id ?? `ORD-${randomUUID()}`,
       owner: input.owner,

@@ -14,7 +14,7 @@ import { type Actor, Ownership } from './access.ts';
  * a succeeded payment is refunded through the service (which drops the copy: `refunded`) or charged
  * back (PayHere notifies; the state moves to `chargedback`, and a copy is only good for the state
  * it was kept in); a charged-back one stays so. Not `failed` or `cancelled`: the order may be
- * charged again, and PayHere shows no payment for them anyway (not found, which is never kept).
+ * charged again, and PayHere shows no payment for them anyway (a not-found, shared for its window only).
  * A refund made in PayHere's own portal bypasses the service: docs/budget.md "PayHere's budget" says so.
  */
 export const FINAL_STATES: readonly OrderState[] = ['succeeded', 'chargedback'];

@@ -1,5 +1,6 @@
 import * as z from 'zod/mini';
 import { NotFoundError } from '../envelope/errors.ts';
+import { NoPaymentsError } from '../gateway/answers.ts';
 import { findSubscription, type PayHere, type Result } from '../gateway/payhere.ts';
 import type { Reservation } from '../gateway/reservation.ts';
 import { PaymentList, type PaymentRecord, SubscriptionList, SubscriptionRecord } from '../gateway/schemas.ts';
@@ -30,6 +31,30 @@ const SubscriptionsAnswer = resultOf(SubscriptionList);
 const SubscriptionAnswer = resultOf(SubscriptionRecord);
 const Remembered = z.literal(true);
 
+/**
+ * PayHere answered "not found": kept as its message, shared like an answer, and thrown again to
+ * every reader. Five customers polling their own pre-approval orders (PayHere shows no payment for
+ * them) each cost PayHere one call per window, not one per poll.
+ */
+const Missing = z.object({ missing: z.string() });
+type Missing = z.infer<typeof Missing>;
+const PaymentsOrMissing = z.union([PaymentsAnswer, Missing]);
+type PaymentsOrMissing = Result<PaymentRecord[]> | Missing;
+
+/** PayHere's not-found as an answer to share; any other failure thrown as it came. */
+function missingOf(error: unknown): Missing {
+  if (error instanceof NotFoundError) return { missing: error.message };
+  throw error;
+}
+
+/** A shared answer, or the not-found it stands for thrown again, as `NotFound` (the class PayHere's client threw). */
+function found<T>(served: Served<T | Missing>, NotFound: new (message: string) => Error): Served<T> {
+  const { answer } = served;
+  if (typeof answer === 'object' && answer !== null && 'missing' in answer)
+    throw new NotFound(answer.missing);
+  return served as Served<T>;
+}
+
 /** A list fetched this recently is refreshed for one subscription rather than asking for that one alone. */
 const LIST_PREFERRED_MS = 600_000;
 
@@ -49,8 +74,9 @@ type Schema<T> = { safeParse(input: unknown): { success: true; data: T } | { suc
 /**
  * PayHere's reads through the shared store (docs/contract.md "PayHere's budget"): an answer fetched from
  * PayHere is kept for its window and served to every container and caller meanwhile; in one
- * container, callers asking for the same thing at once share one fetch. Never stored: a pending
- * answer, a not-found (thrown), an answer too large. The table is a convenience, never a
+ * container, callers asking for the same thing at once share one fetch. A not-found of an order's
+ * or a subscription's payments is shared like an answer. Never stored: a pending answer, an answer
+ * too large. The table is a convenience, never a
  * dependency: when it is slow or down, reads go to PayHere (through the budget) as without it.
  *
  * Only the read routes use this. Reads that settle money (a lost charge's search, a lost cancel's
@@ -74,15 +100,17 @@ export class SharedReads {
     this.#now = options.now ?? Date.now;
   }
 
-  /** An order's payments (10 s); a pending answer is served but never kept. */
-  paymentsOfOrder(orderId: string, deadline: number): Promise<Served<Result<PaymentRecord[]>>> {
-    return this.#shared<Result<PaymentRecord[]>>(
+  /** An order's payments, or PayHere's "no payments" (10 s); a pending answer is served but never kept. */
+  async paymentsOfOrder(orderId: string, deadline: number): Promise<Served<Result<PaymentRecord[]>>> {
+    const served = await this.#shared<PaymentsOrMissing>(
       SHARED_READS.orderPayments(orderId),
-      PaymentsAnswer,
+      PaymentsOrMissing,
       deadline,
-      (reservation) => this.#payhere.paymentsOfOrder(orderId, deadline, reserved(reservation)),
-      { storable: (answer) => !answer.pending },
+      (reservation) =>
+        this.#payhere.paymentsOfOrder(orderId, deadline, reserved(reservation)).catch(missingOf),
+      { storable: (answer) => !('pending' in answer && answer.pending) },
     );
+    return found<Result<PaymentRecord[]>>(served, NoPaymentsError);
   }
 
   listSubscriptions(deadline: number, refresh = false): Promise<Served<Result<SubscriptionRecord[]>>> {
@@ -95,10 +123,16 @@ export class SharedReads {
     );
   }
 
-  subscriptionPayments(id: string, deadline: number): Promise<Served<Result<PaymentRecord[]>>> {
-    return this.#shared(SHARED_READS.subscriptionPayments(id), PaymentsAnswer, deadline, (reservation) =>
-      this.#payhere.subscriptionPayments(id, deadline, reserved(reservation)),
+  /** A subscription's payments, or PayHere's not-found (30 s). */
+  async subscriptionPayments(id: string, deadline: number): Promise<Served<Result<PaymentRecord[]>>> {
+    const served = await this.#shared<PaymentsOrMissing>(
+      SHARED_READS.subscriptionPayments(id),
+      PaymentsOrMissing,
+      deadline,
+      (reservation) =>
+        this.#payhere.subscriptionPayments(id, deadline, reserved(reservation)).catch(missingOf),
     );
+    return found<Result<PaymentRecord[]>>(served, NotFoundError);
   }
 
   /**

@@ -10,7 +10,7 @@ import { FUNCTIONS } from '../helpers/routes.ts';
  * What a production deploy can be configured with, and what it refuses (`osls package` and
  * `osls deploy`, no AWS account): the configuration that fails safe, the live network path (a VPC
  * behind a fixed egress address), CORS for browser apps and AWS WAF on the stage.
- * tests/e2e/package-security.test.ts checks the default template: no VPC, no CORS, no WAF.
+ * tests/e2e/package-security.test.ts checks the default template: no VPC, no CORS, AWS WAF counting.
  */
 const DEPLOY_ENV = {
   GATEWAY_BASE_URL: 'https://www.payhere.lk',
@@ -25,7 +25,12 @@ const NETWORK_ENV = {
   VPC_ROUTE_TABLE_IDS: 'rtb-0123abcd,rtb-4567ef01',
 };
 const CORS_ENV = { CORS_ORIGINS: 'https://app.example.com, https://admin.example.com:8443' };
-const WAF_ENV = { WAF_ENABLED: 'true', WAF_RATE_LIMIT: '600' };
+const WAF_ENV = {
+  WAF_ENABLED: 'true',
+  WAF_RATE_LIMIT: '540',
+  WAF_ISSUER_RULE: 'block',
+  WAF_COMMON_RULES: 'block',
+};
 const OPERATIONS_ENV = {
   LOG_RETENTION_DAYS: '731',
   ALARM_TOPIC_ARN: 'arn:aws:sns:ap-south-1:123456789012:payments-alarms',
@@ -51,6 +56,12 @@ const REFUSED: Array<[string, string[], Record<string, string>, RegExp]> = [
     ['package', '--stage', 'prod'],
     { ...DEPLOY_ENV, GATEWAY_BASE_URL: 'http://www.payhere.lk' },
     /GATEWAY_BASE_URL must be an absolute https URL \(http only on loopback\)\./,
+  ],
+  [
+    'a per-address rate one address could fill a route with',
+    ['package', '--stage', 'prod'],
+    { ...DEPLOY_ENV, WAF_RATE_LIMIT: '600' },
+    /WAF_RATE_LIMIT \(custom\.waf\.rateLimit\) is 600 a minute, 10 a second: it must stay below every route's throttle/,
   ],
   [
     'a deploy of the stage local',
@@ -209,7 +220,7 @@ describe('CORS, given CORS_ORIGINS', () => {
   });
 });
 
-describe('AWS WAF, given WAF_ENABLED (docs/operator.md "Strangers at the edge")', () => {
+describe('AWS WAF, given its settings (docs/operator.md "Strangers at the edge")', () => {
   it("guards the API's one stage with one web ACL", () => {
     const [[stageId, stage]] = resourcesOf('AWS::ApiGateway::Stage') as [[string, any]];
     const acls = resourcesOf('AWS::WAFv2::WebACL');
@@ -230,21 +241,26 @@ describe('AWS WAF, given WAF_ENABLED (docs/operator.md "Strangers at the edge")'
     expect(association.DependsOn).toEqual([stageId]);
   });
 
-  it('limits each address to WAF_RATE_LIMIT requests a minute, then bodies, then AWS’s common rule set', () => {
+  it('limits each address to WAF_RATE_LIMIT requests a minute, then bearer tokens, bodies, and AWS’s common rule set, blocking as told', () => {
     const [[, acl]] = resourcesOf('AWS::WAFv2::WebACL') as [[string, any]];
     const rules = acl.Properties.Rules;
 
     expect(rules.map((rule: any) => rule.Name)).toEqual([
       'per-address-rate',
+      'bearer-shape',
+      'bearer-issuer',
       'body-size',
       'aws-common-rule-set',
     ]);
     expect(rules[0].Statement.RateBasedStatement).toEqual({
-      Limit: 600,
+      Limit: 540,
       EvaluationWindowSec: 60,
       AggregateKeyType: 'IP',
     });
-    expect(rules[2].Statement.ManagedRuleGroupStatement).toMatchObject({
+    // WAF_ISSUER_RULE=block and WAF_COMMON_RULES=block: both refuse instead of counting.
+    expect(rules[2].Action.Block.CustomResponse.ResponseCode).toBe(401);
+    expect(rules[4].OverrideAction).toEqual({ None: {} });
+    expect(rules[4].Statement.ManagedRuleGroupStatement).toMatchObject({
       VendorName: 'AWS',
       Name: 'AWSManagedRulesCommonRuleSet',
     });
@@ -252,10 +268,10 @@ describe('AWS WAF, given WAF_ENABLED (docs/operator.md "Strangers at the edge")'
 });
 
 describe('operating it, given LOG_RETENTION_DAYS and ALARM_TOPIC_ARN', () => {
-  it('keeps every log group that long', () => {
+  it('keeps every log group that long, the access log too', () => {
     const groups = resourcesOf('AWS::Logs::LogGroup');
 
-    expect(groups).toHaveLength(FUNCTIONS.length);
+    expect(groups).toHaveLength(FUNCTIONS.length + 1);
     for (const [, group] of groups) expect(group.Properties.RetentionInDays).toBe(731);
   });
 

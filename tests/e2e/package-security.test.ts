@@ -303,8 +303,13 @@ describe("API Gateway's own answers", () => {
   });
 });
 
-describe('the stage', () => {
-  it('is throttled for every method, the reads that spend PayHere’s budget to what it serves', () => {
+describe('the stage (docs/operator.md "Strangers at the edge")', () => {
+  const settingsOf = (t: Template) => {
+    const [[, stage]] = resourcesOf(t, 'AWS::ApiGateway::Stage') as [[string, any]];
+    return stage.Properties.MethodSettings as Array<Record<string, unknown>>;
+  };
+
+  it('throttles every method, each route to what bounds it rather than to what PayHere serves', () => {
     const stages = resourcesOf(template, 'AWS::ApiGateway::Stage');
     const [deploymentId, deployment] = resourcesOf(template, 'AWS::ApiGateway::Deployment')[0]!;
 
@@ -315,37 +320,60 @@ describe('the stage', () => {
       DeploymentId: { Ref: deploymentId },
       StageName: 'test',
     });
-    const budgetRoute = (ResourcePath: string) => ({
+    const route = (ResourcePath: string, rate: number, burst: number, HttpMethod = 'GET') => ({
       ResourcePath,
-      HttpMethod: 'GET',
-      ThrottlingRateLimit: 2,
-      ThrottlingBurstLimit: 15,
+      HttpMethod,
+      ThrottlingRateLimit: rate,
+      ThrottlingBurstLimit: burst,
     });
     expect(stage.Properties.MethodSettings).toEqual([
-      {
-        ResourcePath: '/*',
-        HttpMethod: '*',
-        ThrottlingRateLimit: expect.any(Number),
-        ThrottlingBurstLimit: expect.any(Number),
-      },
-      // The reads that each cost PayHere a call: about what its budget serves (docs/budget.md "PayHere's budget").
-      budgetRoute('/~1gateway~1api~1payments~1{id}'),
-      budgetRoute('/~1gateway~1api~1subscriptions'),
-      budgetRoute('/~1gateway~1api~1subscriptions~1{id}'),
-      budgetRoute('/~1gateway~1api~1subscriptions~1{id}~1payments'),
-      budgetRoute('/~1gateway~1api~1checkouts~1{order_id}'),
-      // PayHere's notifications: limits of their own, not the app's (docs/operator.md "Strangers at the edge").
-      {
-        ResourcePath: '/~1gateway~1notify',
-        HttpMethod: 'POST',
-        ThrottlingRateLimit: 20,
-        ThrottlingBurstLimit: 100,
-      },
+      // The money routes and createCheckout: a caller's money requests have windows of their own.
+      route('/*', 10, 20, '*'),
+      // Reads PayHere answers unless shared: its budget bounds what they cost it, not this.
+      route('/~1gateway~1api~1payments~1{id}', 20, 40),
+      route('/~1gateway~1api~1subscriptions', 20, 40),
+      route('/~1gateway~1api~1subscriptions~1{id}', 20, 40),
+      route('/~1gateway~1api~1subscriptions~1{id}~1payments', 20, 40),
+      // getCheckout: the ledger answers it; PayHere at most once per 10 s per order.
+      route('/~1gateway~1api~1checkouts~1{order_id}', 50, 100),
+      // PayHere's notifications: limits of their own, not the app's.
+      route('/~1gateway~1notify', 20, 100, 'POST'),
     ]);
-    expect(stage.Properties.MethodSettings[0].ThrottlingRateLimit).toBeGreaterThan(0);
-    expect(stage.Properties.MethodSettings[0].ThrottlingBurstLimit).toBeGreaterThan(0);
     // The stage resource owns the stage; a Deployment naming it too would collide.
     expect(deployment!.Properties.StageName).toBeUndefined();
+  });
+
+  it('lets no single address fill any route’s bucket: AWS WAF’s per-address rate is below every one', () => {
+    for (const t of [template, defaultTemplate]) {
+      const [[, acl]] = resourcesOf(t, 'AWS::WAFv2::WebACL') as [[string, any]];
+      const rate = acl.Properties.Rules.find((rule: any) => rule.Name === 'per-address-rate').Statement
+        .RateBasedStatement;
+      const perSecond = rate.Limit / rate.EvaluationWindowSec;
+
+      expect(rate).toEqual({ Limit: 300, EvaluationWindowSec: 60, AggregateKeyType: 'IP' });
+      for (const setting of settingsOf(t)) {
+        expect(perSecond, String(setting.ResourcePath)).toBeLessThan(setting.ThrottlingRateLimit as number);
+      }
+    }
+  });
+
+  it('logs every request with its source address, in a log group kept as long as the functions’ logs', () => {
+    const [[, stage]] = resourcesOf(template, 'AWS::ApiGateway::Stage') as [[string, any]];
+    const group = template.Resources.ApiGatewayAccessLogGroup!;
+
+    expect(group.Type).toBe('AWS::Logs::LogGroup');
+    expect(group.Properties.RetentionInDays).toBe(365);
+    expect(stage.Properties.AccessLogSetting.DestinationArn['Fn::Sub']).toMatch(
+      /:log-group:\$\{ApiGatewayAccessLogGroup\}$/,
+    );
+    const format = JSON.parse(stage.Properties.AccessLogSetting.Format);
+    expect(format).toMatchObject({
+      sourceIp: '$context.identity.sourceIp',
+      requestId: '$context.requestId',
+      status: '$context.status',
+      responseType: '$context.error.responseType',
+      waf: '$context.wafResponseCode',
+    });
   });
 });
 
@@ -398,13 +426,69 @@ describe('the bearer gate (docs/operator.md "Strangers at the edge")', () => {
   });
 });
 
-describe('a deployed stage by default', () => {
-  it('has no AWS WAF web ACL: it is one setting away (WAF_ENABLED)', () => {
-    expect(
-      Object.values(defaultTemplate.Resources).filter((resource) => resource.Type.startsWith('AWS::WAFv2::')),
-    ).toEqual([]);
+describe('AWS WAF in every deployed stage (docs/operator.md "Strangers at the edge")', () => {
+  const rulesOf = (t: Template) => {
+    const acls = resourcesOf(t, 'AWS::WAFv2::WebACL');
+    expect(acls).toHaveLength(1);
+    expect(resourcesOf(t, 'AWS::WAFv2::WebACLAssociation')).toHaveLength(1);
+    return Object.fromEntries((acls[0]![1].Properties.Rules as any[]).map((rule) => [rule.Name, rule]));
+  };
+
+  it('is on by default, and blocks only what the functions would refuse anyway', () => {
+    const rules = rulesOf(defaultTemplate);
+
+    expect(Object.keys(rules)).toEqual([
+      'per-address-rate',
+      'bearer-shape',
+      'body-size',
+      'aws-common-rule-set',
+    ]);
+    expect(rules['per-address-rate'].Action.Block.CustomResponse.ResponseCode).toBe(429);
+    expect(rules['bearer-shape'].Action.Block.CustomResponse.ResponseCode).toBe(401);
+    expect(rules['body-size'].Action.Block.CustomResponse.ResponseCode).toBe(413);
+    // A managed rule could refuse a legitimate body: it counts until an operator says block.
+    expect(rules['aws-common-rule-set'].OverrideAction).toEqual({ Count: {} });
   });
 
+  it('refuses, before any route’s bucket, a bearer header that is no JWS, on every route but PayHere’s', () => {
+    const { Statements } = rulesOf(template)['bearer-shape'].Statement.AndStatement;
+    const shape = Statements[1].NotStatement.Statement.RegexMatchStatement;
+    const regex = new RegExp(shape.RegexString);
+
+    expect(Statements[0].NotStatement.Statement.ByteMatchStatement).toMatchObject({
+      FieldToMatch: { UriPath: {} },
+      PositionalConstraint: 'ENDS_WITH',
+      SearchString: NOTIFY_ROUTE.resource,
+    });
+    expect(shape.FieldToMatch).toEqual({ SingleHeader: { Name: 'authorization' } });
+    // Exactly what the functions parse: whatever they accept passes, `Bearer x` does not.
+    for (const header of ['Bearer x', 'Bearer a.b', 'Token a.b.c', 'Bearer a.b.c.d.e']) {
+      expect(regex.test(header), header).toBe(false);
+      expect(() => bearerToken({ headers: { Authorization: header }, multiValueHeaders: {} })).toThrow();
+    }
+    for (const header of ['Bearer eyJh.eyJp.c2ln', 'bearer  a-b.c_d.e']) {
+      expect(regex.test(header), header).toBe(true);
+      expect(bearerToken({ headers: { Authorization: header }, multiValueHeaders: {} })).toBeTruthy();
+    }
+  });
+
+  it('counts bearer tokens whose payload cannot hold the configured issuer, until told to block them', () => {
+    const rule = rulesOf(template)['bearer-issuer'];
+
+    expect(rule.Priority).toBe(2);
+    expect(rule.Action).toEqual({ Count: {} });
+    const searched =
+      rule.Statement.AndStatement.Statements[1].NotStatement.Statement.OrStatement.Statements.map(
+        (s: any) => s.ByteMatchStatement.SearchString,
+      );
+    const claim = Buffer.from(JSON.stringify({ iss: DEPLOY_ENV.AUTH_ISSUER, sub: 'alice' })).toString(
+      'base64url',
+    );
+    expect(searched.some((fragment: string) => claim.includes(fragment))).toBe(true);
+  });
+});
+
+describe('a deployed stage by default', () => {
   it('talks to the gateway it was given, never the sandbox', () => {
     for (const fn of functions(defaultTemplate)) {
       expect(fn.Properties.Environment.Variables.GATEWAY_BASE_URL).toBe('https://www.payhere.lk');

@@ -359,10 +359,11 @@ describe('deployed defaults', () => {
 describe('operating it: logs, metrics and alarms (docs/operator.md "Operating it")', () => {
   const SERVICE = 'payhere-payments-api-test';
 
-  it("keeps every function's logs, and so the audit trail, a year", () => {
+  it("keeps every function's logs, and so the audit trail, and the API's access log a year", () => {
     const groups = Object.values(template.Resources).filter((r) => r.Type === 'AWS::Logs::LogGroup');
 
-    expect(groups).toHaveLength(FUNCTIONS.length);
+    // One per function, and the stage's access log (plugins/api-stage.cjs).
+    expect(groups).toHaveLength(FUNCTIONS.length + 1);
     for (const group of groups) expect(group.Properties.RetentionInDays).toBe(365);
   });
 

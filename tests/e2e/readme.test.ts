@@ -82,7 +82,7 @@ const notRunHere: Record<string, string> = {
   'docs/operator.md "Deploy"': 'a deploy needs an AWS account (tests/e2e/package*.test.ts package the stage)',
   'docs/operator.md "The live network path"':
     'a deploy needs an AWS account (package-production.test.ts packages it)',
-  'docs/operator.md "Strangers at the edge"':
+  'docs/operator.md "AWS WAF, on in every deployed stage"':
     'a deploy needs an AWS account (package-production.test.ts packages it)',
   'docs/performance.md "Checks"': 'the checks this suite is part of',
 };

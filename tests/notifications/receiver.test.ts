@@ -511,3 +511,52 @@ describe('each flow ends where the app can see it', () => {
     expect(await ledger.subscriptionsOf(alice)).not.toContain(String(SEED.subscriptions.completed));
   });
 });
+
+describe('card testing through pre-approvals (docs/budget.md "Work that cannot change anything")', () => {
+  /** A pre-approval PayHere declined: a failure notification, a payment id of its own. */
+  const declined = (orderId: string, paymentId: string) =>
+    signed({ order_id: orderId, payhere_amount: '0.00', status_code: '-2', payment_id: paymentId });
+
+  it('counts each declined pre-approval against its customer, and refuses a fourth pre-approval in the window', async () => {
+    const carol = customer('carol');
+    const dave = customer('dave');
+    for (let i = 0; i < 3; i++) {
+      const orderId = await checkout('preapproval', {}, carol);
+      const notification = declined(orderId, `32009999${i}`);
+      await notify(notification);
+      // PayHere sending it again counts it once: its identity is recorded.
+      await notify(notification);
+    }
+
+    const refused = await call('createCheckout', {
+      body: { kind: 'preapproval', items: 'Save my card', currency: 'LKR' },
+      headers: { 'On-Behalf-Of': carol },
+    });
+    const ownRequest = await call('createCheckout', {
+      body: { kind: 'preapproval', items: 'Save my card', currency: 'LKR' },
+      headers: await asCustomer(carol),
+    });
+    const someoneElse = await checkout('preapproval', {}, dave);
+
+    for (const answer of [refused, ownRequest]) {
+      expect(answer.statusCode).toBe(429);
+      expect(answer.body).toEqual({
+        status: -1,
+        msg: 'Too many cards were declined for this customer: try again later.',
+        data: { code: 'caller_rate_limited' },
+      });
+      expect(Number(answer.headers?.['Retry-After'])).toBeGreaterThan(0);
+    }
+    expect(someoneElse).toMatch(/^ORD-/);
+  });
+
+  it('counts two declines of one pre-approval order twice: a customer may retry a card on the same order', async () => {
+    const erin = customer('erin');
+    const orderId = await checkout('preapproval', {}, erin);
+
+    await notify(declined(orderId, '320099980001'));
+    await notify(declined(orderId, '320099980002'));
+
+    expect(await ledger.failedPreapprovals(erin, Math.floor(Date.now() / 3_600_000))).toBe(2);
+  });
+});

@@ -2,6 +2,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { beforeEach, describe, expect, inject, it, vi } from 'vitest';
 import { loadConfig } from '../../lib/config/config.ts';
 import { NotFoundError } from '../../lib/envelope/errors.ts';
+import { NoPaymentsError } from '../../lib/gateway/answers.ts';
 import { createPayHere } from '../../lib/gateway/index.ts';
 import { ageHeaders, SharedReads } from '../../lib/reads/shared-reads.ts';
 import { CLOCK_SKEW_MS, SHARED_READS, SharedReadStore } from '../../lib/reads/store.ts';
@@ -147,6 +148,48 @@ describe('the shared write', () => {
   });
 });
 
+describe('a not-found, shared like an answer', () => {
+  it('answers every container 404 from one PayHere call per window, then asks again', async () => {
+    const { store, reads } = await sharedReads();
+    const other = new SharedReads({ payhere: createPayHere(loadConfig(process.env)), store, now: clock });
+    const unknown = String(SEED.subscriptions.unknown);
+
+    const first = await reads.paymentsOfOrder(SEED.orders.withoutPayments, deadline()).catch((e) => e);
+    // Kept in the background: another container sees it once written.
+    await sleep(100);
+    now = T0 + 9_999;
+    const shared = await other.paymentsOfOrder(SEED.orders.withoutPayments, deadline()).catch((e) => e);
+    for (let i = 0; i < 2; i++) {
+      await expect(other.subscriptionPayments(unknown, deadline())).rejects.toBeInstanceOf(NotFoundError);
+    }
+    const searchesWithin = count('search');
+    now = T0 + 10_000;
+    await expect(reads.paymentsOfOrder(SEED.orders.withoutPayments, deadline())).rejects.toBeInstanceOf(
+      NoPaymentsError,
+    );
+
+    // The same class and message as PayHere's own answer: readers cannot tell them apart.
+    expect(first).toBeInstanceOf(NoPaymentsError);
+    expect(shared).toBeInstanceOf(NoPaymentsError);
+    expect(shared.message).toBe(first.message);
+    expect(searchesWithin).toBe(1);
+    expect(count('subscriptionPayments')).toBe(1);
+    expect(count('search')).toBe(2);
+  });
+
+  it('is dropped by the service’s own money call on the order, like an answer', async () => {
+    const { store, reads } = await sharedReads();
+
+    await expect(reads.paymentsOfOrder(SEED.orders.withoutPayments, deadline())).rejects.toThrow();
+    await sleep(50);
+    await store.forgetOrder(SEED.orders.withoutPayments);
+    now = T0 + CLOCK_SKEW_MS + 1;
+    await expect(reads.paymentsOfOrder(SEED.orders.withoutPayments, deadline())).rejects.toThrow();
+
+    expect(count('search')).toBe(2);
+  });
+});
+
 describe('never kept', () => {
   it('a pending answer', async () => {
     const { reads } = await sharedReads();
@@ -163,22 +206,6 @@ describe('never kept', () => {
     expect([first.answer.pending, second.answer.pending]).toEqual([true, true]);
     expect(second.shared).toBe(false);
     expect(count('search')).toBe(2);
-  });
-
-  it('a not-found answer', async () => {
-    const { reads } = await sharedReads();
-
-    for (let i = 0; i < 2; i++) {
-      await expect(reads.paymentsOfOrder(SEED.orders.withoutPayments, deadline())).rejects.toBeInstanceOf(
-        NotFoundError,
-      );
-      await expect(
-        reads.subscriptionPayments(String(SEED.subscriptions.unknown), deadline()),
-      ).rejects.toBeInstanceOf(NotFoundError);
-    }
-
-    expect(count('search')).toBe(2);
-    expect(count('subscriptionPayments')).toBe(2);
   });
 
   it('an answer too large for a DynamoDB item (over 300 KB), which is still served', async () => {

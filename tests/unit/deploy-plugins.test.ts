@@ -1,7 +1,9 @@
 import { createRequire } from 'node:module';
 import { describe, expect, it } from 'vitest';
 import { errorResponse } from '../../lib/envelope/error-response.ts';
-import { PayloadTooLargeError, RateLimitedError } from '../../lib/envelope/errors.ts';
+import { PayloadTooLargeError, RateLimitedError, UnauthorizedError } from '../../lib/envelope/errors.ts';
+import { MALFORMED } from '../../lib/http/auth/middleware.ts';
+import { TOKEN_INVALID } from '../../lib/http/auth/verify.ts';
 import { MAX_BODY_BYTES } from '../../lib/http/request-guard.ts';
 
 /**
@@ -367,11 +369,11 @@ describe('plugins/api-stage.cjs', () => {
     withRoutes([CHARGE, NOTIFY, SUBSCRIPTION_PAYMENTS], custom);
   const throttle = { rateLimit: 10, burstLimit: 20 };
 
-  it('throttles the routes that spend PayHere’s budget apart, their paths encoded as API Gateway wants', async () => {
+  it('throttles groups of routes apart, their paths encoded as API Gateway wants', async () => {
     const stand = withDeployment({
       apiStage: {
         throttle,
-        budgetRoutes: {
+        readRoutes: {
           rateLimit: 2,
           burstLimit: 15,
           routes: ['GET /gateway/api/subscriptions/{id}/payments'],
@@ -397,7 +399,7 @@ describe('plugins/api-stage.cjs', () => {
     const stand = withDeployment({
       apiStage: {
         throttle,
-        budgetRoutes: { rateLimit: 2, burstLimit: 15, routes: [SUBSCRIPTION_PAYMENTS] },
+        readRoutes: { rateLimit: 2, burstLimit: 15, routes: [SUBSCRIPTION_PAYMENTS] },
         notifyRoutes: { rateLimit: 20, burstLimit: 100, routes: [NOTIFY] },
       },
     });
@@ -414,15 +416,39 @@ describe('plugins/api-stage.cjs', () => {
     expect(stage.Properties.MethodSettings).toHaveLength(3);
   });
 
+  it('logs every request with its source address, in a log group kept as long as the functions’ logs', async () => {
+    const stand = withDeployment({ apiStage: { throttle } });
+    stand.service.provider.logRetentionInDays = 731;
+
+    await new ApiStagePlugin(stand).hooks[HOOK]();
+
+    const resources = stand.service.provider.compiledCloudFormationTemplate.Resources as any;
+    expect(resources.ApiGatewayAccessLogGroup).toEqual({
+      Type: 'AWS::Logs::LogGroup',
+      Properties: { LogGroupName: '/aws/api-gateway/payhere-payments-api-prod-access', RetentionInDays: 731 },
+    });
+    const { AccessLogSetting } = resources.ApiGatewayStage.Properties;
+    expect(AccessLogSetting.DestinationArn).toEqual({
+      'Fn::Sub': `arn:\${AWS::Partition}:logs:\${AWS::Region}:\${AWS::AccountId}:log-group:\${ApiGatewayAccessLogGroup}`,
+    });
+    expect(JSON.parse(AccessLogSetting.Format)).toMatchObject({
+      requestId: '$context.requestId',
+      sourceIp: '$context.identity.sourceIp',
+      status: '$context.status',
+      responseType: '$context.error.responseType',
+      waf: '$context.wafResponseCode',
+    });
+  });
+
   it.each([
-    [{ rateLimit: 0, burstLimit: 15, routes: [] }, 'custom.apiStage.budgetRoutes needs rateLimit'],
+    [{ rateLimit: 0, burstLimit: 15, routes: [] }, 'custom.apiStage.readRoutes needs rateLimit'],
     [{ rateLimit: 2, burstLimit: 15, routes: ['/gateway/api/subscriptions'] }, 'must look like'],
     [
       { rateLimit: 2, burstLimit: 15, routes: ['GET /gateway/api/subscription'] },
-      'custom.apiStage.budgetRoutes: "GET /gateway/api/subscription" is no route of this service.',
+      'custom.apiStage.readRoutes: "GET /gateway/api/subscription" is no route of this service.',
     ],
-  ])('refuses budget routes %j', async (budgetRoutes, message) => {
-    const stand = withDeployment({ apiStage: { throttle, budgetRoutes } });
+  ])('refuses read routes %j', async (readRoutes, message) => {
+    const stand = withDeployment({ apiStage: { throttle, readRoutes } });
 
     expect(await refusal(new ApiStagePlugin(stand), HOOK)).toContain(message);
   });
@@ -431,7 +457,7 @@ describe('plugins/api-stage.cjs', () => {
     const stand = withDeployment({
       apiStage: {
         throttle,
-        budgetRoutes: { rateLimit: 2, burstLimit: 15, routes: [NOTIFY] },
+        readRoutes: { rateLimit: 2, burstLimit: 15, routes: [NOTIFY] },
         notifyRoutes: { rateLimit: 20, burstLimit: 100, routes: [NOTIFY] },
       },
     });
@@ -518,7 +544,14 @@ describe('plugins/waf.cjs', () => {
   const ApiStagePlugin = require('../../plugins/api-stage.cjs');
   const custom = (waf: Record<string, unknown>) => ({
     apiStage: { throttle: { rateLimit: 10, burstLimit: 20 } },
-    waf: { enabled: 'false', rateLimit: 300, commonRuleSetSkips: [NOTIFY], ...waf },
+    waf: {
+      enabled: 'false',
+      rateLimit: 300,
+      issuer: 'https://issuer.example.com/',
+      commonRuleSetSkips: [NOTIFY],
+      bearerSkips: [NOTIFY],
+      ...waf,
+    },
   });
   /** Both plugins' finalize hooks, in serverless.yml's order: the stage first, then the web ACL. */
   async function packaged(waf: Record<string, unknown>) {
@@ -536,8 +569,8 @@ describe('plugins/waf.cjs', () => {
     expect(Object.values(resources).filter((r) => r.Type.startsWith('AWS::WAFv2::'))).toEqual([]);
   });
 
-  it('puts a web ACL on the stage: per-address rate, body size, then AWS’s common rule set', async () => {
-    const resources = await packaged({ enabled: 'true', rateLimit: '600' });
+  it('puts a web ACL on the stage: per-address rate, bearer shape and issuer, body size, then AWS’s common rule set', async () => {
+    const resources = await packaged({ enabled: 'true', rateLimit: '540' });
 
     expect(resources.WebAclAssociation).toEqual({
       Type: 'AWS::WAFv2::WebACLAssociation',
@@ -557,13 +590,15 @@ describe('plugins/waf.cjs', () => {
     });
     expect(acl.Rules.map((rule: any) => [rule.Priority, rule.Name])).toEqual([
       [0, 'per-address-rate'],
-      [1, 'body-size'],
-      [2, 'aws-common-rule-set'],
+      [1, 'bearer-shape'],
+      [2, 'bearer-issuer'],
+      [3, 'body-size'],
+      [4, 'aws-common-rule-set'],
     ]);
     expect(acl.Rules[0].Statement).toEqual({
-      RateBasedStatement: { Limit: 600, EvaluationWindowSec: 60, AggregateKeyType: 'IP' },
+      RateBasedStatement: { Limit: 540, EvaluationWindowSec: 60, AggregateKeyType: 'IP' },
     });
-    expect(acl.Rules[1].Statement.SizeConstraintStatement).toMatchObject({
+    expect(acl.Rules[3].Statement.SizeConstraintStatement).toMatchObject({
       FieldToMatch: { Body: { OversizeHandling: 'MATCH' } },
       ComparisonOperator: 'GT',
       Size: MAX_BODY_BYTES,
@@ -589,7 +624,8 @@ describe('plugins/waf.cjs', () => {
       };
     };
 
-    expect(answerOf(acl.Rules[1])).toEqual(errorResponse(new PayloadTooLargeError(MAX_BODY_BYTES)));
+    expect(answerOf(acl.Rules[3])).toEqual(errorResponse(new PayloadTooLargeError(MAX_BODY_BYTES)));
+    expect(answerOf(acl.Rules[1])).toEqual(errorResponse(new UnauthorizedError(MALFORMED)));
     expect(answerOf(acl.Rules[0])).toEqual(
       errorResponse(
         new RateLimitedError('Too many requests from this address: wait a minute, then retry.', 60),
@@ -597,10 +633,13 @@ describe('plugins/waf.cjs', () => {
     );
   });
 
-  it("skips PayHere's signed notifications in the common rule set, whose 8 KB body rule only counts", async () => {
-    const [, , common] = (await packaged({ enabled: 'true' })).WebAcl.Properties.Rules;
+  it("skips PayHere's signed notifications in the common rule set, which counts only unless told to block", async () => {
+    const [, , , , common] = (await packaged({ enabled: 'true' })).WebAcl.Properties.Rules;
+    const [, , , , blocking] = (await packaged({ enabled: 'true', commonRules: 'block' })).WebAcl.Properties
+      .Rules;
 
-    expect(common.OverrideAction).toEqual({ None: {} });
+    expect(common.OverrideAction).toEqual({ Count: {} });
+    expect(blocking.OverrideAction).toEqual({ None: {} });
     expect(common.Statement.ManagedRuleGroupStatement).toEqual({
       VendorName: 'AWS',
       Name: 'AWSManagedRulesCommonRuleSet',
@@ -628,6 +667,16 @@ describe('plugins/waf.cjs', () => {
     ],
     ['a rate below AWS WAF’s lowest, 10', { enabled: 'true', rateLimit: '5' }, /^WAF_RATE_LIMIT .* is "5"/],
     [
+      'an issuer rule neither count nor block',
+      { enabled: 'true', issuerRule: 'deny' },
+      /^WAF_ISSUER_RULE .* is "deny"/,
+    ],
+    [
+      'common rules neither count nor block',
+      { enabled: 'true', commonRules: 'on' },
+      /^WAF_COMMON_RULES .* is "on"/,
+    ],
+    [
       'a rate that is not a whole number',
       { enabled: 'true', rateLimit: '2.5' },
       /^WAF_RATE_LIMIT .* is "2\.5"/,
@@ -642,5 +691,70 @@ describe('plugins/waf.cjs', () => {
     await expect(packaged({ enabled: 'true', commonRuleSetSkips: ['POST /gateway/notice'] })).rejects.toThrow(
       'custom.waf.commonRuleSetSkips: "POST /gateway/notice" is no route of this service.',
     );
+  });
+
+  it('refuses a per-address rate one address could fill the slowest route’s bucket with', async () => {
+    await expect(packaged({ enabled: 'true', rateLimit: '600' })).rejects.toThrow(
+      /^WAF_RATE_LIMIT \(custom\.waf\.rateLimit\) is 600 a minute, 10 a second: it must stay below every route's throttle, the lowest of which is 10 a second/,
+    );
+  });
+
+  it('refuses, on every route but PayHere’s, a bearer header the functions would not parse', async () => {
+    const [, shape] = (await packaged({ enabled: 'true' })).WebAcl.Properties.Rules;
+    const { Statements } = shape.Statement.AndStatement;
+    const regex = new RegExp(Statements[1].NotStatement.Statement.RegexMatchStatement.RegexString);
+
+    expect(Statements[0]).toEqual({
+      NotStatement: {
+        Statement: {
+          ByteMatchStatement: expect.objectContaining({ SearchString: '/gateway/notify' }),
+        },
+      },
+    });
+    expect(Statements[1].NotStatement.Statement.RegexMatchStatement.FieldToMatch).toEqual({
+      SingleHeader: { Name: 'authorization' },
+    });
+    for (const header of ['Bearer a.b.c', 'bearer  eyJ.eyJ.sig', ' BEARER a-_.b_-.c ']) {
+      expect(regex.test(header), header).toBe(true);
+    }
+    for (const header of ['Bearer x', 'Bearer a.b', 'Basic a.b.c', 'Bearer a.b.c.d.e', 'Bearer a.b.c=', '']) {
+      expect(regex.test(header), header).toBe(false);
+    }
+  });
+
+  it('counts, or with issuerRule block refuses, a bearer token whose payload cannot hold our issuer', async () => {
+    const [, , counting] = (await packaged({ enabled: 'true' })).WebAcl.Properties.Rules;
+    const [, , blocking] = (await packaged({ enabled: 'true', issuerRule: 'block' })).WebAcl.Properties.Rules;
+
+    expect(counting.Action).toEqual({ Count: {} });
+    expect(blocking.Action.Block.CustomResponse.ResponseCode).toBe(
+      errorResponse(new UnauthorizedError(TOKEN_INVALID)).statusCode,
+    );
+    const fragments =
+      counting.Statement.AndStatement.Statements[1].NotStatement.Statement.OrStatement.Statements.map(
+        (s: any) => s.ByteMatchStatement.SearchString as string,
+      );
+    expect(fragments).toEqual(WafPlugin.base64urlFragments('"iss":"https://issuer.example.com/"'));
+    // Wherever the claim sits in a payload, one of the three is in its base64url.
+    const payload = (claims: Record<string, unknown>) =>
+      Buffer.from(JSON.stringify(claims)).toString('base64url');
+    for (let pad = 0; pad < 6; pad++) {
+      const ours = payload({ sub: 'x'.repeat(pad), iss: 'https://issuer.example.com/', exp: 1 });
+      expect(
+        fragments.some((f: string) => ours.includes(f)),
+        `pad ${pad}`,
+      ).toBe(true);
+      const theirs = payload({ sub: 'x'.repeat(pad), iss: 'https://issuer.example.com/evil', exp: 1 });
+      expect(
+        fragments.some((f: string) => theirs.includes(f)),
+        `pad ${pad}`,
+      ).toBe(false);
+    }
+  });
+
+  it('has no issuer rule without an issuer', async () => {
+    const rules = (await packaged({ enabled: 'true', issuer: '' })).WebAcl.Properties.Rules;
+
+    expect(rules.map((rule: any) => rule.Name)).not.toContain('bearer-issuer');
   });
 });

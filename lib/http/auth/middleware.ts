@@ -18,7 +18,7 @@ export const MAX_AUTHORIZATION_LENGTH = 8 * 1024;
 const BEARER = /^bearer +([A-Za-z0-9_-]+\.[A-Za-z0-9_-]+\.[A-Za-z0-9_-]+)$/i;
 
 const MISSING = 'Authentication is required: send Authorization: Bearer <token>.';
-const MALFORMED = 'The Authorization header must be exactly one "Bearer <token>".';
+export const MALFORMED = 'The Authorization header must be exactly one "Bearer <token>".';
 
 /** The one bearer token of the request, or a 401: absent, repeated, oversized or not "Bearer <JWS>". */
 export function bearerToken(event: Pick<Event, 'headers' | 'multiValueHeaders'>): string {
