@@ -1,8 +1,10 @@
 import { AsyncLocalStorage } from 'node:async_hooks';
 import { randomUUID } from 'node:crypto';
+import { isThrottlingError } from '../aws/retry.ts';
 import { RateLimitedError } from '../envelope/errors.ts';
 import { describeError, log } from '../log/log.ts';
 import { countMetric } from '../log/metrics.ts';
+import { fullJitterMs } from '../net/backoff.ts';
 import type { BudgetSnapshot, SharedStateTable } from './state-table.ts';
 import {
   budgetRefused,
@@ -40,6 +42,18 @@ const MAX_NAMED_KEEP = 16;
  * away: its own wake-up jitter and two table round trips (a read of the budget, its take).
  */
 const OWED_SLACK_MS = 500;
+
+/**
+ * A call whose request to the table failed (late, refused, no answer) tries once more, this long
+ * at most after it (jittered): one slow request costs that request, not the container's next window.
+ */
+const RETRY_TABLE_MS = 200;
+/** Tries of the table per call while the container's own share is not open yet. */
+const TRIES_BEFORE_SHARE = 2;
+/** Once its own share serves (the table failed for a window), a container tries the table this often. */
+const PROBE_TABLE_MS = 1_000;
+/** The longest pause between two tries of a table that throttles (full jitter below it). */
+const MAX_THROTTLED_PAUSE_MS = 1_000;
 
 const NO_RELEASE: Permit = { release: async () => {}, handBack: async () => {} };
 
@@ -166,11 +180,16 @@ export class SharedLimiter implements GatewayLimiter {
   readonly #random: () => number;
   /** The budget as last seen: a guess of a free slot costs one conditional write, not a read. */
   #snapshot: BudgetSnapshot | undefined;
-  #fallbackUntil = 0;
+  /** When the table first failed this container since it last answered; undefined while it answers. */
+  #failingSince: number | undefined;
+  /** When this container's own share opens in the current failure. */
+  #shareOpensAt = 0;
+  /** The last try of the table while it failed. */
+  #probedAt = Number.NEGATIVE_INFINITY;
+  /** The last warning that the table failed: one a window. */
+  #warnedAt = Number.NEGATIVE_INFINITY;
   /** The latest a request the table let through may reach PayHere, as far as this container saw. */
   #seenUntil = 0;
-  /** This container found the table unreachable and has not reached it since. */
-  #inOutage = false;
   /**
    * Callers of one container ask the table one at a time, reads apart from money and tokens: a
    * burst in one container is one client of the table, not a herd of them, and a read waiting for
@@ -213,24 +232,57 @@ export class SharedLimiter implements GatewayLimiter {
   async #acquire(kind: CallKind, maxWaitMs: number, spare: boolean): Promise<Permit> {
     const askedAt = this.#now();
     const giveUpAt = askedAt + maxWaitMs;
-    if (this.#now() >= this.#fallbackUntil) {
+    let failed = 0;
+    let throttled = 0;
+    for (;;) {
+      const now = this.#now();
+      if (!this.#mayTryTable(now, failed)) return this.#fromFallback(kind, giveUpAt);
+      if (this.#failingSince !== undefined) this.#probedAt = now;
       try {
         return (
           (await this.#inTurn(spare ? 'spare' : queueOf(kind), giveUpAt, () =>
-            this.#now() < this.#fallbackUntil ? undefined : this.#shared(kind, askedAt, giveUpAt, spare),
+            this.#shared(kind, askedAt, giveUpAt, spare),
           )) ?? (await this.#fromFallback(kind, giveUpAt))
         );
       } catch (error) {
         if (error instanceof RateLimitedError) throw error;
+        if (isThrottlingError(error)) {
+          // The table is there, only busy: the call waits and asks again within its deadline. A
+          // throttled container never takes its own share, so throttling never adds arrivals.
+          const pauseMs = fullJitterMs(throttled++, this.#random, MAX_THROTTLED_PAUSE_MS);
+          if (this.#now() + pauseMs + MIN_SEND_MS >= giveUpAt) throw budgetRefused(pauseMs, kind);
+          await this.#sleep(pauseMs);
+          continue;
+        }
         this.#fallBack(error);
+        failed++;
+        if (failed < TRIES_BEFORE_SHARE && !this.#shareOpen(this.#now())) {
+          const pauseMs = Math.floor(this.#random() * RETRY_TABLE_MS);
+          if (this.#now() + pauseMs + MIN_SEND_MS < giveUpAt) await this.#sleep(pauseMs);
+        }
       }
     }
-    return this.#fromFallback(kind, giveUpAt);
+  }
+
+  /**
+   * Whether this call asks the table (again): always while the table answers; after a failure, a
+   * call tries it at most TRIES_BEFORE_SHARE times until the container's own share opens, and once
+   * that share serves, one call a PROBE_TABLE_MS does.
+   */
+  #mayTryTable(now: number, failed: number): boolean {
+    if (this.#failingSince === undefined) return true;
+    if (!this.#shareOpen(now)) return failed < TRIES_BEFORE_SHARE;
+    return failed === 0 && now - this.#probedAt >= PROBE_TABLE_MS;
+  }
+
+  #shareOpen(now: number): boolean {
+    return this.#failingSince !== undefined && now >= this.#shareOpensAt;
   }
 
   async #fromFallback(kind: CallKind, giveUpAt: number): Promise<Permit> {
     // A container's own share is what its live calls may need; idle work waits for the table.
-    if (kind === 'idle') throw budgetRefused(this.#fallbackUntil - this.#now(), kind);
+    if (kind === 'idle')
+      throw budgetRefused(Math.max(PROBE_TABLE_MS, this.#shareOpensAt - this.#now()), kind);
     await this.#fallback.acquire(giveUpAt - this.#now(), kind);
     countMetric('BudgetFallback');
     return NO_RELEASE;
@@ -359,7 +411,7 @@ export class SharedLimiter implements GatewayLimiter {
 
   /** The table answered: note how late the requests it let through may still arrive. */
   #saw(snapshot: BudgetSnapshot): BudgetSnapshot {
-    this.#inOutage = false;
+    this.#failingSince = undefined;
     let latest = this.#now();
     for (const until of snapshot.busyUntil.values()) latest = Math.max(latest, until);
     this.#seenUntil = Math.max(this.#seenUntil, latest);
@@ -471,22 +523,24 @@ export class SharedLimiter implements GatewayLimiter {
    * let through (until now, by any container, and until the deadlines of those this container saw
    * in flight) is a window and the margin old: so that when the table fails for every container,
    * no window at PayHere holds shared and fallback arrivals together, and the containers' shares
-   * alone stay within the limit. Once per outage: while the table stays unreachable it lets
-   * nothing through.
+   * alone stay within the limit. Set once per failure: while the table keeps failing it lets
+   * nothing through. Until then the container's calls keep trying the table (a slow request costs
+   * that request only); once it opens, one call a second still does.
    */
   #fallBack(error: unknown): void {
     const now = this.#now();
-    if (!this.#inOutage) {
-      this.#inOutage = true;
-      this.#fallback.pause(Math.max(this.#seenUntil, now) + this.#windowMs + this.#marginMs);
+    if (this.#failingSince === undefined) {
+      this.#failingSince = now;
+      this.#shareOpensAt = Math.max(this.#seenUntil, now) + this.#windowMs + this.#marginMs;
+      this.#fallback.pause(this.#shareOpensAt);
     }
-    if (now >= this.#fallbackUntil) {
+    if (now >= this.#warnedAt + this.#windowMs) {
+      this.#warnedAt = now;
       log.warn('the shared budget table cannot be reached: this container uses its own fallback share', {
         error: describeError(error),
-        retryTableInMs: this.#windowMs,
+        shareOpensInMs: Math.max(0, this.#shareOpensAt - now),
       });
     }
-    this.#fallbackUntil = now + this.#windowMs;
     this.#snapshot = undefined;
   }
 }

@@ -4,6 +4,7 @@ import type { SharedStateTable } from '../../lib/budget/state-table.ts';
 import { type CallKind, SlidingWindowLimiter } from '../../lib/budget/window-limiter.ts';
 import { RateLimitedError } from '../../lib/envelope/errors.ts';
 import { countMetric, timeMetric } from '../../lib/log/metrics.ts';
+import { injectDynamoDbFault } from '../helpers/dynamodb-faults.ts';
 import { captureLogs } from '../helpers/logs.ts';
 import { freePort } from '../helpers/ports.ts';
 import { freshStateTable, slowRelay } from '../helpers/state-table.ts';
@@ -18,6 +19,8 @@ vi.mock('../../lib/log/metrics.ts', async (importOriginal) => ({
 const T0 = Date.UTC(2026, 10, 23, 9, 0, 0);
 const WINDOW = 10_000;
 const MARGIN = 500;
+/** A call's second try of a table that failed it comes within 200 ms (jittered). */
+const RETRY_BOUND_MS = 200;
 
 /** A clock whose sleep moves time forward at once: one caller at a time, however many containers. */
 function steppingClock() {
@@ -577,6 +580,65 @@ describe('when the shared table cannot be reached', () => {
     } finally {
       await relay.close();
     }
+  });
+
+  it('lets one slow request cost that request only: the call tries again, and the next call is served by the table at once', async () => {
+    // Prepare: the table's next write of the budget answers a second late (applied at once).
+    const { table, name } = await freshStateTable({ timeoutMs: 300 });
+    const clock = steppingClock();
+    const limiter = container(table, clock);
+    captureLogs('warn');
+    await injectDynamoDbFault({ operation: 'UpdateItem', table: name, fault: { kind: 'slow', ms: 1_000 } });
+
+    // Act: a charge with 5 s to go, then at once a charge and a read with no time to wait.
+    await limiter.acquire('money', 5_000);
+    const next = await limiter.acquire('money', 0).catch((error: unknown) => error);
+    const read = await limiter.acquire('read', 0).catch((error: unknown) => error);
+
+    // Assess: no 429, nothing served from the container's own share, no window lost.
+    expect(next).not.toBeInstanceOf(Error);
+    expect(read).not.toBeInstanceOf(Error);
+    expect(counted('BudgetFallback')).toBe(0);
+    expect(clock.now() - T0).toBeLessThan(RETRY_BOUND_MS);
+  });
+
+  it('waits, never falls back, while the table throttles: a throttled call asks again within its deadline', async () => {
+    // Prepare: the next five writes of the budget throttled, as DynamoDB does past an item's rate.
+    const { table, name } = await freshStateTable();
+    const clock = steppingClock();
+    const limiter = container(table, clock, { random: () => 0.5 });
+    await injectDynamoDbFault({
+      operation: 'UpdateItem',
+      table: name,
+      fault: { kind: 'throttle' },
+      times: 5,
+    });
+
+    // Act
+    await limiter.acquire('read', 10_000);
+    const afterwards = await limiter.acquire('read', 0);
+
+    // Assess: served by the table after pauses of jitter, not by the container's own share.
+    expect(afterwards).toBeDefined();
+    expect(counted('BudgetFallback')).toBe(0);
+    expect(clock.sleeps.length).toBeGreaterThanOrEqual(5);
+    expect(clock.now() - T0).toBeLessThan(5_000);
+  });
+
+  it('answers 429 at its deadline while the table throttles, never taking its own share', async () => {
+    // Prepare: a table that throttles every request to it.
+    const { table, name } = await freshStateTable();
+    const clock = steppingClock();
+    const limiter = container(table, clock, { random: () => 0.9 });
+    await injectDynamoDbFault({ operation: '*', table: name, fault: { kind: 'throttle' }, times: 1_000 });
+
+    // Act
+    const refused = await limiter.acquire('money', 3_000).catch((error: unknown) => error);
+
+    // Assess
+    expect(refused).toBeInstanceOf(RateLimitedError);
+    expect(counted('BudgetFallback')).toBe(0);
+    expect(clock.now() - T0).toBeLessThanOrEqual(3_000);
   });
 
   it('keeps every container together within the limit when the table fails mid-way', async () => {
