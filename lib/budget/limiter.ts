@@ -133,8 +133,19 @@ export interface SharedLimiterOptions {
   table: SharedStateTable;
   limit: number;
   windowMs: number;
-  /** The container's own share while the table cannot be reached (GATEWAY_RATE_LIMIT_FALLBACK). */
-  fallback: SlidingWindowLimiter;
+  /**
+   * The container's own share while the table cannot be reached (GATEWAY_RATE_LIMIT_FALLBACK);
+   * none: a call waits for the table within its deadline, else 429.
+   */
+  fallback?: SlidingWindowLimiter;
+  /**
+   * Slots of `limit` the table never gives out, kept for the containers' own shares: with every
+   * container's share within them (GATEWAY_FALLBACK_CONTAINERS × its share), a share opens as soon
+   * as the table fails, whoever else still reaches it. 0: the table gives out every slot, and a
+   * share opens only a window and the margin after the failure (safe only when the table fails for
+   * every container at once).
+   */
+  fallbackSlots?: number;
   marginMs?: number;
   reserved?: number;
   /** Slots of the shared part idle work leaves free for live calls; as many as `reserved` by default. */
@@ -174,7 +185,8 @@ export class SharedLimiter implements GatewayLimiter {
   readonly #marginMs: number;
   readonly #reserved: number;
   readonly #liveReserve: number;
-  readonly #fallback: SlidingWindowLimiter;
+  readonly #fallback: SlidingWindowLimiter | undefined;
+  readonly #fallbackSlots: number;
   readonly #now: () => number;
   readonly #sleep: (ms: number) => Promise<void>;
   readonly #random: () => number;
@@ -204,16 +216,19 @@ export class SharedLimiter implements GatewayLimiter {
 
   constructor(options: SharedLimiterOptions) {
     this.#table = options.table;
-    this.#limit = options.limit;
+    this.#fallback = options.fallback;
+    this.#fallbackSlots = options.fallback ? Math.max(0, options.fallbackSlots ?? 0) : 0;
+    // What the table gives out: the budget less the containers' own shares' part.
+    this.#limit = options.limit - this.#fallbackSlots;
+    if (this.#limit < 1) throw new RangeError('the containers’ own shares must leave the table a slot');
     this.#windowMs = options.windowMs;
     this.#marginMs = options.marginMs ?? arrivalMargin(options.windowMs);
-    this.#reserved = options.reserved ?? reservedShare(options.limit);
+    this.#reserved = options.reserved ?? reservedShare(this.#limit);
     // The shared part keeps at least one slot for idle work to take, or the job could never run.
     this.#liveReserve = Math.max(
       0,
-      Math.min(options.liveReserve ?? this.#reserved, options.limit - this.#reserved - 1),
+      Math.min(options.liveReserve ?? this.#reserved, this.#limit - this.#reserved - 1),
     );
-    this.#fallback = options.fallback;
     this.#now = options.now ?? Date.now;
     this.#sleep = options.sleep ?? defaultSleep;
     this.#random = options.random ?? Math.random;
@@ -256,7 +271,12 @@ export class SharedLimiter implements GatewayLimiter {
         }
         this.#fallBack(error);
         failed++;
-        if (failed < TRIES_BEFORE_SHARE && !this.#shareOpen(this.#now())) {
+        if (!this.#fallback) {
+          // No share of its own: the call asks the table again, paced, until its deadline.
+          const pauseMs = fullJitterMs(failed, this.#random, MAX_THROTTLED_PAUSE_MS);
+          if (this.#now() + pauseMs + MIN_SEND_MS >= giveUpAt) throw budgetRefused(PROBE_TABLE_MS, kind);
+          await this.#sleep(pauseMs);
+        } else if (failed < TRIES_BEFORE_SHARE && !this.#shareOpen(this.#now())) {
           const pauseMs = Math.floor(this.#random() * RETRY_TABLE_MS);
           if (this.#now() + pauseMs + MIN_SEND_MS < giveUpAt) await this.#sleep(pauseMs);
         }
@@ -270,7 +290,7 @@ export class SharedLimiter implements GatewayLimiter {
    * that share serves, one call a PROBE_TABLE_MS does.
    */
   #mayTryTable(now: number, failed: number): boolean {
-    if (this.#failingSince === undefined) return true;
+    if (this.#failingSince === undefined || !this.#fallback) return true;
     if (!this.#shareOpen(now)) return failed < TRIES_BEFORE_SHARE;
     return failed === 0 && now - this.#probedAt >= PROBE_TABLE_MS;
   }
@@ -281,7 +301,7 @@ export class SharedLimiter implements GatewayLimiter {
 
   async #fromFallback(kind: CallKind, giveUpAt: number): Promise<Permit> {
     // A container's own share is what its live calls may need; idle work waits for the table.
-    if (kind === 'idle')
+    if (kind === 'idle' || !this.#fallback)
       throw budgetRefused(Math.max(PROBE_TABLE_MS, this.#shareOpensAt - this.#now()), kind);
     await this.#fallback.acquire(giveUpAt - this.#now(), kind);
     countMetric('BudgetFallback');
@@ -319,7 +339,7 @@ export class SharedLimiter implements GatewayLimiter {
 
   async pause(ms: number): Promise<void> {
     const until = this.#now() + ms;
-    this.#fallback.pause(until);
+    this.#fallback?.pause(until);
     if (this.#snapshot) this.#snapshot.pausedUntil = Math.max(this.#snapshot.pausedUntil, until);
     try {
       await this.#table.pause(until, this.#now());
@@ -531,12 +551,18 @@ export class SharedLimiter implements GatewayLimiter {
     const now = this.#now();
     if (this.#failingSince === undefined) {
       this.#failingSince = now;
-      this.#shareOpensAt = Math.max(this.#seenUntil, now) + this.#windowMs + this.#marginMs;
-      this.#fallback.pause(this.#shareOpensAt);
+      // Shares within slots the table never gives out open at once; shares on top of the table's
+      // slots once whatever the table let through is a window and the margin old.
+      this.#shareOpensAt =
+        this.#fallbackSlots > 0 ? now : Math.max(this.#seenUntil, now) + this.#windowMs + this.#marginMs;
+      this.#fallback?.pause(this.#shareOpensAt);
     }
     if (now >= this.#warnedAt + this.#windowMs) {
       this.#warnedAt = now;
-      log.warn('the shared budget table cannot be reached: this container uses its own fallback share', {
+      const message = this.#fallback
+        ? 'the shared budget table cannot be reached: this container uses its own fallback share'
+        : 'the shared budget table cannot be reached: calls wait for it within their deadline';
+      log.warn(message, {
         error: describeError(error),
         shareOpensInMs: Math.max(0, this.#shareOpensAt - now),
       });

@@ -641,6 +641,86 @@ describe('when the shared table cannot be reached', () => {
     expect(clock.now() - T0).toBeLessThanOrEqual(3_000);
   });
 
+  it('without a share of its own (the deployed default), a container serves nothing while the table fails: its calls ask again until their deadline, then 429', async () => {
+    // Prepare: a table on a port where nothing listens, and a container with no fallback.
+    const { table } = await freshStateTable({
+      endpoint: `http://127.0.0.1:${await freePort()}`,
+      timeoutMs: 300,
+    });
+    const clock = steppingClock();
+    const limiter = new SharedLimiter({
+      table,
+      limit: 8,
+      windowMs: WINDOW,
+      marginMs: MARGIN,
+      reserved: 2,
+      ...clock,
+      random: () => 0.5,
+    });
+    captureLogs('warn');
+    const tries = vi.spyOn(table, 'takeSlot');
+
+    // Act: a charge with 3 s to go, and one a window later.
+    const refused = await limiter.acquire('money', 3_000).catch((error: unknown) => error);
+    clock.advance(WINDOW + MARGIN);
+    const later = await limiter.acquire('money', 3_000).catch((error: unknown) => error);
+
+    // Assess: every call went to the table, more than once, and none was served without it.
+    expect(refused).toBeInstanceOf(RateLimitedError);
+    expect(later).toBeInstanceOf(RateLimitedError);
+    expect(tries.mock.calls.length).toBeGreaterThan(4);
+    expect(counted('BudgetFallback')).toBe(0);
+  });
+
+  it('with shares of their own within slots the table never gives out, holds the limit while the table fails for one container only', async () => {
+    // Prepare: 8 slots, 2 of them kept for two containers' shares of 1; the table fails for a
+    // only, while b still reaches it and takes every slot it gives out.
+    const { table } = await freshStateTable();
+    const broken = new Proxy(table, {
+      get(target, property) {
+        const value = Reflect.get(target, property) as unknown;
+        if (typeof value !== 'function') return value;
+        return () => Promise.reject(Object.assign(new Error('table down'), { name: 'InternalServerError' }));
+      },
+    });
+    const clock = steppingClock();
+    const withShare = (over: SharedStateTable) =>
+      new SharedLimiter({
+        table: over,
+        limit: 8,
+        windowMs: WINDOW,
+        marginMs: MARGIN,
+        reserved: 2,
+        fallback: new SlidingWindowLimiter({ limit: 1, windowMs: WINDOW + MARGIN, ...clock }),
+        fallbackSlots: 2,
+        ...clock,
+        random: () => 0,
+      });
+    const a = withShare(broken);
+    const b = withShare(table);
+    captureLogs('warn');
+    const starts: number[] = [];
+
+    // Act: each asks every 250 ms for 30 s, each call given 200 ms.
+    for (let step = 0; step < 120; step++) {
+      for (const limiter of [a, b]) {
+        try {
+          const permit = await limiter.acquire(step % 3 === 0 ? 'money' : 'read', 200);
+          starts.push(clock.now());
+          await permit.release();
+        } catch (error) {
+          expect(error).toBeInstanceOf(RateLimitedError);
+        }
+      }
+      clock.advance(250);
+    }
+
+    // Assess: a served from its share at once, b from the table's 6, never more than 8 in a window.
+    expect(counted('BudgetFallback')).toBeGreaterThanOrEqual(3);
+    expect(busiestWindow(starts, WINDOW)).toBeLessThanOrEqual(8);
+    expect(busiestWindow(starts, WINDOW)).toBeGreaterThanOrEqual(6);
+  });
+
   it('keeps every container together within the limit when the table fails mid-way', async () => {
     // Prepare: four containers on one table that answers 30 requests, then fails for all of them.
     // Their own shares together (4 × 2 per window) are the limit, as docs/budget.md says to size them.
