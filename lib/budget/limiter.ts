@@ -55,6 +55,14 @@ const PROBE_TABLE_MS = 1_000;
 /** The longest pause between two tries of a table that throttles (full jitter below it). */
 const MAX_THROTTLED_PAUSE_MS = 1_000;
 
+/**
+ * Containers waiting for one slot wake spread over this much after it frees, not all within a few
+ * milliseconds: each wake-up reads the budget item and may write it, and one item takes 1,000
+ * writes and 3,000 reads a second. The simulation of 500 containers (npm run bench, "The budget
+ * at scale") asked the table 25% less, and was throttled 3 times less where throttling began,
+ * than with 20 ms.
+ */
+const WAKE_SPREAD_MS = 250;
 const NO_RELEASE: Permit = { release: async () => {}, handBack: async () => {} };
 
 /**
@@ -409,8 +417,8 @@ export class SharedLimiter implements GatewayLimiter {
       const owedUntil = freeAt + OWED_SLACK_MS;
       if (!spare && kind !== 'idle' && snapshot.spareUntil > now && snapshot.owedUntil < owedUntil)
         await this.#markWaiting('owed', owedUntil, now);
-      // A little jitter, so that the containers waiting for one slot do not all ask at once.
-      await this.#sleep(freeAt - now + Math.floor(this.#random() * 20));
+      // Spread, so that the containers waiting for one slot do not all ask at once.
+      await this.#sleep(freeAt - now + Math.floor(this.#random() * WAKE_SPREAD_MS));
       slept = true;
       snapshot = this.#saw(await this.#table.readBudget());
       this.#snapshot = snapshot;

@@ -56,7 +56,7 @@ describe('PayHere’s budget over many containers, on a virtual clock', () => {
     expect(report.table.throttled).toBeGreaterThan(100);
     expect(report.maxPerWindow).toBeLessThanOrEqual(20);
     expect(report.payhere429).toBe(0);
-    expect(report.arrivals).toBeGreaterThanOrEqual(Math.floor((WINDOWS * MINUTE) / 11_500) * 20 * 0.65);
+    expect(report.arrivals).toBeGreaterThanOrEqual(Math.floor((WINDOWS * MINUTE) / 11_500) * 20 * 0.75);
   });
 
   it('is the same run for the same seed', async () => {
