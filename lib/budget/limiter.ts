@@ -417,8 +417,10 @@ export class SharedLimiter implements GatewayLimiter {
       const owedUntil = freeAt + OWED_SLACK_MS;
       if (!spare && kind !== 'idle' && snapshot.spareUntil > now && snapshot.owedUntil < owedUntil)
         await this.#markWaiting('owed', owedUntil, now);
-      // Spread, so that the containers waiting for one slot do not all ask at once.
-      await this.#sleep(freeAt - now + Math.floor(this.#random() * WAKE_SPREAD_MS));
+      // Spread, so that the containers waiting for one slot do not all ask at once; never past the
+      // last moment the call can still use a slot (a refusal then comes at its deadline, not later).
+      const wakeAt = freeAt + Math.floor(this.#random() * WAKE_SPREAD_MS);
+      await this.#sleep(Math.max(freeAt, Math.min(wakeAt, giveUpAt - MIN_SEND_MS)) - now);
       slept = true;
       snapshot = this.#saw(await this.#table.readBudget());
       this.#snapshot = snapshot;
