@@ -27,6 +27,10 @@ const SCENARIOS: Array<{ label: string; options: SimulationOptions }> = [
     options: { ...BASE, outage: { fromMs: 4 * MINUTE, toMs: 6 * MINUTE } },
   },
   {
+    label: 'as above, the outage cutting off a third of the containers only',
+    options: { ...BASE, outage: { fromMs: 4 * MINUTE, toMs: 6 * MINUTE, share: 1 / 3 } },
+  },
+  {
     label: 'the item’s rates at a fifth (200 writes, 600 reads a second): throttled',
     options: { ...BASE, writesPerSecond: 200, readsPerSecond: 600 },
   },

@@ -59,6 +59,23 @@ describe('PayHere’s budget over many containers, on a virtual clock', () => {
     expect(report.arrivals).toBeGreaterThanOrEqual(Math.floor((WINDOWS * MINUTE) / 11_500) * 20 * 0.75);
   });
 
+  it('holds the limit when the table fails a third of the containers for 2 minutes while the others still reach it', async () => {
+    // Act
+    const report = await quietly(() =>
+      simulateBudget({
+        ...scenario,
+        seed: 4,
+        outage: { fromMs: 4 * MINUTE, toMs: 6 * MINUTE, share: 1 / 3 },
+      }),
+    );
+
+    // Assess: the cut-off containers' calls waited and were refused; the others kept the budget busy.
+    expect(report.table.outage).toBeGreaterThan(0);
+    expect(report.maxPerWindow).toBeLessThanOrEqual(20);
+    expect(report.payhere429).toBe(0);
+    expect(report.arrivals).toBeGreaterThanOrEqual(Math.floor((WINDOWS * MINUTE) / 11_500) * 20 * 0.9);
+  });
+
   it('is the same run for the same seed', async () => {
     const small = {
       ...scenario,

@@ -26,8 +26,11 @@ export interface SimulationOptions {
   offeredPerSecond: number;
   /** Callers the requests come from: `merchant` and customers `c1`... */
   callers: number;
-  /** The state table fails every request in [from, to) (ms from the start). */
-  outage?: { fromMs: number; toMs: number };
+  /**
+   * The state table fails every request in [from, to) (ms from the start): of every container, or
+   * of the first `share` of them only (a table some containers reach and others do not).
+   */
+  outage?: { fromMs: number; toMs: number; share?: number };
   /** Share of table requests answered 500 (half of those applied) and answered too late (applied). */
   internalErrorRate?: number;
   slowRate?: number;
@@ -174,12 +177,34 @@ class SimulatedStateTable {
   }
 
   /** One request: its latency, and whichever fault meets it; `apply` runs at the table. */
+  /** Whether the container now asking is one the outage cuts off (read as its request starts). */
+  #askedByCutOff = true;
+
+  /** The table as container `index` of `of` reaches it. */
+  viewFor(index: number, of: number): SharedStateTable {
+    const cutOff = index < Math.round((this.#options.outage?.share ?? 1) * of);
+    const asked =
+      <A extends unknown[], R>(method: (...args: A) => R) =>
+      (...args: A): R => {
+        this.#askedByCutOff = cutOff;
+        return method.apply(this, args);
+      };
+    return {
+      readBudget: asked(this.readBudget),
+      takeSlot: asked(this.takeSlot),
+      releaseSlot: asked(this.releaseSlot),
+      handBackSlot: asked(this.handBackSlot),
+      pause: asked(this.pause),
+      markWaiting: asked(this.markWaiting),
+    } as unknown as SharedStateTable;
+  }
+
   async #request<T>(kind: 'read' | 'write', apply: () => T): Promise<T> {
     this.stats.requests++;
     const latency = 3 + Math.floor(this.#random() * 8);
     const { outage } = this.#options;
     const at = this.#time.now - T0;
-    if (outage && at >= outage.fromMs && at < outage.toMs) {
+    if (outage && this.#askedByCutOff && at >= outage.fromMs && at < outage.toMs) {
       this.stats.outage++;
       await this.#time.sleep(TABLE_TIMEOUT_MS);
       throw new AwsTimeoutError('DynamoDB', 'answer', TABLE_TIMEOUT_MS);
@@ -328,9 +353,9 @@ export async function simulateBudget(options: SimulationOptions): Promise<Simula
     return true;
   }
 
-  async function container(): Promise<void> {
+  async function container(index: number): Promise<void> {
     const limiter = new SharedLimiter({
-      table: table as unknown as SharedStateTable,
+      table: table.viewFor(index, options.containers),
       limit: LIMIT,
       windowMs: WINDOW_MS,
       now: time.clock,
@@ -358,7 +383,7 @@ export async function simulateBudget(options: SimulationOptions): Promise<Simula
     }
   }
 
-  const running = Array.from({ length: options.containers }, () => container());
+  const running = Array.from({ length: options.containers }, (_, index) => container(index));
   // Every container stops at its first request after the end; calls end by their deadlines.
   await time.run(Number.POSITIVE_INFINITY);
   await Promise.all(running);
