@@ -1,5 +1,5 @@
 /**
- * `npm run bench [-- --check] [-- --runs N] [-- --counts] [-- --settle] [-- --candidates [signer,logger,...]]`:
+ * `npm run bench [-- --check] [-- --runs N] [-- --counts] [-- --settle] [-- --scale] [-- --candidates [signer,logger,...]]`:
  * the service's cost, measured in one run on this machine, written to bench/RESULTS.md. With
  * --check, exits 1 when a budget is missed.
  */
@@ -27,6 +27,7 @@ import { customerReadsSection, measureCustomerReads } from './customers.ts';
 import { startBenchEnvironment } from './environment.ts';
 import { fairnessSection, runFairness } from './fairness.ts';
 import { firstAnswerSection, measureFirstAnswer } from './first-answer.ts';
+import { budgetAtScaleSection } from './scale.ts';
 import { measureSettle } from './settle.ts';
 import { kib, median, percentile, round } from './stats.ts';
 import { measureWarm, type WarmSamples } from './warm.ts';
@@ -59,6 +60,8 @@ const check = args.includes('--check');
 const countsOnly = args.includes('--counts');
 /** `--settle`: the settle job's section alone (under a minute), written to bench/out/SETTLE.md. */
 const settleOnly = args.includes('--settle');
+/** `--scale`: the budget at scale alone (a simulation, under a minute), written to bench/out/SCALE.md. */
+const scaleOnly = args.includes('--scale');
 const coldRuns = Number(args[args.indexOf('--runs') + 1]) || 15;
 /**
  * `--candidates`: only the candidates (bench/candidates.ts), every decision's or those named
@@ -129,6 +132,23 @@ if (candidatesOnly) {
   await writeFile(report, `${lines.join('\n')}\n`);
   console.error(`written to ${path.relative(ROOT, report)}`);
   process.exit(0);
+}
+
+if (scaleOnly) {
+  process.env.POWERTOOLS_METRICS_DISABLED = 'true';
+  console.error('the budget at scale: 500 containers, 10 simulated minutes...');
+  const scale = await budgetAtScaleSection();
+  for (const line of scale.lines) say(line);
+  failures.push(...scale.failures);
+  say();
+  say(
+    failures.length === 0 ? 'All budgets met.' : failures.map((failure) => `- missed: ${failure}`).join('\n'),
+  );
+  const report = path.join(ROOT, 'bench', 'out', 'SCALE.md');
+  await mkdir(path.dirname(report), { recursive: true });
+  await writeFile(report, `${lines.join('\n')}\n`);
+  console.error(`written to ${path.relative(ROOT, report)}`);
+  process.exit(check && failures.length > 0 ? 1 : 0);
 }
 
 if (settleOnly) {
@@ -606,7 +626,14 @@ try {
   await environment.close();
 }
 
-// 10. A cold container's first answer beside a naive intermediary, PayHere and DynamoDB at a distance.
+// 10. The budget at scale: 500 containers on a virtual clock, the state table failing them.
+console.error('the budget at scale: 500 containers, 10 simulated minutes...');
+const scale = await budgetAtScaleSection();
+say();
+for (const line of scale.lines) say(line);
+failures.push(...scale.failures);
+
+// 11. A cold container's first answer beside a naive intermediary, PayHere and DynamoDB at a distance.
 console.error('the first answer, beside a naive intermediary...');
 const naive = await bundle(
   'naive',

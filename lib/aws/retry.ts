@@ -17,6 +17,11 @@ const THROTTLING = new Set([
   'TooManyRequestsException',
 ]);
 
+/** The service answered "too many requests right now": it is there, only busy. */
+export function isThrottlingError(error: unknown): boolean {
+  return error instanceof AwsServiceError && (THROTTLING.has(error.name) || error.statusCode === 429);
+}
+
 export function isRetryableAwsError(error: unknown): boolean {
   if (error instanceof AwsServiceError) {
     return THROTTLING.has(error.name) || error.statusCode === 429 || error.statusCode >= 500;

@@ -20,6 +20,12 @@ export interface Config {
   rateLimit: { limit: number; windowMs: number };
   /** Each container's own share while the shared budget's table cannot be reached. */
   fallbackRateLimit: { limit: number; windowMs: number };
+  /**
+   * How many containers may call PayHere on their own shares at once (GATEWAY_FALLBACK_CONTAINERS,
+   * the reserved concurrency of the functions that set it); 0, the default: no container has a
+   * share of its own, and calls wait for the table (docs/budget.md "The fallback").
+   */
+  fallbackContainers: number;
 }
 
 /** Configuration that cannot work: names the variable, never its value. */
@@ -167,9 +173,28 @@ export function loadConfig(env: Env): Config {
               .filter((secret) => secret !== ''),
           },
         },
-    rateLimit: rateLimit(env, 'GATEWAY_RATE_LIMIT', PAYHERE_RATE_LIMIT),
-    fallbackRateLimit: rateLimit(env, 'GATEWAY_RATE_LIMIT_FALLBACK', DEFAULT_FALLBACK_RATE_LIMIT),
+    ...budgetLimits(env),
   };
+}
+
+/**
+ * PayHere's budget and the containers' own shares. Those shares are slots of the budget the table
+ * never gives out, so they must fit in it with a slot to spare, and each must count over a window
+ * at least as long as the budget's (a container's calls in any window are then at most its share).
+ */
+function budgetLimits(env: Env): Pick<Config, 'rateLimit' | 'fallbackRateLimit' | 'fallbackContainers'> {
+  const budget = rateLimit(env, 'GATEWAY_RATE_LIMIT', PAYHERE_RATE_LIMIT);
+  const fallback = rateLimit(env, 'GATEWAY_RATE_LIMIT_FALLBACK', DEFAULT_FALLBACK_RATE_LIMIT);
+  const containers = wholeNumber(env, 'GATEWAY_FALLBACK_CONTAINERS', 0, 0);
+  if (
+    containers > 0 &&
+    (containers * fallback.limit >= budget.limit || fallback.windowMs < budget.windowMs)
+  ) {
+    throw new ConfigError(
+      'Invalid configuration: GATEWAY_FALLBACK_CONTAINERS × GATEWAY_RATE_LIMIT_FALLBACK must stay below GATEWAY_RATE_LIMIT, over a window at least as long.',
+    );
+  }
+  return { rateLimit: budget, fallbackRateLimit: fallback, fallbackContainers: containers };
 }
 
 /**

@@ -1,7 +1,13 @@
 import { randomUUID } from 'node:crypto';
 import type { CallerShares } from '../budget/caller-shares.ts';
 import { callerSharesFromEnvironment, sharedStateFromEnvironment } from '../budget/from-environment.ts';
-import { type GatewayLimiter, LocalLimiter, reservedShare, SharedLimiter } from '../budget/limiter.ts';
+import {
+  arrivalMargin,
+  type GatewayLimiter,
+  LocalLimiter,
+  reservedShare,
+  SharedLimiter,
+} from '../budget/limiter.ts';
 import type { SharedStateTable } from '../budget/state-table.ts';
 import { SlidingWindowLimiter } from '../budget/window-limiter.ts';
 import { type Config, type CredentialsProvider, loadConfig } from '../config/config.ts';
@@ -39,12 +45,26 @@ export function createPayHere(config: Config, options: PayHereOptions = {}): Pay
   const table = options.sharedState;
   let limiter: GatewayLimiter;
   if (table) {
-    const fallback = new SlidingWindowLimiter({
-      ...config.fallbackRateLimit,
-      reserved: reservedShare(config.fallbackRateLimit.limit),
+    // A container's own share only where the deployment bounds the containers that may use one
+    // (docs/budget.md "The fallback"): their shares are then slots the table never gives out.
+    const containers = config.fallbackContainers;
+    const own = config.fallbackRateLimit;
+    const fallback =
+      containers > 0
+        ? new SlidingWindowLimiter({
+            limit: own.limit,
+            // Counted over a window and the margin, as the table's slots are.
+            windowMs: own.windowMs + arrivalMargin(config.rateLimit.windowMs),
+            reserved: reservedShare(own.limit),
+            ...clock,
+          })
+        : undefined;
+    limiter = new SharedLimiter({
+      table,
+      ...config.rateLimit,
+      ...(fallback ? { fallback, fallbackSlots: containers * own.limit } : {}),
       ...clock,
     });
-    limiter = new SharedLimiter({ table, ...config.rateLimit, fallback, ...clock });
   } else {
     limiter = new LocalLimiter(new SlidingWindowLimiter({ ...config.rateLimit, ...clock }), options.now);
   }

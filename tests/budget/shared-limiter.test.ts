@@ -4,6 +4,7 @@ import type { SharedStateTable } from '../../lib/budget/state-table.ts';
 import { type CallKind, SlidingWindowLimiter } from '../../lib/budget/window-limiter.ts';
 import { RateLimitedError } from '../../lib/envelope/errors.ts';
 import { countMetric, timeMetric } from '../../lib/log/metrics.ts';
+import { injectDynamoDbFault } from '../helpers/dynamodb-faults.ts';
 import { captureLogs } from '../helpers/logs.ts';
 import { freePort } from '../helpers/ports.ts';
 import { freshStateTable, slowRelay } from '../helpers/state-table.ts';
@@ -18,6 +19,8 @@ vi.mock('../../lib/log/metrics.ts', async (importOriginal) => ({
 const T0 = Date.UTC(2026, 10, 23, 9, 0, 0);
 const WINDOW = 10_000;
 const MARGIN = 500;
+/** A call's second try of a table that failed it comes within 200 ms (jittered). */
+const RETRY_BOUND_MS = 200;
 
 /** A clock whose sleep moves time forward at once: one caller at a time, however many containers. */
 function steppingClock() {
@@ -577,6 +580,145 @@ describe('when the shared table cannot be reached', () => {
     } finally {
       await relay.close();
     }
+  });
+
+  it('lets one slow request cost that request only: the call tries again, and the next call is served by the table at once', async () => {
+    // Prepare: the table's next write of the budget answers a second late (applied at once).
+    const { table, name } = await freshStateTable({ timeoutMs: 300 });
+    const clock = steppingClock();
+    const limiter = container(table, clock);
+    captureLogs('warn');
+    await injectDynamoDbFault({ operation: 'UpdateItem', table: name, fault: { kind: 'slow', ms: 1_000 } });
+
+    // Act: a charge with 5 s to go, then at once a charge and a read with no time to wait.
+    await limiter.acquire('money', 5_000);
+    const next = await limiter.acquire('money', 0).catch((error: unknown) => error);
+    const read = await limiter.acquire('read', 0).catch((error: unknown) => error);
+
+    // Assess: no 429, nothing served from the container's own share, no window lost.
+    expect(next).not.toBeInstanceOf(Error);
+    expect(read).not.toBeInstanceOf(Error);
+    expect(counted('BudgetFallback')).toBe(0);
+    expect(clock.now() - T0).toBeLessThan(RETRY_BOUND_MS);
+  });
+
+  it('waits, never falls back, while the table throttles: a throttled call asks again within its deadline', async () => {
+    // Prepare: the next five writes of the budget throttled, as DynamoDB does past an item's rate.
+    const { table, name } = await freshStateTable();
+    const clock = steppingClock();
+    const limiter = container(table, clock, { random: () => 0.5 });
+    await injectDynamoDbFault({
+      operation: 'UpdateItem',
+      table: name,
+      fault: { kind: 'throttle' },
+      times: 5,
+    });
+
+    // Act
+    await limiter.acquire('read', 10_000);
+    const afterwards = await limiter.acquire('read', 0);
+
+    // Assess: served by the table after pauses of jitter, not by the container's own share.
+    expect(afterwards).toBeDefined();
+    expect(counted('BudgetFallback')).toBe(0);
+    expect(clock.sleeps.length).toBeGreaterThanOrEqual(5);
+    expect(clock.now() - T0).toBeLessThan(5_000);
+  });
+
+  it('answers 429 at its deadline while the table throttles, never taking its own share', async () => {
+    // Prepare: a table that throttles every request to it.
+    const { table, name } = await freshStateTable();
+    const clock = steppingClock();
+    const limiter = container(table, clock, { random: () => 0.9 });
+    await injectDynamoDbFault({ operation: '*', table: name, fault: { kind: 'throttle' }, times: 1_000 });
+
+    // Act
+    const refused = await limiter.acquire('money', 3_000).catch((error: unknown) => error);
+
+    // Assess
+    expect(refused).toBeInstanceOf(RateLimitedError);
+    expect(counted('BudgetFallback')).toBe(0);
+    expect(clock.now() - T0).toBeLessThanOrEqual(3_000);
+  });
+
+  it('without a share of its own (the deployed default), a container serves nothing while the table fails: its calls ask again until their deadline, then 429', async () => {
+    // Prepare: a table on a port where nothing listens, and a container with no fallback.
+    const { table } = await freshStateTable({
+      endpoint: `http://127.0.0.1:${await freePort()}`,
+      timeoutMs: 300,
+    });
+    const clock = steppingClock();
+    const limiter = new SharedLimiter({
+      table,
+      limit: 8,
+      windowMs: WINDOW,
+      marginMs: MARGIN,
+      reserved: 2,
+      ...clock,
+      random: () => 0.5,
+    });
+    captureLogs('warn');
+    const tries = vi.spyOn(table, 'takeSlot');
+
+    // Act: a charge with 3 s to go, and one a window later.
+    const refused = await limiter.acquire('money', 3_000).catch((error: unknown) => error);
+    clock.advance(WINDOW + MARGIN);
+    const later = await limiter.acquire('money', 3_000).catch((error: unknown) => error);
+
+    // Assess: every call went to the table, more than once, and none was served without it.
+    expect(refused).toBeInstanceOf(RateLimitedError);
+    expect(later).toBeInstanceOf(RateLimitedError);
+    expect(tries.mock.calls.length).toBeGreaterThan(4);
+    expect(counted('BudgetFallback')).toBe(0);
+  });
+
+  it('with shares of their own within slots the table never gives out, holds the limit while the table fails for one container only', async () => {
+    // Prepare: 8 slots, 2 of them kept for two containers' shares of 1; the table fails for a
+    // only, while b still reaches it and takes every slot it gives out.
+    const { table } = await freshStateTable();
+    const broken = new Proxy(table, {
+      get(target, property) {
+        const value = Reflect.get(target, property) as unknown;
+        if (typeof value !== 'function') return value;
+        return () => Promise.reject(Object.assign(new Error('table down'), { name: 'InternalServerError' }));
+      },
+    });
+    const clock = steppingClock();
+    const withShare = (over: SharedStateTable) =>
+      new SharedLimiter({
+        table: over,
+        limit: 8,
+        windowMs: WINDOW,
+        marginMs: MARGIN,
+        reserved: 2,
+        fallback: new SlidingWindowLimiter({ limit: 1, windowMs: WINDOW + MARGIN, ...clock }),
+        fallbackSlots: 2,
+        ...clock,
+        random: () => 0,
+      });
+    const a = withShare(broken);
+    const b = withShare(table);
+    captureLogs('warn');
+    const starts: number[] = [];
+
+    // Act: each asks every 250 ms for 30 s, each call given 200 ms.
+    for (let step = 0; step < 120; step++) {
+      for (const limiter of [a, b]) {
+        try {
+          const permit = await limiter.acquire(step % 3 === 0 ? 'money' : 'read', 200);
+          starts.push(clock.now());
+          await permit.release();
+        } catch (error) {
+          expect(error).toBeInstanceOf(RateLimitedError);
+        }
+      }
+      clock.advance(250);
+    }
+
+    // Assess: a served from its share at once, b from the table's 6, never more than 8 in a window.
+    expect(counted('BudgetFallback')).toBeGreaterThanOrEqual(3);
+    expect(busiestWindow(starts, WINDOW)).toBeLessThanOrEqual(8);
+    expect(busiestWindow(starts, WINDOW)).toBeGreaterThanOrEqual(6);
   });
 
   it('keeps every container together within the limit when the table fails mid-way', async () => {

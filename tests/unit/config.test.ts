@@ -53,6 +53,7 @@ describe('loadConfig', () => {
       },
       rateLimit: { limit: 20, windowMs: 10_000 },
       fallbackRateLimit: { limit: 2, windowMs: 10_000 },
+      fallbackContainers: 0,
     });
   });
 
@@ -195,6 +196,27 @@ describe('loadConfig', () => {
     });
     expect(configError(env({ GATEWAY_RATE_LIMIT_FALLBACK: '2 per 10s' })).message).toContain(
       'GATEWAY_RATE_LIMIT_FALLBACK',
+    );
+  });
+
+  it('gives containers shares of their own only with GATEWAY_FALLBACK_CONTAINERS, and only shares that fit in the budget', () => {
+    expect(loadConfig(env()).fallbackContainers).toBe(0);
+    expect(
+      loadConfig(env({ GATEWAY_FALLBACK_CONTAINERS: '4', GATEWAY_RATE_LIMIT_FALLBACK: '1/10000' })),
+    ).toMatchObject({
+      fallbackContainers: 4,
+      fallbackRateLimit: { limit: 1, windowMs: 10_000 },
+    });
+    // 10 containers × 2 is the whole budget: nothing left for the table.
+    expect(configError(env({ GATEWAY_FALLBACK_CONTAINERS: '10' })).message).toContain(
+      'GATEWAY_FALLBACK_CONTAINERS',
+    );
+    // A share counted over 5 s could send twice in PayHere's 10 s.
+    expect(
+      configError(env({ GATEWAY_FALLBACK_CONTAINERS: '2', GATEWAY_RATE_LIMIT_FALLBACK: '1/5000' })).message,
+    ).toContain('GATEWAY_FALLBACK_CONTAINERS');
+    expect(configError(env({ GATEWAY_FALLBACK_CONTAINERS: 'many' })).message).toContain(
+      'GATEWAY_FALLBACK_CONTAINERS',
     );
   });
 
