@@ -1,6 +1,7 @@
 import * as z from 'zod/mini';
 import { ORDER_KINDS, ORDER_STATES } from '../lib/ledger/model.ts';
 import type { CheckoutParameters, CheckoutView } from '../lib/orders/checkout.ts';
+import type { OrderList } from '../lib/orders/order-lists.ts';
 import { CURRENCIES } from '../lib/schemas/fields.ts';
 
 /**
@@ -56,6 +57,26 @@ export const CheckoutViewSchema = z.strictObject({
   updated_at: z.string(),
 });
 
+/** listOrders: a page of orders, newest first, and the cursor of the next page. */
+export const OrderListSchema = z.strictObject({
+  orders: z.array(
+    z.strictObject({
+      order_id: z.string(),
+      kind: z.enum(ORDER_KINDS),
+      status: z.enum(ORDER_STATES),
+      customer: z.string(),
+      items: z.string(),
+      currency: z.enum(CURRENCIES),
+      amount,
+      payment_id: gatewayId,
+      subscription_id: gatewayId,
+      created_at: z.string(),
+      updated_at: z.string(),
+    }),
+  ),
+  next_cursor: z.nullable(z.string()),
+});
+
 // A described answer is one the function can return, and it names every field the function's type has
 // (the answers' contract test finds fields the function adds beyond its type).
 type Same<A, B> = [A] extends [B] ? ([B] extends [A] ? true : false) : false;
@@ -64,5 +85,9 @@ const parametersDescribed: Covers<keyof z.infer<typeof CheckoutParametersSchema>
   (z.infer<typeof CheckoutParametersSchema> extends CheckoutParameters ? true : false) = true;
 const viewDescribed: Same<keyof z.infer<typeof CheckoutViewSchema>, keyof CheckoutView> &
   (z.infer<typeof CheckoutViewSchema> extends CheckoutView ? true : false) = true;
+const listDescribed: Same<keyof z.infer<typeof OrderListSchema>, keyof OrderList> &
+  Same<keyof z.infer<typeof OrderListSchema>['orders'][number], keyof OrderList['orders'][number]> &
+  (z.infer<typeof OrderListSchema> extends OrderList ? true : false) = true;
+void listDescribed;
 void parametersDescribed;
 void viewDescribed;

@@ -20,9 +20,10 @@ import { CaptureRequest } from '../lib/schemas/capture.ts';
 import { ChargeRequest } from '../lib/schemas/charge.ts';
 import { CheckoutRequest } from '../lib/schemas/checkout.ts';
 import { Notification } from '../lib/schemas/notification.ts';
+import { OrdersQuery } from '../lib/schemas/orders.ts';
 import { CheckoutPath, OrderPath, SubscriptionPath } from '../lib/schemas/paths.ts';
 import { RefundRequest } from '../lib/schemas/refund.ts';
-import { CheckoutParametersSchema, CheckoutViewSchema, RefundAnswer } from './data.ts';
+import { CheckoutParametersSchema, CheckoutViewSchema, OrderListSchema, RefundAnswer } from './data.ts';
 import { EXAMPLES } from './examples.ts';
 
 /**
@@ -62,7 +63,7 @@ export interface RouteDoc {
   method: 'get' | 'post' | 'delete';
   /** As in serverless.yml, with a leading slash. */
   path: string;
-  tag: 'Payments' | 'Subscriptions' | 'Checkouts' | 'Notifications';
+  tag: 'Payments' | 'Subscriptions' | 'Checkouts' | 'Orders' | 'Notifications';
   summary: string;
   /** Markdown. */
   description: string;
@@ -72,6 +73,10 @@ export interface RouteDoc {
   pathParameters?: Schema;
   pathDescription?: string;
   pathExample?: string | number;
+  /** The query string's schema (route()'s `query`), what each parameter is, and the sample event's query. */
+  queryParameters?: Schema;
+  queryDescriptions?: Record<string, string>;
+  queryExample?: Record<string, string>;
   body?: Schema;
   /** The body's media type when it is not JSON: PayHere posts notifications as a form. */
   mediaType?: typeof FORM_MEDIA_TYPE;
@@ -503,6 +508,38 @@ export const ROUTE_TABLE = {
     ],
     invalid: invalid(CheckoutPath, { order_id: '' }, 'path'),
     failures: [notFound('Order Order-2001 was not found.')],
+  },
+  listOrders: {
+    method: 'get',
+    path: '/gateway/api/orders',
+    tag: 'Orders',
+    summary: 'List orders',
+    description:
+      "Orders newest first, a page at a time, from the service's ledger (never PayHere): every order to the " +
+      "merchant, a customer's own to a customer. A customer naming another customer in `customer` gets an empty " +
+      'list, as for a customer without orders. `msg` is `Found <n> orders` (this page).\n\n' +
+      '`next_cursor` is null on the last page; otherwise pass it as `cursor`, with the same filters, for the next ' +
+      'page. A cursor is opaque and bound to its filters and caller: altered, or used with other filters or by ' +
+      'another caller, it is refused (400). A page may hold fewer than `limit` orders and still have a next one ' +
+      'when filters drop many; `status` shows `pending` while a charge of the order is in flight.',
+    scope: 'payments:read',
+    queryParameters: OrdersQuery,
+    queryDescriptions: {
+      status: 'Only orders in this state (docs/contract.md "Order states").',
+      customer: "Only this customer's orders (a token's `sub`).",
+      kind: 'Only orders of this kind.',
+      created_from: 'Only orders created at or after this time (ISO 8601, with a zone).',
+      created_to: 'Only orders created before this time (ISO 8601, with a zone).',
+      limit: 'Orders per page, 1 to 100; 20 when not given.',
+      cursor: "The last page's `next_cursor`.",
+    },
+    queryExample: { status: 'succeeded', limit: '2' },
+    upstream: 'ledger',
+    answers: [
+      ok('A page of orders.', OrderListSchema, [{ summary: 'A page', value: EXAMPLES.listOrders.page }]),
+    ],
+    invalid: invalid(OrdersQuery, { limit: '101' }, 'query'),
+    failures: [],
   },
   notify: {
     method: 'post',

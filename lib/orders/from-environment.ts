@@ -15,6 +15,7 @@ import { loadOrdersConfig } from './config.ts';
 import { Confirmations } from './confirmations.ts';
 import { Holds } from './holds.ts';
 import type { SettleDeps } from './money-settlement.ts';
+import { OrderLists } from './order-lists.ts';
 import { OrderPayments } from './payments.ts';
 import { Refunds } from './refunds.ts';
 import { OrderReports } from './reports.ts';
@@ -141,4 +142,9 @@ export function subscriptionRetriesFromEnvironment(payhere: PayHere): Subscripti
     invalidation: sharedReadStoreFromEnvironment(),
     settling: settleDepsFromEnvironment(payhere),
   });
+}
+
+/** The order lists, answered from the ledger's indexes. */
+export function orderListsFromEnvironment(): OrderLists {
+  return new OrderLists(ledgerFromEnvironment());
 }

@@ -149,6 +149,21 @@ const runHere: Record<string, () => Promise<void>> = {
     expect(JSON.parse(answers[4]!.body).msg).toBe('Found 0 subscriptions');
   },
 
+  'docs/app.md "The back office: order lists"': async () => {
+    const answers = await runCurls(documented('docs/app.md "The back office: order lists"'));
+    const [newest, carols, others] = answers.slice(3).map((answer) => JSON.parse(answer.body));
+
+    expect(answers.map((answer) => answer.status)).toEqual([201, 201, 201, 200, 200, 200]);
+    expect(newest.data.orders.map((order: { order_id: string }) => order.order_id)).toEqual(['Order-4003']);
+    expect(newest.data.next_cursor).toEqual(expect.any(String));
+    expect(carols.msg).toBe('Found 2 orders');
+    expect(carols.data.orders.map((order: { order_id: string }) => order.order_id)).toEqual([
+      'Order-4002',
+      'Order-4001',
+    ]);
+    expect(others.msg).toBe('Found 0 orders');
+  },
+
   // The pre-approval flow: saves Alice's card through the sandbox's checkout and notification, and charges it.
   'docs/app.md "Notifications: saving a card, holds, payments in the app, subscriptions"': async () => {
     const lines = await runLines(

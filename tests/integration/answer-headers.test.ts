@@ -44,6 +44,7 @@ const SUCCESS: Record<RouteName, () => Promise<CallOptions>> = {
   getCheckout: async () => ({
     id: (await call('createCheckout', { body: checkoutBody })).body.data.order_id,
   }),
+  listOrders: async () => ({ query: { limit: '5' } }),
 };
 
 function expectAnswerHeaders(answer: Answer): void {
