@@ -1171,6 +1171,82 @@ export interface Operations {
       cursor?: string;
     };
   };
+  paymentRefunds: {
+    answers: {
+      '200': {
+        status: 1;
+        msg: string;
+        data: PaymentRefunds;
+      };
+      '400': {
+        status: -1;
+        msg: string;
+        data: {
+          code: 'invalid_request';
+          errors?: FieldError[];
+        };
+      };
+      '401': {
+        status: -2;
+        msg: string;
+        data: {
+          code: 'unauthorized';
+        };
+      };
+      '403': {
+        status: -2;
+        msg: string;
+        data: {
+          code: 'forbidden';
+        };
+      };
+      '404': {
+        status: -1;
+        msg: string;
+        data: {
+          code: 'not_found';
+        };
+      };
+      '413': {
+        status: -1;
+        msg: string;
+        data: {
+          code: 'payload_too_large';
+        };
+      };
+      '429': {
+        status: -1;
+        msg: string;
+        data: {
+          code: 'rate_limited';
+        };
+      };
+      '500': {
+        status: -1;
+        msg: string;
+        data: {
+          code: 'internal_error';
+        };
+      };
+      '503': {
+        status: -1;
+        msg: string;
+        data: {
+          code: 'gateway_unavailable';
+        };
+      };
+      '504': {
+        status: -1;
+        msg: string;
+        data: {
+          code: 'gateway_timeout';
+        };
+      };
+    };
+    path: {
+      id: string | number;
+    };
+  };
 }
 /**
  * This interface was referenced by `Operations`'s JSON-Schema
@@ -1362,6 +1438,29 @@ export interface OrderList {
 }
 /**
  * This interface was referenced by `Operations`'s JSON-Schema
+ * via the `definition` "PaymentRefunds".
+ */
+export interface PaymentRefunds {
+  payment_id: number | string;
+  order_id: string | null;
+  currency: ('LKR' | 'USD' | 'EUR' | 'GBP' | 'AUD') | null;
+  amount: number | null;
+  refunded: number | null;
+  left: number | null;
+  undetermined: number;
+  refunds: {
+    id: string;
+    payment_id: number | string;
+    amount: number | null;
+    full: boolean;
+    at: string;
+    by: string | null;
+    refund_id: number | null;
+    status: 'accepted' | 'in_flight';
+  }[];
+}
+/**
+ * This interface was referenced by `Operations`'s JSON-Schema
  * via the `definition` "NotifyRequest".
  */
 export interface NotifyRequest {
@@ -1407,4 +1506,5 @@ export const OPERATIONS = {
   createCheckout: { method: 'POST', path: '/gateway/api/checkouts', idempotent: false, onBehalfOf: true },
   getCheckout: { method: 'GET', path: '/gateway/api/checkouts/{order_id}', idempotent: false, onBehalfOf: false },
   listOrders: { method: 'GET', path: '/gateway/api/orders', idempotent: false, onBehalfOf: false },
+  paymentRefunds: { method: 'GET', path: '/gateway/api/payments/{id}/refunds', idempotent: false, onBehalfOf: false },
 } as const;

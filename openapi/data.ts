@@ -2,6 +2,7 @@ import * as z from 'zod/mini';
 import { ORDER_KINDS, ORDER_STATES } from '../lib/ledger/model.ts';
 import type { CheckoutParameters, CheckoutView } from '../lib/orders/checkout.ts';
 import type { OrderList } from '../lib/orders/order-lists.ts';
+import type { PaymentRefundsView } from '../lib/orders/refund-records.ts';
 import { CURRENCIES } from '../lib/schemas/fields.ts';
 
 /**
@@ -77,6 +78,29 @@ export const OrderListSchema = z.strictObject({
   next_cursor: z.nullable(z.string()),
 });
 
+/** paymentRefunds: a payment's refunds through the service, and what is refunded and left. */
+export const PaymentRefundsSchema = z.strictObject({
+  payment_id: z.union([z.number(), z.string()]),
+  order_id: z.nullable(z.string()),
+  currency: z.nullable(z.enum(CURRENCIES)),
+  amount,
+  refunded: amount,
+  left: amount,
+  undetermined: z.number(),
+  refunds: z.array(
+    z.strictObject({
+      id: z.string(),
+      payment_id: z.union([z.number(), z.string()]),
+      amount,
+      full: z.boolean(),
+      at: z.string(),
+      by: z.nullable(z.string()),
+      refund_id: z.nullable(z.number()),
+      status: z.enum(['accepted', 'in_flight']),
+    }),
+  ),
+});
+
 // A described answer is one the function can return, and it names every field the function's type has
 // (the answers' contract test finds fields the function adds beyond its type).
 type Same<A, B> = [A] extends [B] ? ([B] extends [A] ? true : false) : false;
@@ -89,5 +113,11 @@ const listDescribed: Same<keyof z.infer<typeof OrderListSchema>, keyof OrderList
   Same<keyof z.infer<typeof OrderListSchema>['orders'][number], keyof OrderList['orders'][number]> &
   (z.infer<typeof OrderListSchema> extends OrderList ? true : false) = true;
 void listDescribed;
+const refundsDescribed: Same<keyof z.infer<typeof PaymentRefundsSchema>, keyof PaymentRefundsView> &
+  Same<
+    keyof z.infer<typeof PaymentRefundsSchema>['refunds'][number],
+    keyof PaymentRefundsView['refunds'][number]
+  > = true;
+void refundsDescribed;
 void parametersDescribed;
 void viewDescribed;

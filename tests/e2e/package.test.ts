@@ -142,6 +142,8 @@ const ACCESS: Record<
     indexQueries: ['LedgerTable'],
     queryIndexes: ['orders', 'owner-orders', 'state-orders'],
   },
+  // Reads a payment's reference, refund item and order: never PayHere, no secret.
+  paymentRefunds: { ledger: ['GetItem'], secret: false },
   // Claims and settles money records, moves orders, indexes payments; queries the settle indexes only.
   settle: {
     idempotency: ['GetItem', 'UpdateItem'],
