@@ -1425,6 +1425,7 @@ export interface OrderList {
     order_id: string;
     kind: 'payment' | 'preapproval' | 'authorize' | 'recurring' | 'charge';
     status: 'created' | 'pending' | 'succeeded' | 'failed' | 'cancelled' | 'chargedback' | 'unknown';
+    charge_in_flight: boolean;
     customer: string;
     items: string;
     currency: 'LKR' | 'USD' | 'EUR' | 'GBP' | 'AUD';

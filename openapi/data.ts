@@ -65,6 +65,7 @@ export const OrderListSchema = z.strictObject({
       order_id: z.string(),
       kind: z.enum(ORDER_KINDS),
       status: z.enum(ORDER_STATES),
+      charge_in_flight: z.boolean(),
       customer: z.string(),
       items: z.string(),
       currency: z.enum(CURRENCIES),

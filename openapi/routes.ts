@@ -527,7 +527,8 @@ export const ROUTE_TABLE = {
       '`next_cursor` is null on the last page; otherwise pass it as `cursor`, with the same filters, for the next ' +
       'page. A cursor is opaque and bound to its filters and caller: altered, or used with other filters or by ' +
       'another caller, it is refused (400). A page may hold fewer than `limit` orders and still have a next one ' +
-      'when filters drop many; `status` shows `pending` while a charge of the order is in flight.',
+      "when filters drop many. `status` is the ledger's state, as `status` filters it; `charge_in_flight` says a " +
+      'charge of the order is in flight (getCheckout shows such an order `pending`).',
     scope: 'payments:read',
     queryParameters: OrdersQuery,
     queryDescriptions: {

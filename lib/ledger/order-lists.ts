@@ -60,9 +60,12 @@ export interface OrderListQuery {
   limit: number;
 }
 
+/** An order as a list reads it: what the index projects, and whether a charge of it is in flight. */
+export type ListedOrder = Order & { chargeInFlight: boolean };
+
 export interface OrderListPage {
-  /** Newest first; at most `limit`. Orders as far as the index projects them. */
-  orders: Order[];
+  /** Newest first; at most `limit`. Orders as far as the index projects them (no charge slot). */
+  orders: ListedOrder[];
   /** The position to read on from, or null when nothing is left. */
   next: string | null;
 }
@@ -143,7 +146,9 @@ export class LedgerOrderLists extends LedgerTable {
       items.push(...second.items);
       last = second.last;
     }
-    const orders = items.slice(0, query.limit).map(fromOrderItem);
+    const orders = items
+      .slice(0, query.limit)
+      .map((item) => ({ ...fromOrderItem(item), chargeInFlight: item.inflight !== undefined }));
     const more = items.length > query.limit || last !== undefined;
     const lastShown = items[orders.length - 1]?.listedAt?.S;
     return { orders, next: more ? (items.length > query.limit ? lastShown! : last!) : null };

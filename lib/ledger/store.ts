@@ -31,7 +31,7 @@ import {
 } from './table.ts';
 
 export type { KeptNotification } from './notifications.ts';
-export type { OrderListPage, OrderListQuery, OrderListSource } from './order-lists.ts';
+export type { ListedOrder, OrderListPage, OrderListQuery, OrderListSource } from './order-lists.ts';
 export type { AcceptedRefund, PaymentRefunds, RefundRecord, RefundSlot } from './refunds.ts';
 export type { LedgerStoreOptions } from './table.ts';
 

@@ -1,7 +1,7 @@
 import { createHash } from 'node:crypto';
 import { InvalidRequestError } from '../envelope/errors.ts';
-import type { Order, OrderKind, OrderState } from '../ledger/model.ts';
-import type { LedgerStore, OrderListQuery } from '../ledger/store.ts';
+import type { OrderKind, OrderState } from '../ledger/model.ts';
+import type { ListedOrder as LedgerListedOrder, LedgerStore, OrderListQuery } from '../ledger/store.ts';
 import { DEFAULT_PAGE, type OrdersQuery } from '../schemas/orders.ts';
 import { type Actor, readLedger } from './access.ts';
 import { gatewayId } from './checkout.ts';
@@ -11,6 +11,8 @@ export interface ListedOrder {
   order_id: string;
   kind: OrderKind;
   status: OrderState;
+  /** A charge of the order is in flight: not final yet, whatever `status` says (getCheckout shows it `pending`). */
+  charge_in_flight: boolean;
   customer: string;
   items: string;
   currency: string;
@@ -80,12 +82,13 @@ function timeOf(value: string | undefined): number | undefined {
   return value === undefined ? undefined : Date.parse(value);
 }
 
-function listed(order: Order): ListedOrder {
+function listed(order: LedgerListedOrder): ListedOrder {
   return {
     order_id: order.orderId,
     kind: order.kind,
-    // A charge in flight is not final yet, whatever the order's last state was (as getCheckout shows it).
-    status: order.charge?.inflight ? 'pending' : order.state,
+    // The ledger's state, as the `status` filter reads it; a charge in flight is said apart.
+    status: order.state,
+    charge_in_flight: order.chargeInFlight,
     customer: order.owner,
     items: order.items,
     currency: order.currency,

@@ -102,6 +102,7 @@ describe('the merchant’s order list', () => {
       order_id: newest.orderId,
       kind: newest.kind,
       status: newest.state,
+      charge_in_flight: false,
       customer: newest.owner,
       items: 'Taxi Hire 123',
       currency: 'LKR',
@@ -239,5 +240,28 @@ describe('a page of the ledger’s order lists', () => {
 
     expect(sent.length).toBeLessThanOrEqual(2);
     expect(new Set(sent)).toEqual(new Set(['QueryCommand']));
+  });
+});
+
+describe('an order with a charge in flight', () => {
+  it('is listed in its ledger state, and said to have a charge in flight', async () => {
+    const orderId = fixtures[118]!.orderId;
+    await localClient().send(
+      new UpdateItemCommand({
+        TableName: process.env.LEDGER_TABLE!,
+        Key: { pk: { S: `order#${orderId}` } },
+        UpdateExpression: 'SET #inflight = :key',
+        ExpressionAttributeNames: { '#inflight': 'inflight' },
+        ExpressionAttributeValues: { ':key': { S: 'charge#caller#key' } },
+      }),
+    );
+
+    const answer = await call('listOrders', { query: { status: fixtures[118]!.state, limit: '1' } });
+
+    expect(answer.body.data.orders[0]).toMatchObject({
+      order_id: orderId,
+      status: fixtures[118]!.state,
+      charge_in_flight: true,
+    });
   });
 });
