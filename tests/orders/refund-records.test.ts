@@ -3,7 +3,7 @@ import { describe, expect, it } from 'vitest';
 import { SEED } from '../../sandbox/server.ts';
 import { testToken } from '../helpers/auth.ts';
 import { call, useTestGateway } from '../helpers/gateway.ts';
-import { customer } from '../helpers/orders.ts';
+import { customer, testLedger } from '../helpers/orders.ts';
 
 /**
  * A payment's refunds as records (GET /gateway/api/payments/{id}/refunds) and what is left of it:
@@ -154,5 +154,34 @@ describe('a payment’s refunds', () => {
       left: null,
       refunds: [{ amount: 10, status: 'accepted' }],
     });
+  });
+});
+
+describe('a refund in flight', () => {
+  it('is a record in_flight, with who sent it and its amount, and no refund number yet', async () => {
+    const paymentId = await alicePaid();
+    const ledger = testLedger();
+    await ledger.takeRefundSlot(String(paymentId), {
+      key: `refund#caller#${randomUUID()}`,
+      takenAt: Date.parse('2026-11-26T10:00:00Z'),
+      amountCents: 30_000,
+      by: alice,
+    });
+
+    const own = await call('paymentRefunds', { id: String(paymentId), headers: await bearer(alice) });
+
+    expect(own.body.data).toMatchObject({ refunded: 0, left: 1000 });
+    expect(own.body.data.refunds).toEqual([
+      {
+        id: expect.any(String),
+        payment_id: paymentId,
+        amount: 300,
+        full: false,
+        at: '2026-11-26T10:00:00.000Z',
+        by: alice,
+        refund_id: null,
+        status: 'in_flight',
+      },
+    ]);
   });
 });
