@@ -151,7 +151,8 @@ export function ledgerWrites(table: string, orderId: string, key: string) {
         'SET #inflight = :key, #chargeKey = :key, #chargeSentAt = :sentAt, #chargeUntil = :until, #updatedAt = :now, ' +
         '#chargeQueue = :queue, #chargeDueAt = :dueAt, ' +
         '#state = if_not_exists(#state, :created), #createdAt = if_not_exists(#createdAt, :now), #orderId = :orderId, ' +
-        '#owner = if_not_exists(#owner, :owner), #kind = if_not_exists(#kind, :kind), #items = :items, ' +
+        '#owner = if_not_exists(#owner, :owner), #kind = if_not_exists(#kind, :kind), ' +
+        '#listed = :listed, #listedAt = if_not_exists(#listedAt, :listedAt), #items = :items, ' +
         '#currency = :currency, #amount = :amount, #custom1 = :custom1, #custom2 = :custom2 REMOVE #nothingAt',
       ConditionExpression:
         'attribute_not_exists(pk) OR (#state IN (:chargeable0, :chargeable1, :chargeable2) AND attribute_not_exists(#inflight) ' +
@@ -177,6 +178,8 @@ export function ledgerWrites(table: string, orderId: string, key: string) {
           'createdAt',
           'updatedAt',
           'orderId',
+          'listed',
+          'listedAt',
         ),
       ),
       ExpressionAttributeValues: {
@@ -199,6 +202,8 @@ export function ledgerWrites(table: string, orderId: string, key: string) {
         ':custom1': { NULL: true },
         ':custom2': { NULL: true },
         ':kind': { S: 'charge' },
+        ':listed': { S: 'order' },
+        ':listedAt': { S: `${String(now).padStart(15, '0')}#${orderId}` },
       },
       ReturnValues: 'ALL_NEW',
     }),

@@ -29,7 +29,7 @@ export type ErrorCode =
   | 'unsupported_media_type';
 
 /**
- * Every operation: its path parameters, its JSON body, and its answers by HTTP status.
+ * Every operation: its path and query parameters, its JSON body, and its answers by HTTP status.
  */
 export interface Operations {
   charge: {
@@ -1096,6 +1096,157 @@ export interface Operations {
       order_id: string | number;
     };
   };
+  listOrders: {
+    answers: {
+      '200': {
+        status: 1;
+        msg: string;
+        data: OrderList;
+      };
+      '400': {
+        status: -1;
+        msg: string;
+        data: {
+          code: 'invalid_request';
+          errors?: FieldError[];
+        };
+      };
+      '401': {
+        status: -2;
+        msg: string;
+        data: {
+          code: 'unauthorized';
+        };
+      };
+      '403': {
+        status: -2;
+        msg: string;
+        data: {
+          code: 'forbidden';
+        };
+      };
+      '413': {
+        status: -1;
+        msg: string;
+        data: {
+          code: 'payload_too_large';
+        };
+      };
+      '429': {
+        status: -1;
+        msg: string;
+        data: {
+          code: 'rate_limited';
+        };
+      };
+      '500': {
+        status: -1;
+        msg: string;
+        data: {
+          code: 'internal_error';
+        };
+      };
+      '503': {
+        status: -1;
+        msg: string;
+        data: {
+          code: 'gateway_unavailable';
+        };
+      };
+      '504': {
+        status: -1;
+        msg: string;
+        data: {
+          code: 'gateway_timeout';
+        };
+      };
+    };
+    query?: {
+      status?: 'created' | 'pending' | 'succeeded' | 'failed' | 'cancelled' | 'chargedback' | 'unknown';
+      customer?: string;
+      kind?: 'payment' | 'preapproval' | 'authorize' | 'recurring' | 'charge';
+      created_from?: string;
+      created_to?: string;
+      limit?: string;
+      cursor?: string;
+    };
+  };
+  paymentRefunds: {
+    answers: {
+      '200': {
+        status: 1;
+        msg: string;
+        data: PaymentRefunds;
+      };
+      '400': {
+        status: -1;
+        msg: string;
+        data: {
+          code: 'invalid_request';
+          errors?: FieldError[];
+        };
+      };
+      '401': {
+        status: -2;
+        msg: string;
+        data: {
+          code: 'unauthorized';
+        };
+      };
+      '403': {
+        status: -2;
+        msg: string;
+        data: {
+          code: 'forbidden';
+        };
+      };
+      '404': {
+        status: -1;
+        msg: string;
+        data: {
+          code: 'not_found';
+        };
+      };
+      '413': {
+        status: -1;
+        msg: string;
+        data: {
+          code: 'payload_too_large';
+        };
+      };
+      '429': {
+        status: -1;
+        msg: string;
+        data: {
+          code: 'rate_limited';
+        };
+      };
+      '500': {
+        status: -1;
+        msg: string;
+        data: {
+          code: 'internal_error';
+        };
+      };
+      '503': {
+        status: -1;
+        msg: string;
+        data: {
+          code: 'gateway_unavailable';
+        };
+      };
+      '504': {
+        status: -1;
+        msg: string;
+        data: {
+          code: 'gateway_timeout';
+        };
+      };
+    };
+    path: {
+      id: string | number;
+    };
+  };
 }
 /**
  * This interface was referenced by `Operations`'s JSON-Schema
@@ -1267,6 +1418,50 @@ export interface CheckoutView {
 }
 /**
  * This interface was referenced by `Operations`'s JSON-Schema
+ * via the `definition` "OrderList".
+ */
+export interface OrderList {
+  orders: {
+    order_id: string;
+    kind: 'payment' | 'preapproval' | 'authorize' | 'recurring' | 'charge';
+    status: 'created' | 'pending' | 'succeeded' | 'failed' | 'cancelled' | 'chargedback' | 'unknown';
+    charge_in_flight: boolean;
+    customer: string;
+    items: string;
+    currency: 'LKR' | 'USD' | 'EUR' | 'GBP' | 'AUD';
+    amount: number | null;
+    payment_id: number | string | null;
+    subscription_id: number | string | null;
+    created_at: string;
+    updated_at: string;
+  }[];
+  next_cursor: string | null;
+}
+/**
+ * This interface was referenced by `Operations`'s JSON-Schema
+ * via the `definition` "PaymentRefunds".
+ */
+export interface PaymentRefunds {
+  payment_id: number | string;
+  order_id: string | null;
+  currency: ('LKR' | 'USD' | 'EUR' | 'GBP' | 'AUD') | null;
+  amount: number | null;
+  refunded: number | null;
+  left: number | null;
+  undetermined: number;
+  refunds: {
+    id: string;
+    payment_id: number | string;
+    amount: number | null;
+    full: boolean;
+    at: string;
+    by: string | null;
+    refund_id: number | null;
+    status: 'accepted' | 'in_flight';
+  }[];
+}
+/**
+ * This interface was referenced by `Operations`'s JSON-Schema
  * via the `definition` "NotifyRequest".
  */
 export interface NotifyRequest {
@@ -1311,4 +1506,6 @@ export const OPERATIONS = {
   retrySubscription: { method: 'POST', path: '/gateway/api/subscriptions/{id}/retry', idempotent: true, onBehalfOf: false },
   createCheckout: { method: 'POST', path: '/gateway/api/checkouts', idempotent: false, onBehalfOf: true },
   getCheckout: { method: 'GET', path: '/gateway/api/checkouts/{order_id}', idempotent: false, onBehalfOf: false },
+  listOrders: { method: 'GET', path: '/gateway/api/orders', idempotent: false, onBehalfOf: false },
+  paymentRefunds: { method: 'GET', path: '/gateway/api/payments/{id}/refunds', idempotent: false, onBehalfOf: false },
 } as const;

@@ -21,11 +21,12 @@ export type OperationName = keyof Operations;
 
 type Spec<N extends OperationName> = Operations[N];
 
-/** What a call takes: its path parameters and body as the API describes them, and its headers. */
+/** What a call takes: its path and query parameters and body as the API describes them, and its headers. */
 export type CallParams<N extends OperationName> = ('path' extends keyof Spec<N>
   ? { path: Spec<N>['path'] }
   : { path?: never }) &
-  ('body' extends keyof Spec<N> ? { body: Spec<N>['body'] } : { body?: never }) & {
+  ('body' extends keyof Spec<N> ? { body: Spec<N>['body'] } : { body?: never }) &
+  ('query' extends keyof Spec<N> ? { query?: Spec<N>['query'] } : { query?: never }) & {
     /** Money calls: the key of an earlier call to repeat (to learn its outcome); a new one otherwise. */
     idempotencyKey?: string;
     /** Merchant tokens, on calls that create orders: the customer who owns the order. */
@@ -161,6 +162,11 @@ export function createClient(options: ClientOptions): Client {
     const path = operation.path.replace(/\{(\w+)\}/g, (_, parameter: string) =>
       encodeURIComponent(String((params.path as Record<string, string | number> | undefined)?.[parameter])),
     );
+    const query = new URLSearchParams(
+      Object.entries((params.query ?? {}) as Record<string, string | undefined>).flatMap(([name, value]) =>
+        value === undefined ? [] : [[name, value] as [string, string]],
+      ),
+    ).toString();
     const headers: Record<string, string> = {
       Accept: 'application/json',
       Authorization: `Bearer ${await options.token()}`,
@@ -173,7 +179,7 @@ export function createClient(options: ClientOptions): Client {
     const onAbort = () => timeout.abort(params.signal?.reason);
     params.signal?.addEventListener('abort', onAbort);
     try {
-      const response = await send(`${base}${path}`, {
+      const response = await send(`${base}${path}${query === '' ? '' : `?${query}`}`, {
         method: operation.method,
         headers,
         ...(params.body === undefined ? {} : { body: JSON.stringify(params.body) }),

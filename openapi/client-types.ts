@@ -12,7 +12,7 @@ type JsonSchema = Record<string, unknown>;
 interface OpenApiOperation {
   operationId: string;
   security: unknown[];
-  parameters: Array<{ $ref?: string; name?: string; in?: string; schema?: JsonSchema }>;
+  parameters: Array<{ $ref?: string; name?: string; in?: string; schema?: JsonSchema; required?: boolean }>;
   requestBody?: { content: Record<string, { schema: JsonSchema }> };
   responses: Record<string, { content: Record<string, { schema: JsonSchema }> }>;
 }
@@ -67,17 +67,27 @@ function operationsSchema(document: OpenApiDocument): JsonSchema {
         additionalProperties: false,
       };
     }
+    const queryParameters = operation.parameters.filter((parameter) => parameter.in === 'query');
+    if (queryParameters.length > 0) {
+      properties.query = {
+        type: 'object',
+        properties: Object.fromEntries(queryParameters.map((p) => [p.name!, p.schema!])),
+        additionalProperties: false,
+      };
+    }
     if (body) properties.body = body;
     operations[operation.operationId] = {
       type: 'object',
       properties,
-      required: Object.keys(properties),
+      // Every query parameter is optional, and so the query.
+      required: Object.keys(properties).filter((name) => name !== 'query'),
       additionalProperties: false,
     };
   }
   const schema = {
     title: 'Operations',
-    description: 'Every operation: its path parameters, its JSON body, and its answers by HTTP status.',
+    description:
+      'Every operation: its path and query parameters, its JSON body, and its answers by HTTP status.',
     type: 'object',
     properties: operations,
     required: Object.keys(operations),

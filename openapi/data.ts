@@ -1,6 +1,8 @@
 import * as z from 'zod/mini';
 import { ORDER_KINDS, ORDER_STATES } from '../lib/ledger/model.ts';
 import type { CheckoutParameters, CheckoutView } from '../lib/orders/checkout.ts';
+import type { OrderList } from '../lib/orders/order-lists.ts';
+import type { PaymentRefundsView } from '../lib/orders/refund-records.ts';
 import { CURRENCIES } from '../lib/schemas/fields.ts';
 
 /**
@@ -56,6 +58,50 @@ export const CheckoutViewSchema = z.strictObject({
   updated_at: z.string(),
 });
 
+/** listOrders: a page of orders, newest first, and the cursor of the next page. */
+export const OrderListSchema = z.strictObject({
+  orders: z.array(
+    z.strictObject({
+      order_id: z.string(),
+      kind: z.enum(ORDER_KINDS),
+      status: z.enum(ORDER_STATES),
+      charge_in_flight: z.boolean(),
+      customer: z.string(),
+      items: z.string(),
+      currency: z.enum(CURRENCIES),
+      amount,
+      payment_id: gatewayId,
+      subscription_id: gatewayId,
+      created_at: z.string(),
+      updated_at: z.string(),
+    }),
+  ),
+  next_cursor: z.nullable(z.string()),
+});
+
+/** paymentRefunds: a payment's refunds through the service, and what is refunded and left. */
+export const PaymentRefundsSchema = z.strictObject({
+  payment_id: z.union([z.number(), z.string()]),
+  order_id: z.nullable(z.string()),
+  currency: z.nullable(z.enum(CURRENCIES)),
+  amount,
+  refunded: amount,
+  left: amount,
+  undetermined: z.number(),
+  refunds: z.array(
+    z.strictObject({
+      id: z.string(),
+      payment_id: z.union([z.number(), z.string()]),
+      amount,
+      full: z.boolean(),
+      at: z.string(),
+      by: z.nullable(z.string()),
+      refund_id: z.nullable(z.number()),
+      status: z.enum(['accepted', 'in_flight']),
+    }),
+  ),
+});
+
 // A described answer is one the function can return, and it names every field the function's type has
 // (the answers' contract test finds fields the function adds beyond its type).
 type Same<A, B> = [A] extends [B] ? ([B] extends [A] ? true : false) : false;
@@ -64,5 +110,15 @@ const parametersDescribed: Covers<keyof z.infer<typeof CheckoutParametersSchema>
   (z.infer<typeof CheckoutParametersSchema> extends CheckoutParameters ? true : false) = true;
 const viewDescribed: Same<keyof z.infer<typeof CheckoutViewSchema>, keyof CheckoutView> &
   (z.infer<typeof CheckoutViewSchema> extends CheckoutView ? true : false) = true;
+const listDescribed: Same<keyof z.infer<typeof OrderListSchema>, keyof OrderList> &
+  Same<keyof z.infer<typeof OrderListSchema>['orders'][number], keyof OrderList['orders'][number]> &
+  (z.infer<typeof OrderListSchema> extends OrderList ? true : false) = true;
+void listDescribed;
+const refundsDescribed: Same<keyof z.infer<typeof PaymentRefundsSchema>, keyof PaymentRefundsView> &
+  Same<
+    keyof z.infer<typeof PaymentRefundsSchema>['refunds'][number],
+    keyof PaymentRefundsView['refunds'][number]
+  > = true;
+void refundsDescribed;
 void parametersDescribed;
 void viewDescribed;

@@ -149,6 +149,21 @@ class DocumentBuilder {
         });
       }
     }
+    if (route.queryParameters) {
+      const json = toJsonSchema(route.queryParameters, 'input') as {
+        properties: Record<string, JsonSchema>;
+        required?: string[];
+      };
+      for (const [name, schema] of Object.entries(json.properties)) {
+        parameters.push({
+          name,
+          in: 'query',
+          required: json.required?.includes(name) ?? false,
+          ...(route.queryDescriptions?.[name] ? { description: route.queryDescriptions[name] } : {}),
+          schema,
+        });
+      }
+    }
     if (route.idempotent === true) parameters.push({ $ref: '#/components/parameters/IdempotencyKey' });
     if (route.idempotent === 'optional')
       parameters.push({ $ref: '#/components/parameters/OptionalIdempotencyKey' });
@@ -404,6 +419,7 @@ export function buildDocument() {
       },
       { name: 'Subscriptions', description: 'Recurring payments set up through PayHere.' },
       { name: 'Checkouts', description: "Orders the app pays through PayHere's SDK or checkout." },
+      { name: 'Orders', description: "The ledger's orders, listed and filtered, without asking PayHere." },
       { name: 'Notifications', description: 'What PayHere reports to the service: not for apps.' },
     ],
     paths,

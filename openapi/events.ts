@@ -39,8 +39,10 @@ export function sampleEvent(route: RouteDoc & { operationId: string }, pathParam
     httpMethod: method,
     headers,
     multiValueHeaders: {},
-    queryStringParameters: null,
-    multiValueQueryStringParameters: null,
+    queryStringParameters: route.queryExample ?? null,
+    multiValueQueryStringParameters: route.queryExample
+      ? Object.fromEntries(Object.entries(route.queryExample).map(([name, value]) => [name, [value]]))
+      : null,
     pathParameters,
     stageVariables: null,
     requestContext: {

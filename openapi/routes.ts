@@ -21,9 +21,16 @@ import { CaptureRequest } from '../lib/schemas/capture.ts';
 import { ChargeRequest } from '../lib/schemas/charge.ts';
 import { CheckoutRequest } from '../lib/schemas/checkout.ts';
 import { Notification } from '../lib/schemas/notification.ts';
-import { CheckoutPath, OrderPath, SubscriptionPath } from '../lib/schemas/paths.ts';
+import { OrdersQuery } from '../lib/schemas/orders.ts';
+import { CheckoutPath, OrderPath, PaymentPath, SubscriptionPath } from '../lib/schemas/paths.ts';
 import { RefundRequest } from '../lib/schemas/refund.ts';
-import { CheckoutParametersSchema, CheckoutViewSchema, RefundAnswer } from './data.ts';
+import {
+  CheckoutParametersSchema,
+  CheckoutViewSchema,
+  OrderListSchema,
+  PaymentRefundsSchema,
+  RefundAnswer,
+} from './data.ts';
 import { EXAMPLES } from './examples.ts';
 
 /**
@@ -63,7 +70,7 @@ export interface RouteDoc {
   method: 'get' | 'post' | 'delete';
   /** As in serverless.yml, with a leading slash. */
   path: string;
-  tag: 'Payments' | 'Subscriptions' | 'Checkouts' | 'Notifications';
+  tag: 'Payments' | 'Subscriptions' | 'Checkouts' | 'Orders' | 'Notifications';
   summary: string;
   /** Markdown. */
   description: string;
@@ -73,6 +80,10 @@ export interface RouteDoc {
   pathParameters?: Schema;
   pathDescription?: string;
   pathExample?: string | number;
+  /** The query string's schema (route()'s `query`), what each parameter is, and the sample event's query. */
+  queryParameters?: Schema;
+  queryDescriptions?: Record<string, string>;
+  queryExample?: Record<string, string>;
   body?: Schema;
   /** The body's media type when it is not JSON: PayHere posts notifications as a form. */
   mediaType?: typeof FORM_MEDIA_TYPE;
@@ -260,7 +271,7 @@ export const ROUTE_TABLE = {
           'Your refund of payment 320027150501 with Idempotency-Key refund-320027150501 has no known outcome yet: PayHere may have made it, and nothing was sent now. Repeat that request with the same Idempotency-Key to settle it before refunding again.',
           'refund-320027150501',
         ),
-        when: 'Another refund of the payment is still in flight (being processed, or its outcome unknown): nothing was sent. Its own caller is told its Idempotency-Key (`data.idempotency_key`), to repeat it; another caller only that it is in flight. Refund again once it is settled.',
+        when: 'Another refund of the payment is still in flight (being processed, or its outcome unknown): nothing was sent. Its own caller is told its Idempotency-Key (`data.idempotency_key`), to repeat it; another caller only that it is in flight. Refund again once it is settled. Also when the refund is above what is left of the payment, as the ledger knows it (the amount of its order less the refunds PayHere accepted through the service; `GET /gateway/api/payments/{id}/refunds` shows it): nothing was sent.',
       },
       { error: new GatewayRejectedError('The gateway refused the refund: Error processing refund') },
       {
@@ -513,6 +524,71 @@ export const ROUTE_TABLE = {
     ],
     invalid: invalid(CheckoutPath, { order_id: '' }, 'path'),
     failures: [notFound('Order Order-2001 was not found.')],
+  },
+  listOrders: {
+    method: 'get',
+    path: '/gateway/api/orders',
+    tag: 'Orders',
+    summary: 'List orders',
+    description:
+      "Orders newest first, a page at a time, from the service's ledger (never PayHere): every order to the " +
+      "merchant, a customer's own to a customer. A customer naming another customer in `customer` gets an empty " +
+      'list, as for a customer without orders. `msg` is `Found <n> orders` (this page).\n\n' +
+      '`next_cursor` is null on the last page; otherwise pass it as `cursor`, with the same filters, for the next ' +
+      'page. A cursor is opaque and bound to its filters and caller: altered, or used with other filters or by ' +
+      'another caller, it is refused (400). A page may hold fewer than `limit` orders and still have a next one ' +
+      "when filters drop many. `status` is the ledger's state, as `status` filters it; `charge_in_flight` says a " +
+      'charge of the order is in flight (getCheckout shows such an order `pending`).',
+    scope: 'payments:read',
+    queryParameters: OrdersQuery,
+    queryDescriptions: {
+      status: 'Only orders in this state (docs/contract.md "Order states").',
+      customer: "Only this customer's orders (a token's `sub`).",
+      kind: 'Only orders of this kind.',
+      created_from: 'Only orders created at or after this time (ISO 8601, with a zone).',
+      created_to: 'Only orders created before this time (ISO 8601, with a zone).',
+      limit: 'Orders per page, 1 to 100; 20 when not given.',
+      cursor: "The last page's `next_cursor`.",
+    },
+    queryExample: { status: 'succeeded', limit: '2' },
+    upstream: 'ledger',
+    answers: [
+      ok('A page of orders.', OrderListSchema, [{ summary: 'A page', value: EXAMPLES.listOrders.page }]),
+    ],
+    invalid: invalid(OrdersQuery, { limit: '101' }, 'query'),
+    failures: [],
+  },
+  paymentRefunds: {
+    method: 'get',
+    path: '/gateway/api/payments/{id}/refunds',
+    tag: 'Payments',
+    summary: "A payment's refunds",
+    description:
+      'Each refund of the payment the service sent, as a record, and what is refunded and left, from the ' +
+      "service's ledger (never PayHere): to the merchant, or to the customer who owns the payment (anyone else: " +
+      '404, as for a payment that does not exist; the merchant asking of a payment the service never refunded or ' +
+      'linked gets no records). `msg` is `Found <n> refunds`.\n\n' +
+      "`amount`, `refunded` and `left` are in the payment's currency, null when the ledger does not know the " +
+      "payment's amount (a payment it never linked to an order). A record's `status` is `accepted` (PayHere " +
+      'accepted it; `refund_id` is its refund number, null when only its records showed it) or `in_flight` (sent ' +
+      'or being sent, its outcome not known yet); `by` is who sent it (to a customer, `merchant` for anyone but ' +
+      "itself). `undetermined` counts refunds whose answer was lost and that PayHere's records could not show " +
+      "either way: they may have been made. Refunds made outside the service (PayHere's portal) are not known " +
+      'here. A refund above `left` is refused before PayHere (refund: 409 `conflict`).',
+    scope: 'payments:read',
+    pathParameters: PaymentPath,
+    pathDescription: 'A PayHere payment id: digits only (leading zeros are ignored).',
+    pathExample: EXAMPLES.paymentRefunds.id,
+    upstream: 'ledger',
+    answers: [
+      ok("The payment's refunds.", PaymentRefundsSchema, [
+        { summary: 'A partial refund, then the rest', value: EXAMPLES.paymentRefunds.found },
+      ]),
+    ],
+    invalid: invalid(PaymentPath, { id: 'P-42' }, 'path'),
+    failures: [
+      notFound('Payment 320027150599 was not found.', 'A customer names a payment it does not own.'),
+    ],
   },
   notify: {
     method: 'post',

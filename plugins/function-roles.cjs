@@ -10,6 +10,7 @@
  *     queryIndex: { idempotency: [settle], ledger: [settle, charges] }   # per table, the indexes a Query may use
  *     functions:
  *       charge: { secret: true, idempotency: [GetItem, PutItem], ledger: [GetItem] }
+ *       listOrders: { ledger: [Query], queryIndex: { ledger: [orders] } }   # its own indexes only
  *
  * Each role may write its own function's logs, send the listed item actions to each listed table
  * (`Query` to its `queryIndex` indexes only, never the table),
@@ -66,7 +67,8 @@ class FunctionRolesPlugin {
         }
         // A Query is sent to the indexes `queryIndex` names (the settle job's), never to the table itself.
         if ((access[table] ?? []).includes('Query')) {
-          const named = config.queryIndex ?? [];
+          // A function may name its own indexes (the order lists'); otherwise the table's (the settle job's).
+          const named = access.queryIndex ?? config.queryIndex ?? [];
           const indexes = [
             typeof named === 'object' && !Array.isArray(named) ? (named[table] ?? []) : named,
           ].flat();

@@ -12,6 +12,7 @@ import {
 import type { AddressInfo } from 'node:net';
 import { Readable } from 'node:stream';
 import { crc32 } from 'node:zlib';
+import { LISTED_ATTRIBUTES, ORDER_LIST_HASH_KEYS } from '../lib/ledger/order-lists.ts';
 import {
   type DynamoDbFault,
   DynamoDbFaultController,
@@ -98,13 +99,28 @@ export async function startLocalDynamoDB(options: LocalDynamoDBOptions = {}): Pr
 export async function createTable(
   endpoint: string,
   table: string,
-  options: { settleIndex?: boolean; chargesIndex?: boolean } = {},
+  options: { settleIndex?: boolean; chargesIndex?: boolean; orderLists?: boolean } = {},
 ): Promise<void> {
   // The settle job's sparse indexes, keyed by a queue (S) and a due time (N).
   const indexes = [
     ...(options.settleIndex ? [['settle', 'settleQueue', 'settleAt'] as const] : []),
     ...(options.chargesIndex ? [['charges', 'chargeQueue', 'chargeDueAt'] as const] : []),
   ];
+  // The ledger's order lists (lib/ledger/order-lists.ts): a partition (S) each, sorted by position (S).
+  const lists = options.orderLists
+    ? (Object.entries(ORDER_LIST_HASH_KEYS) as [string, string][]).map(([name, hash]) => ({
+        IndexName: name,
+        KeySchema: [
+          { AttributeName: hash, KeyType: 'HASH' },
+          { AttributeName: 'listedAt', KeyType: 'RANGE' },
+        ],
+        Projection: {
+          ProjectionType: 'INCLUDE',
+          NonKeyAttributes: LISTED_ATTRIBUTES.filter((attribute) => attribute !== hash),
+        },
+      }))
+    : [];
+  const listKeys = options.orderLists ? ['listed', 'owner', 'state', 'listedAt'] : [];
   await localRequest(endpoint, 'CreateTable', {
     TableName: table,
     AttributeDefinitions: [
@@ -113,20 +129,24 @@ export async function createTable(
         { AttributeName: queue, AttributeType: 'S' },
         { AttributeName: due, AttributeType: 'N' },
       ]),
+      ...listKeys.map((name) => ({ AttributeName: name, AttributeType: 'S' })),
     ],
     KeySchema: [{ AttributeName: 'pk', KeyType: 'HASH' }],
     BillingMode: 'PAY_PER_REQUEST',
-    // The settle job's indexes, as serverless.yml declares them on the idempotency table and the ledger.
-    ...(indexes.length > 0
+    // The settle job's indexes and the order lists, as serverless.yml declares them.
+    ...(indexes.length + lists.length > 0
       ? {
-          GlobalSecondaryIndexes: indexes.map(([name, queue, due]) => ({
-            IndexName: name,
-            KeySchema: [
-              { AttributeName: queue, KeyType: 'HASH' },
-              { AttributeName: due, KeyType: 'RANGE' },
-            ],
-            Projection: { ProjectionType: 'KEYS_ONLY' },
-          })),
+          GlobalSecondaryIndexes: [
+            ...indexes.map(([name, queue, due]) => ({
+              IndexName: name,
+              KeySchema: [
+                { AttributeName: queue, KeyType: 'HASH' },
+                { AttributeName: due, KeyType: 'RANGE' },
+              ],
+              Projection: { ProjectionType: 'KEYS_ONLY' },
+            })),
+            ...lists,
+          ],
         }
       : {}),
   });
@@ -187,7 +207,7 @@ function localRequest(endpoint: string, operation: string, input: unknown): Prom
 export async function createLocalTables(endpoint: string): Promise<void> {
   await Promise.all([
     createTable(endpoint, LOCAL_IDEMPOTENCY_TABLE, { settleIndex: true }),
-    createTable(endpoint, LOCAL_LEDGER_TABLE, { settleIndex: true, chargesIndex: true }),
+    createTable(endpoint, LOCAL_LEDGER_TABLE, { settleIndex: true, chargesIndex: true, orderLists: true }),
     createTable(endpoint, LOCAL_STATE_TABLE),
   ]);
 }

@@ -17,12 +17,13 @@ import { envelopeErrors } from './middleware.ts';
 import { type ObservedContext, type ObserveOptions, observe } from './observe.ts';
 import { readOnBehalfOf } from './on-behalf-of.ts';
 import { guardRequest } from './request-guard.ts';
-import { parse } from './validation.ts';
+import { type Parsed, parse } from './validation.ts';
 
 type Event = APIGatewayProxyEvent;
 type Result = APIGatewayProxyResult;
 
-export interface RouteOptions<Body, Path> extends ObserveOptions<ValidRequest<Body, Path>> {
+export interface RouteOptions<Body, Path, Query = undefined>
+  extends ObserveOptions<ValidRequest<Body, Path, Query>> {
   /** The scope the caller's token must hold (docs/contract.md "Callers, roles and ownership"). */
   scope: Scope;
   /** The route creates orders: a merchant may name their owner with On-Behalf-Of. */
@@ -30,16 +31,19 @@ export interface RouteOptions<Body, Path> extends ObserveOptions<ValidRequest<Bo
   /** The body schema; only body-carrying routes parse JSON (middy's parser breaks bodiless GETs). */
   body?: z.ZodMiniType<Body>;
   path?: z.ZodMiniType<Path>;
+  /** The query string's schema; routes without one ignore a query string, as they always have. */
+  query?: z.ZodMiniType<Query>;
   /**
    * Money routes: the Idempotency-Key header is required, and a repeat is answered from the store
    * instead of reaching the gateway again (lib/idempotency/). Runs after validation.
    */
-  idempotency?: IdempotencyOptions<ValidRequest<Body, Path>>;
+  idempotency?: IdempotencyOptions<ValidRequest<Body, Path, Query>>;
 }
 
-export interface ValidRequest<Body, Path> {
+export interface ValidRequest<Body, Path, Query = undefined> {
   body: Body;
   path: Path;
+  query: Query;
   caller: Caller;
   /** Who owns what this request creates: the customer named by On-Behalf-Of, else the caller. */
   owner: string;
@@ -91,16 +95,16 @@ const normalizeHeaders = (): MiddlewareObj<Event, Result> => ({
  * carries its `options` as `route`, so that tests can hold the API description (openapi/routes.ts)
  * to what each function really requires.
  */
-export function route<Body = undefined, Path = undefined>(
-  options: RouteOptions<Body, Path>,
-  handler: (request: ValidRequest<Body, Path>) => Promise<Result>,
+export function route<Body = undefined, Path = undefined, Query = undefined>(
+  options: RouteOptions<Body, Path, Query>,
+  handler: (request: ValidRequest<Body, Path, Query>) => Promise<Result>,
 ) {
   return Object.assign(stackFor(options, handler), { route: options });
 }
 
-function stackFor<Body, Path>(
-  options: RouteOptions<Body, Path>,
-  handler: (request: ValidRequest<Body, Path>) => Promise<Result>,
+function stackFor<Body, Path, Query>(
+  options: RouteOptions<Body, Path, Query>,
+  handler: (request: ValidRequest<Body, Path, Query>) => Promise<Result>,
 ) {
   // No early-timeout race: lib/http/deadline.ts already ends upstream work well before Lambda's timeout,
   // and the race costs a timer per request and would answer the last moments with a 500.
@@ -123,14 +127,17 @@ function stackFor<Body, Path>(
     if (path && !path.ok) errors.push(...path.errors);
     const body = options.body ? parse(options.body, event.body, '') : undefined;
     if (body && !body.ok) errors.push(...body.errors);
+    const query = options.query ? parseQuery(options.query, event) : undefined;
+    if (query && !query.ok) errors.push(...query.errors);
     const keyOptional =
       options.idempotency?.optional === true && headerValues(event, IDEMPOTENCY_HEADER).length === 0;
     const key = options.idempotency && !keyOptional ? readIdempotencyKey(event) : undefined;
     if (key && !key.ok) errors.push(...key.errors);
     if (errors.length > 0) throw new InvalidRequestError(errors);
-    const request: ValidRequest<Body, Path> = {
+    const request: ValidRequest<Body, Path, Query> = {
       body: (body?.ok ? body.value : undefined) as Body,
       path: (path?.ok ? path.value : undefined) as Path,
+      query: (query?.ok ? query.value : undefined) as Query,
       caller,
       owner: onBehalfOf ?? caller.sub,
       ...(onBehalfOf === undefined ? {} : { onBehalfOf }),
@@ -144,7 +151,7 @@ function stackFor<Body, Path>(
       ),
       context,
     };
-    (context as ObservedContext<ValidRequest<Body, Path>>).validRequest = request;
+    (context as ObservedContext<ValidRequest<Body, Path, Query>>).validRequest = request;
     // The caller's PayHere calls count against its own share (lib/budget/caller-shares.ts).
     return callers.run({ id: caller.sub, kind: caller.role }, () => {
       if (options.idempotency && key?.ok) {
@@ -153,4 +160,17 @@ function stackFor<Body, Path>(
       return handler(request);
     });
   });
+}
+
+/**
+ * The query string against its schema, each parameter named `query.<name>`. A parameter given twice
+ * with different values is refused (API Gateway would pass on only the last one).
+ */
+function parseQuery<Query>(schema: z.ZodMiniType<Query>, event: Event): Parsed<Query> {
+  const repeated: FieldError[] = Object.entries(event.multiValueQueryStringParameters ?? {})
+    .filter(([, values]) => new Set(values ?? []).size > 1)
+    .map(([name]) => ({ path: `query.${name.slice(0, 64)}`, message: 'must be given once' }));
+  const parsed = parse(schema, { ...event.queryStringParameters }, 'query');
+  if (repeated.length === 0) return parsed;
+  return { ok: false, errors: [...repeated, ...(parsed.ok ? [] : parsed.errors)] };
 }

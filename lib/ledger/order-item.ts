@@ -13,6 +13,20 @@ import { number, optionalNumber, optionalText, text } from './table.ts';
 /** An order's item, `order#<order_id>`: its key, its attributes, and the order read back from it. */
 export const orderKey = (orderId: string) => `order#${orderId}`;
 
+/** The value of `listed` on every order: the one partition of the order list of all orders (order-lists.ts). */
+export const LISTED = 'order';
+
+/**
+ * An order's position in every order list: its creation time (epoch ms, 15 digits) then its id, so
+ * that orders created in the same millisecond still have one order and a position names one order.
+ */
+export function listedAt(createdAt: number, orderId: string): string {
+  return `${timeKey(createdAt)}#${orderId}`;
+}
+
+/** A time as the order lists sort it; shorter than any position, so it sorts before that millisecond's orders. */
+export const timeKey = (at: number) => String(Math.max(0, Math.trunc(at))).padStart(15, '0');
+
 /** Every attribute name an expression may use, as `#name` placeholders (several are reserved words). */
 export const ATTRIBUTES = [
   'owner',
@@ -52,6 +66,8 @@ export const ATTRIBUTES = [
   'paymentsCopyState',
   'paymentsFetchedAt',
   'paymentsDroppedAt',
+  'listed',
+  'listedAt',
 ] as const;
 
 export function namesIn(expression: string): Record<string, string> {
@@ -91,6 +107,9 @@ export function toOrderItem(order: Order): Record<string, AttributeValue> {
     ...optional('card', order.card === null ? null : JSON.stringify(order.card)),
     createdAt: number(order.createdAt),
     updatedAt: number(order.updatedAt),
+    // The order lists' keys (order-lists.ts).
+    listed: { S: LISTED },
+    listedAt: { S: listedAt(order.createdAt, order.orderId) },
   };
 }
 

@@ -17,6 +17,8 @@ export interface RefundSlot {
   takenAt: number;
   /** In cents; null for a full refund. */
   amountCents: number | null;
+  /** Who sent it (the caller's `sub`), kept beside the refund's key for its record; null when not known. */
+  by?: string | null;
 }
 
 /** A refund PayHere accepted through the service (its answer, or its records after a lost answer). */
@@ -27,6 +29,8 @@ export interface AcceptedRefund {
   refundId: number | null;
   /** Epoch ms: when the service learned it. */
   at: number;
+  /** Who sent it (a `sub`); null for a refund recorded before the service kept it. */
+  by: string | null;
 }
 
 /** What the service knows of a payment's refunds. */
@@ -39,6 +43,9 @@ export interface PaymentRefunds {
   /** Refunds whose outcome could not be determined: they may have been made. */
   undetermined: number;
 }
+
+/** Who sent the refund under `key`: an attribute of its own, written with the slot, read with the refunds. */
+const byName = (key: string) => `by#${key}`;
 
 /** What freeing the slot records of its refund (lib/orders/refund-evidence.ts decides which). */
 export type RefundRecord =
@@ -82,9 +89,14 @@ export class LedgerRefunds extends LedgerTable {
               key,
               takenAt: optionalNumber(item, 'inflightAt') ?? 0,
               amountCents: optionalNumber(item, 'inflightCents'),
+              by: optionalText(item, byName(key)),
             }
           : null,
-      accepted: (item?.refunds?.L ?? []).flatMap((entry) => (entry.M ? [acceptedOf(entry.M)] : [])),
+      accepted: (item?.refunds?.L ?? []).flatMap((entry) => {
+        if (!entry.M) return [];
+        const accepted = acceptedOf(entry.M);
+        return [{ ...accepted, by: optionalText(item!, byName(accepted.key)) }];
+      }),
       refundedCents: (item && optionalNumber(item, 'refundedCents')) ?? 0,
       undetermined: (item && optionalNumber(item, 'undetermined')) ?? 0,
     };
@@ -108,7 +120,17 @@ export class LedgerRefunds extends LedgerTable {
       values[':cents'] = number(slot.amountCents);
     }
     const condition = 'attribute_not_exists(#inflight) OR #inflight = :key';
-    return this.#update(paymentId, update, condition, values);
+    if (!slot.by) return this.#update(paymentId, update, condition, values);
+    return this.#update(
+      paymentId,
+      update.replace('SET ', 'SET #by = :by, '),
+      condition,
+      {
+        ...values,
+        ':by': { S: slot.by },
+      },
+      { '#by': byName(slot.key) },
+    );
   }
 
   /**
@@ -152,6 +174,7 @@ export class LedgerRefunds extends LedgerTable {
     update: string,
     condition: string,
     values: Record<string, AttributeValue>,
+    names: Record<string, string> = {},
   ): Promise<boolean> {
     return this.conditional(
       new UpdateItemCommand({
@@ -159,14 +182,14 @@ export class LedgerRefunds extends LedgerTable {
         Key: { pk: { S: refundsKey(paymentId) } },
         UpdateExpression: update,
         ConditionExpression: condition,
-        ExpressionAttributeNames: namesIn(`${update} ${condition}`),
+        ExpressionAttributeNames: { ...namesIn(`${update} ${condition}`), ...names },
         ExpressionAttributeValues: values,
       }),
     );
   }
 }
 
-function acceptedItem(refund: AcceptedRefund): Record<string, AttributeValue> {
+function acceptedItem(refund: Omit<AcceptedRefund, 'by'>): Record<string, AttributeValue> {
   const nullable = (value: number | null): AttributeValue =>
     value === null ? { NULL: true } : number(value);
   return {
@@ -177,7 +200,7 @@ function acceptedItem(refund: AcceptedRefund): Record<string, AttributeValue> {
   };
 }
 
-function acceptedOf(item: Record<string, AttributeValue>): AcceptedRefund {
+function acceptedOf(item: Record<string, AttributeValue>): Omit<AcceptedRefund, 'by'> {
   return {
     key: optionalText(item, 'key') ?? '',
     amountCents: optionalNumber(item, 'cents'),

@@ -17,7 +17,8 @@ import type {
   UnmatchedNotification,
 } from './model.ts';
 import { type KeptNotification, LedgerNotifications } from './notifications.ts';
-import { fromOrderItem, namesIn, orderKey, toOrderItem, valuesIn } from './order-item.ts';
+import { fromOrderItem, LISTED, listedAt, namesIn, orderKey, toOrderItem, valuesIn } from './order-item.ts';
+import { LedgerOrderLists, type OrderListPage, type OrderListQuery } from './order-lists.ts';
 import { LedgerReferences } from './references.ts';
 import { LedgerRefunds, type PaymentRefunds, type RefundRecord, type RefundSlot } from './refunds.ts';
 import {
@@ -30,6 +31,7 @@ import {
 } from './table.ts';
 
 export type { KeptNotification } from './notifications.ts';
+export type { ListedOrder, OrderListPage, OrderListQuery, OrderListSource } from './order-lists.ts';
 export type { AcceptedRefund, PaymentRefunds, RefundRecord, RefundSlot } from './refunds.ts';
 export type { LedgerStoreOptions } from './table.ts';
 
@@ -38,7 +40,8 @@ export type { LedgerStoreOptions } from './table.ts';
  * about it, and the index from the ids PayHere hands out (payments, holds, subscriptions, customer
  * tokens) to their order. One DynamoDB table keyed by `pk`:
  *
- *   order#<order_id>            the order (Order below)
+ *   order#<order_id>            the order (Order below), with its place in the order lists
+ *                               (`listed`, `listedAt`: order-lists.ts)
  *   payment#<id>, authorization#<token>, subscription#<id>, customer_token#<token>
  *                               a reference: { orderId, owner[, chargeKey] }
  *   owner#<sub>                 the subscription ids a customer owns (listSubscriptions), and its
@@ -89,12 +92,14 @@ export class LedgerStore extends LedgerTable {
   readonly #references: LedgerReferences;
   readonly #notifications: LedgerNotifications;
   readonly #refunds: LedgerRefunds;
+  readonly #lists: LedgerOrderLists;
 
   constructor(options: LedgerStoreOptions) {
     super(options);
     this.#references = new LedgerReferences(options);
     this.#notifications = new LedgerNotifications(options);
     this.#refunds = new LedgerRefunds(options);
+    this.#lists = new LedgerOrderLists(options);
   }
 
   /** The order as last written, read strongly consistent. */
@@ -168,12 +173,18 @@ export class LedgerStore extends LedgerTable {
       '#chargeQueue = :queue, #chargeDueAt = :dueAt, ' +
       '#state = if_not_exists(#state, :created), #createdAt = if_not_exists(#createdAt, :now)';
     const creates =
-      '#orderId = :orderId, #owner = if_not_exists(#owner, :owner), #kind = if_not_exists(#kind, :kind)';
+      '#orderId = :orderId, #owner = if_not_exists(#owner, :owner), #kind = if_not_exists(#kind, :kind), ' +
+      '#listed = :listed, #listedAt = if_not_exists(#listedAt, :listedAt)';
     const prices =
       '#items = :items, #currency = :currency, #amount = :amount, #custom1 = :custom1, #custom2 = :custom2';
     values[':custom1'] = nullableString(claim.custom1);
     values[':custom2'] = nullableString(claim.custom2);
     values[':kind'] = { S: claim.kind };
+    if (claim.rule !== 'customer-priced') {
+      // A new order joins the order lists at its creation (order-lists.ts); an existing one keeps its place.
+      values[':listed'] = { S: LISTED };
+      values[':listedAt'] = { S: listedAt(now, claim.orderId) };
+    }
     if (claim.rule === 'merchant') {
       condition = `attribute_not_exists(pk) OR (${chargeable})`;
       set += `, ${creates}, ${prices}`;
@@ -595,6 +606,11 @@ export class LedgerStore extends LedgerTable {
 
   unmatched(orderId?: string): Promise<KeptNotification[]> {
     return this.#notifications.unmatched(orderId);
+  }
+
+  /** A page of an order list, newest first (order-lists.ts): at most two Query calls. */
+  listOrders(query: OrderListQuery): Promise<OrderListPage> {
+    return this.#lists.listOrders(query);
   }
 
   paymentRefunds(paymentId: string): Promise<PaymentRefunds> {

@@ -229,7 +229,7 @@ function refuseUnlessSame(wanted: NewOrder, existing: Order | undefined): void {
 }
 
 /** PayHere's ids are 12-digit numbers: shown as numbers, as PayHere shows them. */
-function gatewayId(id: string | null): number | string | null {
+export function gatewayId(id: string | null): number | string | null {
   if (id === null) return null;
   return /^[0-9]+$/.test(id) && Number.isSafeInteger(Number(id)) ? Number(id) : id;
 }

@@ -15,7 +15,9 @@ import { loadOrdersConfig } from './config.ts';
 import { Confirmations } from './confirmations.ts';
 import { Holds } from './holds.ts';
 import type { SettleDeps } from './money-settlement.ts';
+import { OrderLists } from './order-lists.ts';
 import { OrderPayments } from './payments.ts';
+import { RefundRecords } from './refund-records.ts';
 import { Refunds } from './refunds.ts';
 import { OrderReports } from './reports.ts';
 import { SubscriptionRetries } from './retries.ts';
@@ -130,7 +132,13 @@ export function refundsFromEnvironment(payhere: PayHere): Refunds {
     payments: orderPaymentsFromEnvironment(payhere),
     settling: settleDepsFromEnvironment(payhere),
     records: idempotencyStoreFromEnvironment(),
+    balances: refundRecordsFromEnvironment(),
   });
+}
+
+/** A payment's refund records and what is left of it, from the ledger. */
+export function refundRecordsFromEnvironment(): RefundRecords {
+  return new RefundRecords({ ledger: ledgerFromEnvironment(), ownership: ownershipFromEnvironment() });
 }
 
 /** Retries of failed subscriptions over the container's PayHere client. */
@@ -141,4 +149,9 @@ export function subscriptionRetriesFromEnvironment(payhere: PayHere): Subscripti
     invalidation: sharedReadStoreFromEnvironment(),
     settling: settleDepsFromEnvironment(payhere),
   });
+}
+
+/** The order lists, answered from the ledger's indexes. */
+export function orderListsFromEnvironment(): OrderLists {
+  return new OrderLists(ledgerFromEnvironment());
 }

@@ -23,6 +23,8 @@ export interface RefundHold {
   key: string;
   /** In cents; null for a full refund. */
   amountCents: number | null;
+  /** Who sends it (a `sub`): kept for its refund record. */
+  by?: string | null;
 }
 
 /** What settling a lost refund found: the evidence, the payment's status (when read), the refund's number. */
@@ -121,7 +123,12 @@ export class RefundSlots {
    */
   async take(caller: Actor, hold: RefundHold, deadline: number): Promise<void> {
     for (let round = 0; round < MAX_ROUNDS; round++) {
-      const slot: RefundSlot = { key: hold.key, takenAt: Date.now(), amountCents: hold.amountCents };
+      const slot: RefundSlot = {
+        key: hold.key,
+        takenAt: Date.now(),
+        amountCents: hold.amountCents,
+        ...(hold.by ? { by: hold.by } : {}),
+      };
       if (await readLedger(() => this.#ledger.takeRefundSlot(hold.paymentId, slot))) return;
       const { inflight: holder } = await readLedger(() => this.#ledger.paymentRefunds(hold.paymentId));
       if (!holder || holder.key === hold.key) continue; // freed meanwhile

@@ -11,6 +11,7 @@ import type { Holds } from './holds.ts';
 import { type MoneySubject, type SettleDeps, settleRefund } from './money-settlement.ts';
 import type { OrderPayments } from './payments.ts';
 import { failedRefundEvidence } from './refund-evidence.ts';
+import type { RefundRecords } from './refund-records.ts';
 import { REFUND_OPERATION, type RefundHold, RefundSlots, recordRefundOutcome } from './refund-slots.ts';
 
 /** A refund or release as the route hands it over. */
@@ -28,7 +29,8 @@ type RefundSubject = Extract<MoneySubject, { operation: 'refund' }>;
  * Refunding a payment, fully or partly, or releasing a hold (POST /gateway/api/payments/refund):
  * the customer's own only (else 404); what PayHere accepted drops the order's shared payments and
  * its ledger copy, and a release proves the hold's token; a lost answer is settled from the
- * payment's status. One refund of a payment is in flight at a time (refund-slots.ts).
+ * payment's status. One refund of a payment is in flight at a time (refund-slots.ts), and one above
+ * what is left of the payment is refused before PayHere (refund-records.ts).
  */
 export class Refunds {
   readonly #payhere: PayHere;
@@ -37,6 +39,7 @@ export class Refunds {
   readonly #payments: OrderPayments;
   readonly #settling: SettleDeps;
   readonly #slots: RefundSlots;
+  readonly #balances: RefundRecords;
 
   constructor(options: {
     payhere: PayHere;
@@ -46,7 +49,10 @@ export class Refunds {
     settling: SettleDeps;
     /** The idempotency records: whether the refund holding a payment's slot can still be running. */
     records: { get(key: string): Promise<IdempotencyRecord | undefined> };
+    /** What is left of a payment to refund: a refund above it is refused before PayHere. */
+    balances: RefundRecords;
   }) {
+    this.#balances = options.balances;
     this.#payhere = options.payhere;
     this.#ownership = options.ownership;
     this.#holds = options.holds;
@@ -67,7 +73,16 @@ export class Refunds {
   async refund(request: RefundInput): Promise<APIGatewayProxyResult> {
     const orderId = await this.#refundedOrder(request);
     const hold = holdOf(request);
-    if (hold) await this.#slots.take(request.caller, hold, request.deadline);
+    if (hold) {
+      await this.#slots.take(request.caller, hold, request.deadline);
+      try {
+        // With the slot held no other refund of the payment is sent: what is left cannot shrink meanwhile.
+        await this.#balances.requireLeft(hold.paymentId, hold.amountCents, orderId);
+      } catch (error) {
+        await recordRefundOutcome(this.#settling.ledger, hold, 'refund_not_sent');
+        throw error;
+      }
+    }
     const { msg, data } = await thenForget(
       () => this.#sent(refundUpstreamBody(request.body), request.deadline, orderId, hold),
       // The merchant's refund looks its order up only now, after PayHere answered.
@@ -140,5 +155,6 @@ function holdOf(request: RefundInput): RefundHold | undefined {
     paymentId: String(upstream.payment_id),
     key: recordKey(REFUND_OPERATION, request.caller.sub, request.idempotencyKey!),
     amountCents: upstream.amount === undefined ? null : Math.round(upstream.amount * 100),
+    by: request.caller.sub,
   };
 }

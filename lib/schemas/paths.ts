@@ -13,3 +13,13 @@ export const SubscriptionPath = z.strictObject({
 });
 
 export const CheckoutPath = z.strictObject({ order_id: printable(1, 64) });
+
+/** A PayHere payment id: digits that fit a JavaScript integer (leading zeros do not matter). */
+export const PaymentPath = z.strictObject({
+  id: z
+    .string()
+    .check(
+      z.regex(/^[0-9]{1,20}$/, { message: 'must be a payment id (digits only)' }),
+      safeIntegerDigits('a payment id'),
+    ),
+});

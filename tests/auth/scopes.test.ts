@@ -38,6 +38,8 @@ const VALID: Record<RouteName, () => CallOptions> = {
   subscriptionPayments: () => ({ id: String(SEED.subscriptions.active) }),
   retrySubscription: () => ({ id: String(SEED.subscriptions.failed) }),
   cancelSubscription: () => ({ id: String(SEED.subscriptions.active) }),
+  listOrders: () => ({ query: { limit: '5' } }),
+  paymentRefunds: () => ({ id: '320099999999' }),
   createCheckout: () => ({
     body: { kind: 'payment', items: 'Taxi Hire 123', currency: 'LKR', amount: 345.67 },
   }),
@@ -61,9 +63,9 @@ describe('each route requires exactly its scope', () => {
     ALL_TEST_SCOPES.map((scope) => ({ route, scope, allowed: ROUTE_SCOPES[route] === scope })),
   );
 
-  it('covers eleven routes and six scopes, one allowed scope per route', () => {
-    expect(matrix).toHaveLength(66);
-    expect(matrix.filter((cell) => cell.allowed)).toHaveLength(11);
+  it('covers thirteen routes and six scopes, one allowed scope per route', () => {
+    expect(matrix).toHaveLength(78);
+    expect(matrix.filter((cell) => cell.allowed)).toHaveLength(13);
   });
 
   it.each(matrix.filter((cell) => cell.allowed))(

@@ -255,3 +255,23 @@ describe('nextStep', () => {
     expect(nextStep(outcome, attempt, limits)).toEqual(expected);
   });
 });
+
+describe('query strings', () => {
+  it('sends the parameters a list takes, leaving out those not given, and none otherwise', async () => {
+    const page = { status: 1, msg: 'Found 0 orders', data: { orders: [], next_cursor: null } };
+    const { api, sent } = client([
+      { status: 200, body: page },
+      { status: 200, body: page },
+    ]);
+
+    await api.listOrders({
+      query: { status: 'succeeded', customer: 'alice bob', limit: '2', cursor: undefined },
+    });
+    await api.listOrders();
+
+    expect(sent.map((request) => request.url)).toEqual([
+      'https://api.example.test/prod/gateway/api/orders?status=succeeded&customer=alice+bob&limit=2',
+      'https://api.example.test/prod/gateway/api/orders',
+    ]);
+  });
+});

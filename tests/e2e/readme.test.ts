@@ -149,6 +149,32 @@ const runHere: Record<string, () => Promise<void>> = {
     expect(JSON.parse(answers[4]!.body).msg).toBe('Found 0 subscriptions');
   },
 
+  'docs/app.md "The back office: order lists"': async () => {
+    const answers = await runCurls(documented('docs/app.md "The back office: order lists"'));
+    const [newest, carols, others] = answers.slice(3).map((answer) => JSON.parse(answer.body));
+
+    expect(answers.map((answer) => answer.status)).toEqual([201, 201, 201, 200, 200, 200]);
+    expect(newest.data.orders.map((order: { order_id: string }) => order.order_id)).toEqual(['Order-4003']);
+    expect(newest.data.next_cursor).toEqual(expect.any(String));
+    expect(carols.msg).toBe('Found 2 orders');
+    expect(carols.data.orders.map((order: { order_id: string }) => order.order_id)).toEqual([
+      'Order-4002',
+      'Order-4001',
+    ]);
+    expect(others.msg).toBe('Found 0 orders');
+  },
+
+  'docs/app.md "The back office: refund records"': async () => {
+    const answers = await runCurls(documented('docs/app.md "The back office: refund records"'));
+    const [merchant, dave] = answers.slice(4).map((answer) => JSON.parse(answer.body));
+
+    expect(answers.map((answer) => answer.status)).toEqual([200, 409, 200, 409, 200, 200]);
+    expect(JSON.parse(answers[1]!.body).msg).toMatch(/has 750.00 LKR left to refund, less than 800.00 LKR/);
+    expect(merchant.data).toMatchObject({ amount: 1000, refunded: 1000, left: 0, order_id: 'Order-5001' });
+    expect(merchant.data.refunds.map((refund: { amount: number }) => refund.amount)).toEqual([250, 750]);
+    expect(dave.data.refunds.map((refund: { by: string }) => refund.by)).toEqual(['merchant', 'merchant']);
+  },
+
   // The pre-approval flow: saves Alice's card through the sandbox's checkout and notification, and charges it.
   'docs/app.md "Notifications: saving a card, holds, payments in the app, subscriptions"': async () => {
     const lines = await runLines(

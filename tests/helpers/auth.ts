@@ -26,6 +26,8 @@ export const ROUTE_SCOPES: Record<RouteName, string> = {
   cancelSubscription: 'subscriptions:write',
   createCheckout: 'payments:charge',
   getCheckout: 'payments:read',
+  listOrders: 'payments:read',
+  paymentRefunds: 'payments:read',
 };
 
 /** Every route scope; `merchant` is not one (it grants no route by itself). */

@@ -7,6 +7,8 @@ export interface EventOptions {
   /** The route's resource template, e.g. `/gateway/api/subscriptions/{id}`. */
   resource: string;
   pathParameters?: Record<string, string>;
+  /** The query string's parameters, each once. */
+  query?: Record<string, string>;
   /** An object is sent as JSON; a string is sent as it is. */
   body?: unknown;
   headers?: Record<string, string>;
@@ -36,6 +38,10 @@ export function apiEvent(options: EventOptions): APIGatewayProxyEvent {
     headers,
     multiValueHeaders: Object.fromEntries(Object.entries(headers).map(([k, v]) => [k, [v]])),
     pathParameters: options.pathParameters ?? null,
+    queryStringParameters: options.query ?? null,
+    multiValueQueryStringParameters: options.query
+      ? Object.fromEntries(Object.entries(options.query).map(([k, v]) => [k, [v]]))
+      : null,
     body,
     requestContext: {
       ...structuredClone(base.requestContext),

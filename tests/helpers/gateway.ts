@@ -40,6 +40,8 @@ export function handlerOf(name: RouteName): Promise<Handler> {
 export interface CallOptions {
   id?: string;
   body?: unknown;
+  /** The query string's parameters. */
+  query?: Record<string, string>;
   headers?: Record<string, string>;
   replaceHeaders?: boolean;
   remainingMs?: number;
@@ -69,6 +71,7 @@ export async function call(name: RouteName, options: CallOptions = {}): Promise<
       ? {}
       : { pathParameters: { [pathParameterOf(route.resource)]: options.id } }),
     ...(options.body === undefined ? {} : { body: options.body }),
+    ...(options.query === undefined ? {} : { query: options.query }),
     ...(headers ? { headers } : {}),
     ...(options.replaceHeaders ? { replaceHeaders: true } : {}),
   });

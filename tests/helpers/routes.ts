@@ -13,6 +13,8 @@ export const ROUTES = {
   cancelSubscription: { method: 'DELETE', resource: '/gateway/api/subscriptions/{id}' },
   createCheckout: { method: 'POST', resource: '/gateway/api/checkouts' },
   getCheckout: { method: 'GET', resource: '/gateway/api/checkouts/{order_id}' },
+  listOrders: { method: 'GET', resource: '/gateway/api/orders' },
+  paymentRefunds: { method: 'GET', resource: '/gateway/api/payments/{id}/refunds' },
 } as const satisfies Record<string, Pick<EventOptions, 'method' | 'resource'>>;
 
 export type RouteName = keyof typeof ROUTES;
@@ -26,7 +28,7 @@ export const API_FUNCTIONS: readonly string[] = [...Object.keys(ROUTES), 'notify
 /** Every function serverless.yml declares: the API's and the settle job, which runs on a schedule. */
 export const FUNCTIONS: readonly string[] = [...API_FUNCTIONS, 'settle'];
 
-/** The routes that call PayHere (createCheckout and getCheckout answer from the ledger). */
+/** The routes that call PayHere (createCheckout, getCheckout, listOrders and paymentRefunds answer from the ledger). */
 export const GATEWAY_ROUTES = [
   'charge',
   'capture',

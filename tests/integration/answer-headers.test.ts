@@ -44,6 +44,12 @@ const SUCCESS: Record<RouteName, () => Promise<CallOptions>> = {
   getCheckout: async () => ({
     id: (await call('createCheckout', { body: checkoutBody })).body.data.order_id,
   }),
+  listOrders: async () => ({ query: { limit: '5' } }),
+  paymentRefunds: async () => {
+    const body = { payment_id: SEED.payments.refundable, amount: 10, description: 'Out of stock' };
+    expect((await call('refund', { body })).statusCode).toBe(200);
+    return { id: String(SEED.payments.refundable) };
+  },
 };
 
 function expectAnswerHeaders(answer: Answer): void {

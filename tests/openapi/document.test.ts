@@ -126,6 +126,7 @@ describe('the route table (openapi/routes.ts)', () => {
       expect(handler.route.scope).toBe(route.scope);
       expect(handler.route.body).toBe(route.body);
       expect(handler.route.path).toBe(route.pathParameters);
+      expect(handler.route.query).toBe(route.queryParameters);
       expect(handler.route.idempotency !== undefined).toBe(route.idempotent !== undefined);
       expect(handler.route.idempotency?.optional === true).toBe(route.idempotent === 'optional');
       expect(handler.route.createsOrders === true).toBe(route.createsOrders === true);

@@ -194,8 +194,11 @@ async function searchShowing(paymentId: number, status: string) {
 describe('a refund’s slot', () => {
   it('is freed when PayHere refuses the refund, recording nothing', async () => {
     const paymentId = await paid();
+    // PayHere's refusal envelope (a refund above what is left never reaches it: refund-records.test.ts).
+    const refusal = { status: -1, msg: 'Error processing refund', data: null };
+    sandbox.faults.inject('refund', { kind: 'status', status: 200, body: JSON.stringify(refusal) });
 
-    const refused = await call('refund', partial(paymentId, 500));
+    const refused = await call('refund', partial(paymentId, 50));
     const slot = await ledger.paymentRefunds(String(paymentId));
     const next = await call('refund', partial(paymentId, 20));
 

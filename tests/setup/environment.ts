@@ -15,7 +15,11 @@ const ledgerTable = `${inject('ledgerTable')}-${randomUUID()}`;
 // The shared budget and token too: each file's sandbox issues tokens of its own.
 const stateTable = `${inject('stateTable')}-${randomUUID()}`;
 await Promise.all([
-  createTable(inject('dynamodbEndpoint'), ledgerTable, { settleIndex: true, chargesIndex: true }),
+  createTable(inject('dynamodbEndpoint'), ledgerTable, {
+    settleIndex: true,
+    chargesIndex: true,
+    orderLists: true,
+  }),
   createTable(inject('dynamodbEndpoint'), stateTable),
 ]);
 
