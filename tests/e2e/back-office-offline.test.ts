@@ -1,12 +1,11 @@
 import { randomUUID } from 'node:crypto';
 import { setTimeout as delay } from 'node:timers/promises';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { type Sandbox, SEED, sandboxGatewayEnv, startSandbox } from '../../sandbox/server.ts';
-import { createTable, LOCAL_IDEMPOTENCY_TABLE } from '../../scripts/local-dynamodb.ts';
-import { type Offline, startOffline } from '../../scripts/offline.ts';
-import { MERCHANT_SCOPES, TEST_AUTH_ENV, tokenFor } from '../helpers/auth.ts';
+import { type Sandbox, SEED, startSandbox } from '../../sandbox/server.ts';
+import type { Offline } from '../../scripts/offline.ts';
+import { MERCHANT_SCOPES, tokenFor } from '../helpers/auth.ts';
+import { startOfflineAsDeployed } from '../helpers/offline.ts';
 import { customer, customerToken } from '../helpers/orders.ts';
-import { freePort } from '../helpers/ports.ts';
 import { busiestWindow } from '../helpers/windows.ts';
 
 /**
@@ -17,16 +16,6 @@ import { busiestWindow } from '../helpers/windows.ts';
  * cost PayHere a call at the same time still meets its cap. Bounded: 33 operations paced over
  * 10 s, the customer's loop for as long as they run, each request waiting for its answer.
  */
-const DEPLOYED_SHARES = {
-  CALLER_RATE_LIMIT: '3/10000',
-  CALLER_RATE_CAP: '',
-  CALLER_MONEY_RATE_LIMIT: '6/60000',
-  MERCHANT_RATE_LIMIT: '10/10000',
-  MERCHANT_RATE_CAP: '',
-  MERCHANT_MONEY_RATE_LIMIT: '120/60000',
-  NOTIFY_RATE_LIMIT: '4/10000',
-  NOTIFY_RATE_CAP: '',
-};
 const OPERATIONS = 33;
 const PACE_MS = 10_000 / OPERATIONS;
 
@@ -36,25 +25,7 @@ let base: string;
 
 beforeAll(async () => {
   sandbox = await startSandbox({ rateLimit: { limit: 20, windowMs: 10_000 } });
-  const endpoint = process.env.DYNAMODB_ENDPOINT!;
-  const stateTable = `back-office-state-${randomUUID()}`;
-  await createTable(endpoint, stateTable);
-  await createTable(endpoint, LOCAL_IDEMPOTENCY_TABLE, { settleIndex: true }).catch(
-    (error: { name?: string }) => {
-      if (error.name !== 'ResourceInUseException') throw error;
-    },
-  );
-  const env = {
-    ...(process.env as Record<string, string>),
-    STATE_TABLE: stateTable,
-    ...TEST_AUTH_ENV,
-    ...sandboxGatewayEnv(sandbox.url),
-    ...DEPLOYED_SHARES,
-    GATEWAY_RATE_LIMIT: '20/10000',
-    LOG_LEVEL: 'silent',
-  };
-  offline = await startOffline({ port: await freePort(), lambdaPort: await freePort(), env });
-  base = `${offline.baseUrl}/gateway/api`;
+  ({ offline, base } = await startOfflineAsDeployed(sandbox, 'back-office'));
 }, 120_000);
 
 afterAll(async () => {
