@@ -1,40 +1,23 @@
 // Completing a checkout as the customer would in PayHere's SDK: the hash check, the gateway state
 // each kind creates, and the signed notification posted to notify_url.
-import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
-import { type Sandbox, SEED, startSandbox } from '../../sandbox/server.ts';
-import { type ApiClient, accessToken, apiClient, call, manualClock } from './helpers.ts';
-import { type Receiver, startReceiver } from './receiver.ts';
+import { describe, expect, it } from 'vitest';
+import { SEED } from '../../sandbox/server.ts';
+import { call, manualClock, useSandboxAndReceiver } from './helpers.ts';
 import { checkoutHashOf, checkoutRequest, expectedMd5sig } from './signing.ts';
 
 // 10:00 in Colombo on 15 January 2025.
 const clock = manualClock(Date.UTC(2025, 0, 15, 4, 30, 0));
-let sandbox: Sandbox;
-let receiver: Receiver;
-let api: ApiClient;
-
-beforeAll(async () => {
-  sandbox = await startSandbox({ now: clock.now, rateLimit: false });
-  receiver = await startReceiver();
-});
-afterAll(async () => {
-  await sandbox.close();
-  await receiver.close();
-});
-beforeEach(async () => {
-  sandbox.reset();
-  receiver.clear();
-  api = apiClient(sandbox, await accessToken(sandbox));
-});
+const stand = useSandboxAndReceiver(clock);
 
 function checkout(overrides: Record<string, unknown> = {}) {
-  return checkoutRequest(receiver.url, overrides);
+  return checkoutRequest(stand.receiver.url, overrides);
 }
 
-/** The one notification the receiver got, after checking it came as PayHere sends it. */
+/** The one notification the stand.receiver got, after checking it came as PayHere sends it. */
 async function onlyNotification(): Promise<Record<string, string>> {
-  await sandbox.deliveriesSettled();
-  expect(receiver.received).toHaveLength(1);
-  const [notification] = receiver.received;
+  await stand.sandbox.deliveriesSettled();
+  expect(stand.receiver.received).toHaveLength(1);
+  const [notification] = stand.receiver.received;
   expect(notification?.method).toBe('POST');
   expect(notification?.path).toBe('/payhere/notify');
   expect(notification?.contentType).toBe('application/x-www-form-urlencoded');
@@ -59,7 +42,7 @@ describe('the signature', () => {
   });
 
   it("of a successful payment of docs/payhere.md's worked example is the documented md5sig", async () => {
-    await sandbox.completeCheckout(checkout({ order_id: 'ORDER-1001', amount: 1000, currency: 'LKR' }));
+    await stand.sandbox.completeCheckout(checkout({ order_id: 'ORDER-1001', amount: 1000, currency: 'LKR' }));
     const fields = await onlyNotification();
 
     expect(fields.md5sig).toBe('C12CC18FD89630351949AE2037AA0A3E');
@@ -68,9 +51,9 @@ describe('the signature', () => {
 
 describe('a payment checkout', () => {
   it('succeeds: a RECEIVED payment in search and a notification with every documented field', async () => {
-    const answer = await sandbox.completeCheckout(checkout({ order_id: 'Order-P1', amount: 1234.5 }));
+    const answer = await stand.sandbox.completeCheckout(checkout({ order_id: 'Order-P1', amount: 1234.5 }));
     const fields = await onlyNotification();
-    const search = await api.search('Order-P1');
+    const search = await stand.api.search('Order-P1');
 
     expect(answer).toMatchObject({
       order_id: 'Order-P1',
@@ -98,7 +81,7 @@ describe('a payment checkout', () => {
       card_expiry: '12/27',
       recurring: '0',
     });
-    expect(receiver.received[0]?.names.slice(0, 8)).toEqual([
+    expect(stand.receiver.received[0]?.names.slice(0, 8)).toEqual([
       'merchant_id',
       'order_id',
       'payment_id',
@@ -125,9 +108,9 @@ describe('a payment checkout', () => {
     ['cancel', -1, 'Payment cancelled by the customer.'],
     ['pending', 0, 'Payment is pending.'],
   ])('ends %s: status_code %i, signed, and no payment in search', async (outcome, code, message) => {
-    const answer = await sandbox.completeCheckout(checkout({ order_id: 'Order-P2', outcome }));
+    const answer = await stand.sandbox.completeCheckout(checkout({ order_id: 'Order-P2', outcome }));
     const fields = await onlyNotification();
-    const search = await api.search('Order-P2');
+    const search = await stand.api.search('Order-P2');
 
     expect(answer.status_code).toBe(code);
     expect(fields.status_code).toBe(String(code));
@@ -138,7 +121,7 @@ describe('a payment checkout', () => {
   });
 
   it('cancelled by the customer carries no card', async () => {
-    await sandbox.completeCheckout(checkout({ outcome: 'cancel' }));
+    await stand.sandbox.completeCheckout(checkout({ outcome: 'cancel' }));
     const fields = await onlyNotification();
 
     expect([fields.method, fields.card_holder_name, fields.card_no, fields.card_expiry]).toEqual([
@@ -153,7 +136,7 @@ describe('a payment checkout', () => {
 describe('a preapproval checkout', () => {
   it('without an amount is hashed and notified with 0.00 and gives a new customer token', async () => {
     const request = checkout({ kind: 'preapproval', order_id: 'Order-PA1', amount: undefined });
-    const answer = await sandbox.completeCheckout(request);
+    const answer = await stand.sandbox.completeCheckout(request);
     const fields = await onlyNotification();
 
     expect(request.hash).toBe(checkoutHashOf('Order-PA1', '0.00', 'LKR'));
@@ -171,10 +154,10 @@ describe('a preapproval checkout', () => {
   });
 
   it('gives a token the Merchant API then charges, on the saved card', async () => {
-    const { customer_token } = await sandbox.completeCheckout(
+    const { customer_token } = await stand.sandbox.completeCheckout(
       checkout({ kind: 'preapproval', amount: null }),
     );
-    const charged = await api.post('payment/charge', {
+    const charged = await stand.api.post('payment/charge', {
       type: 'PAYMENT',
       order_id: 'Order-PA2',
       items: 'First ride',
@@ -182,7 +165,7 @@ describe('a preapproval checkout', () => {
       amount: 450,
       customer_token,
     });
-    const search = await api.search('Order-PA2');
+    const search = await stand.api.search('Order-PA2');
 
     expect(charged.json.status).toBe(1);
     expect(charged.json.data.status_code).toBe(2);
@@ -194,14 +177,16 @@ describe('a preapproval checkout', () => {
   });
 
   it('with an amount notifies that amount', async () => {
-    await sandbox.completeCheckout(checkout({ kind: 'preapproval', amount: 10 }));
+    await stand.sandbox.completeCheckout(checkout({ kind: 'preapproval', amount: 10 }));
     const fields = await onlyNotification();
 
     expect(fields.payhere_amount).toBe('10.00');
   });
 
   it('declined gives no token, which the Merchant API would refuse anyway', async () => {
-    const answer = await sandbox.completeCheckout(checkout({ kind: 'preapproval', outcome: 'decline' }));
+    const answer = await stand.sandbox.completeCheckout(
+      checkout({ kind: 'preapproval', outcome: 'decline' }),
+    );
     const fields = await onlyNotification();
 
     expect(answer.customer_token).toBeNull();
@@ -212,11 +197,11 @@ describe('a preapproval checkout', () => {
 
 describe('an authorize checkout', () => {
   it('succeeds as a hold: status_code 3, an authorization token, no payment yet', async () => {
-    const answer = await sandbox.completeCheckout(
+    const answer = await stand.sandbox.completeCheckout(
       checkout({ kind: 'authorize', order_id: 'Order-H1', amount: 80 }),
     );
     const fields = await onlyNotification();
-    const search = await api.search('Order-H1');
+    const search = await stand.api.search('Order-H1');
 
     expect(answer.status_code).toBe(3);
     expect(answer.authorization_token).toMatch(UUID);
@@ -232,15 +217,15 @@ describe('an authorize checkout', () => {
   });
 
   it('makes a hold the capture endpoint captures into a payment', async () => {
-    const { authorization_token, payment_id } = await sandbox.completeCheckout(
+    const { authorization_token, payment_id } = await stand.sandbox.completeCheckout(
       checkout({ kind: 'authorize', order_id: 'Order-H2', amount: 80 }),
     );
-    const captured = await api.post('payment/capture', {
+    const captured = await stand.api.post('payment/capture', {
       authorization_token,
       amount: 60,
       deduction_details: 'One item out of stock',
     });
-    const search = await api.search('Order-H2');
+    const search = await stand.api.search('Order-H2');
 
     expect(captured.json.msg).toBe('Successfully captured payment');
     expect(captured.json.data).toMatchObject({ amount: 80, captured_amount: 60, payment_id });
@@ -248,8 +233,8 @@ describe('an authorize checkout', () => {
   });
 
   it('makes a hold the refund endpoint releases', async () => {
-    const { authorization_token } = await sandbox.completeCheckout(checkout({ kind: 'authorize' }));
-    const released = await api.post('payment/refund', {
+    const { authorization_token } = await stand.sandbox.completeCheckout(checkout({ kind: 'authorize' }));
+    const released = await stand.api.post('payment/refund', {
       authorization_token,
       description: 'Order cancelled',
     });
@@ -258,7 +243,7 @@ describe('an authorize checkout', () => {
   });
 
   it('declined holds nothing', async () => {
-    const answer = await sandbox.completeCheckout(checkout({ kind: 'authorize', outcome: 'decline' }));
+    const answer = await stand.sandbox.completeCheckout(checkout({ kind: 'authorize', outcome: 'decline' }));
     const fields = await onlyNotification();
 
     expect(answer.authorization_token).toBeNull();
@@ -271,7 +256,7 @@ describe('a recurring checkout', () => {
   const recurring = { kind: 'recurring', order_id: 'Order-S1', items: 'Gym', amount: 2500 };
 
   it('creates an ACTIVE subscription with its first payment and notifies AUTHORIZATION_SUCCESS', async () => {
-    const answer = await sandbox.completeCheckout(
+    const answer = await stand.sandbox.completeCheckout(
       checkout({ ...recurring, recurrence: '1 Month', duration: '1 Year' }),
     );
     const fields = await onlyNotification();
@@ -296,12 +281,12 @@ describe('a recurring checkout', () => {
   });
 
   it('lists the subscription and its first payment through the Merchant API', async () => {
-    const { subscription_id, payment_id } = await sandbox.completeCheckout(
+    const { subscription_id, payment_id } = await stand.sandbox.completeCheckout(
       checkout({ ...recurring, recurrence: '1 Month', duration: 'Forever' }),
     );
-    const list = await api.get('subscription');
-    const one = await api.get(`subscription/${subscription_id}`);
-    const payments = await api.get(`subscription/${subscription_id}/payments`);
+    const list = await stand.api.get('subscription');
+    const one = await stand.api.get(`subscription/${subscription_id}`);
+    const payments = await stand.api.get(`subscription/${subscription_id}/payments`);
 
     expect(list.json.msg).toBe('Found 5 subscriptions');
     expect(one.json.data).toMatchObject({
@@ -319,19 +304,19 @@ describe('a recurring checkout', () => {
 
   it('never hands out a subscription id twice, even across a reset', async () => {
     const terms = { ...recurring, recurrence: '1 Month', duration: '1 Year' };
-    const first = await sandbox.completeCheckout(checkout(terms));
-    sandbox.reset();
-    const second = await sandbox.completeCheckout(checkout(terms));
+    const first = await stand.sandbox.completeCheckout(checkout(terms));
+    stand.sandbox.reset();
+    const second = await stand.sandbox.completeCheckout(checkout(terms));
 
     expect(second.subscription_id).not.toBe(first.subscription_id);
   });
 
   it('declined creates no subscription and notifies AUTHORIZATION_FAILED', async () => {
-    const answer = await sandbox.completeCheckout(
+    const answer = await stand.sandbox.completeCheckout(
       checkout({ ...recurring, outcome: 'decline', recurrence: '1 Month', duration: '1 Year' }),
     );
     const fields = await onlyNotification();
-    const list = await api.get('subscription');
+    const list = await stand.api.get('subscription');
 
     expect(answer.subscription_id).toBeNull();
     expect(fields).toMatchObject({
@@ -351,17 +336,20 @@ describe('a recurring checkout', () => {
   it('cannot end pending', async () => {
     const request = checkout({ ...recurring, outcome: 'pending', recurrence: '1 Month', duration: '1 Year' });
 
-    await expect(sandbox.completeCheckout(request)).rejects.toThrow(/cannot end pending/);
+    await expect(stand.sandbox.completeCheckout(request)).rejects.toThrow(/cannot end pending/);
   });
 });
 
 describe('what the checkout refuses, posting nothing', () => {
   async function expectRefused(request: Record<string, unknown>, message: string) {
-    await expect(sandbox.completeCheckout(request as never)).rejects.toMatchObject({ status: 400, message });
-    await sandbox.deliveriesSettled();
-    expect(receiver.received).toHaveLength(0);
-    expect(sandbox.deliveries()).toHaveLength(0);
-    expect((await api.search(String(request.order_id))).json.msg).toBe('No payments found');
+    await expect(stand.sandbox.completeCheckout(request as never)).rejects.toMatchObject({
+      status: 400,
+      message,
+    });
+    await stand.sandbox.deliveriesSettled();
+    expect(stand.receiver.received).toHaveLength(0);
+    expect(stand.sandbox.deliveries()).toHaveLength(0);
+    expect((await stand.api.search(String(request.order_id))).json.msg).toBe('No payments found');
   }
 
   it('a hash that does not match', async () => {
@@ -418,7 +406,7 @@ describe('what the checkout refuses, posting nothing', () => {
 
 describe('POST /__sandbox/checkouts', () => {
   it('answers what the checkout created and the delivery results', async () => {
-    const answer = await call(sandbox, 'POST', '/__sandbox/checkouts', {
+    const answer = await call(stand.sandbox, 'POST', '/__sandbox/checkouts', {
       json: checkout({ kind: 'preapproval', amount: null, sandbox: true }),
     });
 
@@ -436,8 +424,8 @@ describe('POST /__sandbox/checkouts', () => {
     expect(answer.json.data.deliveries).toEqual([
       {
         id: 1,
-        url: receiver.url,
-        fields: receiver.received[0]?.fields,
+        url: stand.receiver.url,
+        fields: stand.receiver.received[0]?.fields,
         replayOf: null,
         status: 200,
         body: 'OK',
@@ -447,26 +435,26 @@ describe('POST /__sandbox/checkouts', () => {
   });
 
   it('refuses a bad hash with 400 and posts nothing', async () => {
-    const answer = await call(sandbox, 'POST', '/__sandbox/checkouts', {
+    const answer = await call(stand.sandbox, 'POST', '/__sandbox/checkouts', {
       json: checkout({ hash: 'A'.repeat(32) }),
     });
 
     expect(answer.status).toBe(400);
     expect(answer.json).toEqual({ status: -1, msg: 'Invalid hash', data: null });
-    expect(receiver.received).toHaveLength(0);
+    expect(stand.receiver.received).toHaveLength(0);
   });
 
   it('refuses a body that is not JSON', async () => {
-    const answer = await call(sandbox, 'POST', '/__sandbox/checkouts', { body: '{kind:' });
+    const answer = await call(stand.sandbox, 'POST', '/__sandbox/checkouts', { body: '{kind:' });
 
     expect(answer.status).toBe(400);
     expect(answer.json.msg).toBe('Malformed request body');
   });
 
   it('is not counted as a Merchant API request', async () => {
-    const before = sandbox.counters();
-    await call(sandbox, 'POST', '/__sandbox/checkouts', { json: checkout() });
+    const before = stand.sandbox.counters();
+    await call(stand.sandbox, 'POST', '/__sandbox/checkouts', { json: checkout() });
 
-    expect(sandbox.counters()).toEqual(before);
+    expect(stand.sandbox.counters()).toEqual(before);
   });
 });

@@ -1,5 +1,7 @@
 // Real HTTP against a sandbox on loopback, with the few request shapes the tests need.
-import { SANDBOX_CREDENTIALS, type Sandbox } from '../../sandbox/server.ts';
+import { afterAll, beforeAll, beforeEach } from 'vitest';
+import { SANDBOX_CREDENTIALS, type Sandbox, startSandbox } from '../../sandbox/server.ts';
+import { type Receiver, startReceiver } from './receiver.ts';
 
 export interface Answer {
   status: number;
@@ -81,4 +83,27 @@ export function manualClock(start = Date.UTC(2025, 0, 15, 4, 30, 0)) {
       current += ms;
     },
   };
+}
+
+/**
+ * A sandbox on `clock` (no rate limit) and a notify_url receiver for the file, both reset before
+ * each test, with a client holding a fresh access token: the stand of the files that follow what
+ * PayHere notifies.
+ */
+export function useSandboxAndReceiver(clock: { now: () => number }) {
+  const stand = {} as { sandbox: Sandbox; receiver: Receiver; api: ApiClient };
+  beforeAll(async () => {
+    stand.sandbox = await startSandbox({ now: clock.now, rateLimit: false });
+    stand.receiver = await startReceiver();
+  });
+  afterAll(async () => {
+    await stand.sandbox?.close();
+    await stand.receiver?.close();
+  });
+  beforeEach(async () => {
+    stand.sandbox.reset();
+    stand.receiver.clear();
+    stand.api = apiClient(stand.sandbox, await accessToken(stand.sandbox));
+  });
+  return stand;
 }

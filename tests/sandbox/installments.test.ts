@@ -1,35 +1,18 @@
 // PayHere's scheduler on demand: a subscription's next installment, paid or declined, and its end
 // (RECURRING_COMPLETE, RECURRING_STOPPED), each notified to the subscription's notify_url.
-import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
-import { type Sandbox, SEED, startSandbox } from '../../sandbox/server.ts';
-import { type ApiClient, accessToken, apiClient, call, manualClock } from './helpers.ts';
-import { type Receiver, startReceiver } from './receiver.ts';
+import { describe, expect, it } from 'vitest';
+import { SEED } from '../../sandbox/server.ts';
+import { call, manualClock, useSandboxAndReceiver } from './helpers.ts';
 import { checkoutRequest, expectedMd5sig } from './signing.ts';
 
 // 10:00 in Colombo on 31 January 2025: a month later is the last day of February.
 const clock = manualClock(Date.UTC(2025, 0, 31, 4, 30, 0));
-let sandbox: Sandbox;
-let receiver: Receiver;
-let api: ApiClient;
-
-beforeAll(async () => {
-  sandbox = await startSandbox({ now: clock.now, rateLimit: false });
-  receiver = await startReceiver();
-});
-afterAll(async () => {
-  await sandbox.close();
-  await receiver.close();
-});
-beforeEach(async () => {
-  sandbox.reset();
-  receiver.clear();
-  api = apiClient(sandbox, await accessToken(sandbox));
-});
+const stand = useSandboxAndReceiver(clock);
 
 /** A new subscription, its first installment paid; the receiver's log starts after its notification. */
 async function subscribe(duration = '3 Month'): Promise<number> {
-  const { subscription_id } = await sandbox.completeCheckout(
-    checkoutRequest(receiver.url, {
+  const { subscription_id } = await stand.sandbox.completeCheckout(
+    checkoutRequest(stand.receiver.url, {
       kind: 'recurring',
       order_id: 'Order-R1',
       items: 'Magazine',
@@ -39,20 +22,20 @@ async function subscribe(duration = '3 Month'): Promise<number> {
       duration,
     }),
   );
-  receiver.clear();
+  stand.receiver.clear();
   return subscription_id!;
 }
 
 async function subscriptionStatus(id: number): Promise<string> {
-  return (await api.get(`subscription/${id}`)).json.data.status;
+  return (await stand.api.get(`subscription/${id}`)).json.data.status;
 }
 
 describe('an installment', () => {
   it('paid: one more payment of the subscription, notified RECURRING_INSTALLMENT_SUCCESS', async () => {
     const id = await subscribe();
-    const answer = await sandbox.chargeInstallment(id, { outcome: 'success' });
-    const [notification] = receiver.received;
-    const payments = await api.get(`subscription/${id}/payments`);
+    const answer = await stand.sandbox.chargeInstallment(id, { outcome: 'success' });
+    const [notification] = stand.receiver.received;
+    const payments = await stand.api.get(`subscription/${id}/payments`);
 
     expect(answer).toMatchObject({
       subscription_id: id,
@@ -91,9 +74,9 @@ describe('an installment', () => {
 
   it('carries the same signature every time, as docs/payhere.md warns', async () => {
     const id = await subscribe('Forever');
-    await sandbox.chargeInstallment(id, { outcome: 'success' });
-    await sandbox.chargeInstallment(id, { outcome: 'success' });
-    const [first, second] = receiver.received;
+    await stand.sandbox.chargeInstallment(id, { outcome: 'success' });
+    await stand.sandbox.chargeInstallment(id, { outcome: 'success' });
+    const [first, second] = stand.receiver.received;
 
     expect(first?.fields.payment_id).not.toBe(second?.fields.payment_id);
     expect(first?.fields.md5sig).toBe(second?.fields.md5sig);
@@ -101,16 +84,16 @@ describe('an installment', () => {
 
   it('paid for the last time completes the subscription, which then has nothing due', async () => {
     const id = await subscribe('2 Month');
-    const answer = await sandbox.chargeInstallment(id, { outcome: 'success' });
+    const answer = await stand.sandbox.chargeInstallment(id, { outcome: 'success' });
 
     expect(answer.status).toBe('COMPLETED');
-    expect(receiver.received[0]?.fields).toMatchObject({
+    expect(stand.receiver.received[0]?.fields).toMatchObject({
       item_rec_status: '1',
       item_rec_date_next: '',
       item_rec_install_paid: '2',
     });
     expect(await subscriptionStatus(id)).toBe('COMPLETED');
-    await expect(sandbox.chargeInstallment(id, { outcome: 'success' })).rejects.toMatchObject({
+    await expect(stand.sandbox.chargeInstallment(id, { outcome: 'success' })).rejects.toMatchObject({
       status: 400,
       message: 'Subscription is already completed.',
     });
@@ -118,9 +101,9 @@ describe('an installment', () => {
 
   it('declined: the subscription FAILED, notified RECURRING_INSTALLMENT_FAILED, nothing paid', async () => {
     const id = await subscribe();
-    const answer = await sandbox.chargeInstallment(id, { outcome: 'decline' });
-    const fields = receiver.received[0]!.fields;
-    const payments = await api.get(`subscription/${id}/payments`);
+    const answer = await stand.sandbox.chargeInstallment(id, { outcome: 'decline' });
+    const fields = stand.receiver.received[0]!.fields;
+    const payments = await stand.api.get(`subscription/${id}/payments`);
 
     expect(answer).toMatchObject({ status: 'FAILED', installments_paid: 1 });
     expect(fields).toMatchObject({
@@ -139,8 +122,8 @@ describe('an installment', () => {
 
   it('declined leaves a subscription the Merchant API can retry', async () => {
     const id = await subscribe();
-    await sandbox.chargeInstallment(id, { outcome: 'decline' });
-    const retried = await api.post('subscription/retry', { subscription_id: id });
+    await stand.sandbox.chargeInstallment(id, { outcome: 'decline' });
+    const retried = await stand.api.post('subscription/retry', { subscription_id: id });
 
     expect(retried.json.msg).toBe('Recurring payment charged successfully');
     expect(await subscriptionStatus(id)).toBe('ACTIVE');
@@ -148,28 +131,28 @@ describe('an installment', () => {
 
   it('declined and then retried through the Merchant API counts the retry as an installment', async () => {
     const id = await subscribe('2 Month');
-    await sandbox.chargeInstallment(id, { outcome: 'decline' });
-    await api.post('subscription/retry', { subscription_id: id });
+    await stand.sandbox.chargeInstallment(id, { outcome: 'decline' });
+    await stand.api.post('subscription/retry', { subscription_id: id });
 
     expect(await subscriptionStatus(id)).toBe('COMPLETED');
   });
 
   it('paid after a declined one makes the subscription ACTIVE again', async () => {
     const id = await subscribe();
-    await sandbox.chargeInstallment(id, { outcome: 'decline' });
-    const answer = await sandbox.chargeInstallment(id, { outcome: 'success' });
+    await stand.sandbox.chargeInstallment(id, { outcome: 'decline' });
+    const answer = await stand.sandbox.chargeInstallment(id, { outcome: 'success' });
 
     expect(answer).toMatchObject({ status: 'ACTIVE', installments_paid: 2 });
   });
 
   it('of a seeded subscription goes to the notify_url the call names', async () => {
-    const answer = await sandbox.chargeInstallment(SEED.subscriptions.active, {
+    const answer = await stand.sandbox.chargeInstallment(SEED.subscriptions.active, {
       outcome: 'success',
-      notify_url: receiver.url,
+      notify_url: stand.receiver.url,
     });
 
     expect(answer.installments_paid).toBe(3);
-    expect(receiver.received[0]?.fields).toMatchObject({
+    expect(stand.receiver.received[0]?.fields).toMatchObject({
       order_id: 'Order23451',
       payhere_amount: '2500.00',
       subscription_id: String(SEED.subscriptions.active),
@@ -182,22 +165,26 @@ describe('an installment', () => {
 
   it('of a seeded subscription without a notify_url is refused and changes nothing', async () => {
     await expect(
-      sandbox.chargeInstallment(SEED.subscriptions.active, { outcome: 'success' }),
+      stand.sandbox.chargeInstallment(SEED.subscriptions.active, { outcome: 'success' }),
     ).rejects.toMatchObject({
       status: 400,
       message: expect.stringMatching(/no notify_url/),
     });
-    expect((await api.get(`subscription/${SEED.subscriptions.active}/payments`)).json.data).toHaveLength(2);
+    expect(
+      (await stand.api.get(`subscription/${SEED.subscriptions.active}/payments`)).json.data,
+    ).toHaveLength(2);
   });
 
   it('of a cancelled or unknown subscription is refused', async () => {
-    const request = { outcome: 'success', notify_url: receiver.url } as const;
+    const request = { outcome: 'success', notify_url: stand.receiver.url } as const;
 
-    await expect(sandbox.chargeInstallment(SEED.subscriptions.cancelled, request)).rejects.toMatchObject({
+    await expect(
+      stand.sandbox.chargeInstallment(SEED.subscriptions.cancelled, request),
+    ).rejects.toMatchObject({
       status: 400,
       message: 'Subscription is already cancelled.',
     });
-    await expect(sandbox.chargeInstallment(SEED.subscriptions.unknown, request)).rejects.toMatchObject({
+    await expect(stand.sandbox.chargeInstallment(SEED.subscriptions.unknown, request)).rejects.toMatchObject({
       status: 404,
       message: 'Subscription not found',
     });
@@ -205,23 +192,23 @@ describe('an installment', () => {
 
   it('takes the delivery faults', async () => {
     const id = await subscribe();
-    await sandbox.chargeInstallment(id, {
+    await stand.sandbox.chargeInstallment(id, {
       outcome: 'success',
       delivery: { duplicate: true, tamper: { subscription_id: '420075032251' } },
     });
 
-    expect(receiver.received).toHaveLength(2);
-    expect(receiver.received[0]?.fields.subscription_id).toBe('420075032251');
+    expect(stand.receiver.received).toHaveLength(2);
+    expect(stand.receiver.received[0]?.fields.subscription_id).toBe('420075032251');
   });
 });
 
 describe('the end of a subscription', () => {
   it('RECURRING_COMPLETE: COMPLETED, with its last payment id', async () => {
     const id = await subscribe();
-    const { payment_id } = await sandbox.chargeInstallment(id, { outcome: 'success' });
-    receiver.clear();
-    const answer = await sandbox.completeSubscription(id);
-    const fields = receiver.received[0]!.fields;
+    const { payment_id } = await stand.sandbox.chargeInstallment(id, { outcome: 'success' });
+    stand.receiver.clear();
+    const answer = await stand.sandbox.completeSubscription(id);
+    const fields = stand.receiver.received[0]!.fields;
 
     expect(answer).toMatchObject({
       message_type: 'RECURRING_COMPLETE',
@@ -243,8 +230,8 @@ describe('the end of a subscription', () => {
 
   it('RECURRING_STOPPED: CANCELLED', async () => {
     const id = await subscribe();
-    const answer = await sandbox.stopSubscription(id);
-    const fields = receiver.received[0]!.fields;
+    const answer = await stand.sandbox.stopSubscription(id);
+    const fields = stand.receiver.received[0]!.fields;
 
     expect(answer).toMatchObject({ message_type: 'RECURRING_STOPPED', status: 'CANCELLED' });
     expect(fields).toMatchObject({
@@ -259,48 +246,52 @@ describe('the end of a subscription', () => {
 
   it('is refused when the subscription already ended the other way', async () => {
     const stopped = await subscribe();
-    await sandbox.stopSubscription(stopped);
+    await stand.sandbox.stopSubscription(stopped);
     const completed = await subscribe();
-    await sandbox.completeSubscription(completed);
+    await stand.sandbox.completeSubscription(completed);
 
-    await expect(sandbox.completeSubscription(stopped)).rejects.toThrow('Subscription is already cancelled.');
-    await expect(sandbox.stopSubscription(completed)).rejects.toThrow('Subscription is already completed.');
+    await expect(stand.sandbox.completeSubscription(stopped)).rejects.toThrow(
+      'Subscription is already cancelled.',
+    );
+    await expect(stand.sandbox.stopSubscription(completed)).rejects.toThrow(
+      'Subscription is already completed.',
+    );
   });
 
   it('can report a cancellation made through the Merchant API', async () => {
     const id = await subscribe();
-    await api.post('subscription/cancel', { subscription_id: id });
-    const answer = await sandbox.stopSubscription(id);
+    await stand.api.post('subscription/cancel', { subscription_id: id });
+    const answer = await stand.sandbox.stopSubscription(id);
 
     expect(answer.status).toBe('CANCELLED');
-    expect(receiver.received).toHaveLength(1);
+    expect(stand.receiver.received).toHaveLength(1);
   });
 });
 
 describe('over HTTP', () => {
   it('POST /__sandbox/subscriptions/{id}/installment', async () => {
     const id = await subscribe();
-    const paid = await call(sandbox, 'POST', `/__sandbox/subscriptions/${id}/installment`, {
+    const paid = await call(stand.sandbox, 'POST', `/__sandbox/subscriptions/${id}/installment`, {
       json: { outcome: 'success' },
     });
-    const declined = await call(sandbox, 'POST', `/__sandbox/subscriptions/${id}/installment`, {
+    const declined = await call(stand.sandbox, 'POST', `/__sandbox/subscriptions/${id}/installment`, {
       json: { outcome: 'decline', delivery: { delayMs: 50 } },
     });
-    await sandbox.deliveriesSettled();
+    await stand.sandbox.deliveriesSettled();
 
     expect(paid.json.msg).toBe('Installment paid');
     expect(paid.json.data).toMatchObject({ subscription_id: id, installments_paid: 2 });
     expect(paid.json.data.deliveries).toEqual([expect.objectContaining({ status: 200 })]);
     expect(declined.json.msg).toBe('Installment declined');
     expect(declined.json.data.deliveries).toEqual([]);
-    expect(receiver.received).toHaveLength(2);
+    expect(stand.receiver.received).toHaveLength(2);
   });
 
   it('POST /__sandbox/subscriptions/{id}/complete and /stop, with an empty body', async () => {
     const first = await subscribe();
     const second = await subscribe();
-    const completed = await call(sandbox, 'POST', `/__sandbox/subscriptions/${first}/complete`);
-    const stopped = await call(sandbox, 'POST', `/__sandbox/subscriptions/${second}/stop`);
+    const completed = await call(stand.sandbox, 'POST', `/__sandbox/subscriptions/${first}/complete`);
+    const stopped = await call(stand.sandbox, 'POST', `/__sandbox/subscriptions/${second}/stop`);
 
     expect(completed.json).toMatchObject({ status: 1, msg: 'Subscription completed' });
     expect(stopped.json).toMatchObject({ status: 1, msg: 'Subscription stopped' });
@@ -308,12 +299,12 @@ describe('over HTTP', () => {
 
   it('answers 404 for an unknown subscription and 400 for a bad body', async () => {
     const unknown = await call(
-      sandbox,
+      stand.sandbox,
       'POST',
       `/__sandbox/subscriptions/${SEED.subscriptions.unknown}/stop`,
     );
     const bad = await call(
-      sandbox,
+      stand.sandbox,
       'POST',
       `/__sandbox/subscriptions/${SEED.subscriptions.active}/installment`,
       {
