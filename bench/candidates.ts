@@ -123,6 +123,17 @@ export const MARSHALLING = {
   libraryCommonJs: "an order's item by @aws-sdk/util-dynamodb, its CommonJS files",
 };
 
+/** An order written and read back with `@aws-sdk/util-dynamodb` (its ES modules, or its CommonJS). */
+const UTIL_DYNAMODB_ROUND_TRIP = `import { marshall, unmarshall } from '@aws-sdk/util-dynamodb';
+${ORDER}
+export let item;
+export const handler = async () => {
+  item = marshall(order, { removeUndefinedValues: true });
+  const back = unmarshall(JSON.parse(JSON.stringify(item)));
+  if (back.amount !== order.amount) throw new Error('read back wrong');
+  return { statusCode: 200, body: '' };
+};`;
+
 export const CANDIDATES: Record<string, Candidate> = {
   'AWS SDK DynamoDB client': {
     decision: 'client',
@@ -220,28 +231,12 @@ export const handler = async () => {
   [MARSHALLING.library]: {
     decision: 'marshalling',
     call: 'write and read',
-    source: `import { marshall, unmarshall } from '@aws-sdk/util-dynamodb';
-${ORDER}
-export let item;
-export const handler = async () => {
-  item = marshall(order, { removeUndefinedValues: true });
-  const back = unmarshall(JSON.parse(JSON.stringify(item)));
-  if (back.amount !== order.amount) throw new Error('read back wrong');
-  return { statusCode: 200, body: '' };
-};`,
+    source: UTIL_DYNAMODB_ROUND_TRIP,
   },
   [MARSHALLING.libraryCommonJs]: {
     decision: 'marshalling',
     call: 'write and read',
-    source: `import { marshall, unmarshall } from '@aws-sdk/util-dynamodb';
-${ORDER}
-export let item;
-export const handler = async () => {
-  item = marshall(order, { removeUndefinedValues: true });
-  const back = unmarshall(JSON.parse(JSON.stringify(item)));
-  if (back.amount !== order.amount) throw new Error('read back wrong');
-  return { statusCode: 200, body: '' };
-};`,
+    source: UTIL_DYNAMODB_ROUND_TRIP,
     changes: AS_COMMONJS,
   },
   "undici's main entry (Pool), what a first PayHere call loaded until issue 24": {
