@@ -104,8 +104,8 @@ export class LedgerRefunds extends LedgerTable {
 
   /**
    * Take the payment's refund slot for `slot.key`: only while no refund holds it, or this very one
-   * does (the client's repeat of a write whose answer was lost finds its own write). False when
-   * another refund holds it.
+   * does (the client's repeat of a write whose answer was lost finds its own write), and never for a
+   * key whose refund is settled already. False otherwise.
    */
   async takeRefundSlot(paymentId: string, slot: RefundSlot): Promise<boolean> {
     const values: Record<string, AttributeValue> = {
@@ -119,7 +119,10 @@ export class LedgerRefunds extends LedgerTable {
       update = update.replace('SET ', 'SET #inflightCents = :cents, ');
       values[':cents'] = number(slot.amountCents);
     }
-    const condition = 'attribute_not_exists(#inflight) OR #inflight = :key';
+    // A key whose refund was settled already never takes the slot again (the key reused once its
+    // record expired): its outcome could not be recorded, and the slot would be held for good.
+    const condition =
+      '(attribute_not_exists(#inflight) OR #inflight = :key) AND NOT contains(#settledKeys, :key)';
     if (!slot.by) return this.#update(paymentId, update, condition, values);
     return this.#update(
       paymentId,
@@ -164,7 +167,12 @@ export class LedgerRefunds extends LedgerTable {
     )
       return true;
     const item = await this.get(refundsKey(paymentId));
-    if (item?.settledKeys?.SS?.includes(key)) return true;
+    if (item?.settledKeys?.SS?.includes(key)) {
+      // Recorded before; a slot the key still holds (taken again before keys were refused that) is freed.
+      if (item.inflight?.S === key)
+        await this.#update(paymentId, FREE_SLOT, '#inflight = :key', { ':key': { S: key } });
+      return true;
+    }
     // The slot is not this refund's (freed meanwhile, or never taken): its outcome is kept all the same.
     return this.#update(paymentId, `${set}ADD ${add}`, notYet, values);
   }

@@ -62,6 +62,19 @@ describe('a payment’s refund slot', () => {
     });
   });
 
+  it('is never taken again by a key whose refund is settled (the key reused once its record expired)', async () => {
+    const id = paymentId();
+    const key = keyOf();
+    await ledger.takeRefundSlot(id, slotOf(key));
+    await ledger.finishRefund(id, key, ACCEPTED);
+
+    const again = await ledger.takeRefundSlot(id, slotOf(key));
+    const other = await ledger.takeRefundSlot(id, slotOf(keyOf()));
+
+    expect(again).toBe(false);
+    expect(other).toBe(true);
+  });
+
   it('is freed only by the refund holding it', async () => {
     const id = paymentId();
     const key = keyOf();
