@@ -280,15 +280,18 @@ export class SharedStateTable {
     );
   }
 
-  /** Give the lease back without a token (the fetch failed): the next container may try at once. */
-  async endLease(owner: string): Promise<void> {
+  /**
+   * Give back the lease `owner` took until `until` without a token (the fetch failed): the next
+   * container may try at once. Only that lease: another call of the same container may hold one.
+   */
+  async endLease(owner: string, until: number): Promise<void> {
     await this.#conditional(
       new UpdateItemCommand({
         TableName: this.#table,
         Key: TOKEN_KEY,
         UpdateExpression: 'REMOVE leaseOwner, leasedUntil',
-        ConditionExpression: 'leaseOwner = :owner',
-        ExpressionAttributeValues: { ':owner': { S: owner } },
+        ConditionExpression: 'leaseOwner = :owner AND leasedUntil = :until',
+        ExpressionAttributeValues: { ':owner': { S: owner }, ':until': number(until) },
       }),
     );
   }

@@ -191,7 +191,7 @@ export class SharedTokenCache implements TokenSource {
     } catch (error) {
       log.debug('could not lease the shared token', { error: describeError(error) });
       // Its answer may have been lost with the lease taken: given back, or every container waits it out.
-      await this.#table.endLease(this.#owner).catch(() => {});
+      await this.#table.endLease(this.#owner, deadline).catch(() => {});
     }
     // With the lease, the new token is shared; without it (another container is fetching, or
     // already stored one that may be as stale), this container's own serves this call.
@@ -236,7 +236,7 @@ export class SharedTokenCache implements TokenSource {
     } catch (error) {
       if (error instanceof GatewayUnavailableError) throw error;
       // A lease whose answer was lost may be this container's: given back, or every container waits it out.
-      await this.#table.endLease(this.#owner).catch(() => {});
+      await this.#table.endLease(this.#owner, deadline).catch(() => {});
       log.warn('the shared token table cannot be reached: this container uses a token of its own', {
         error: describeError(error),
       });
@@ -253,7 +253,7 @@ export class SharedTokenCache implements TokenSource {
     try {
       token = await this.#fetchToken(deadline);
     } catch (error) {
-      await this.#table.endLease(this.#owner).catch(() => {});
+      await this.#table.endLease(this.#owner, deadline).catch(() => {});
       throw error;
     }
     const shared: SharedToken = { value: token.value, ...tokenTimes(issuedAt, token, previous) };

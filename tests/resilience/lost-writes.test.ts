@@ -242,6 +242,19 @@ describe('the shared state’s conditional writes, retried after a lost answer',
     expect(await table.leaseToken('container-b', T0 + 5_000, T0)).toBe(false);
   });
 
+  it('a lease given back is that call’s only, not another call’s of the same container', async () => {
+    const { table } = await freshStateTable();
+    expect(await table.leaseToken('container-a', T0 + 5_000, T0)).toBe(true);
+
+    // Another call of container-a, whose own lease failed, gives back the one it would have taken.
+    await table.endLease('container-a', T0 + 9_000);
+    const whileHeld = await table.leaseToken('container-b', T0 + 5_000, T0);
+    await table.endLease('container-a', T0 + 5_000);
+
+    expect(whileHeld).toBe(false);
+    expect(await table.leaseToken('container-b', T0 + 5_000, T0)).toBe(true);
+  });
+
   it('a lease whose answer was lost for good is given back: no container waits it out', async () => {
     const { table, name } = await freshStateTable();
     let issued = 0;
