@@ -143,8 +143,18 @@ export class LedgerRefunds extends LedgerTable {
    * false when there was nothing of `key`'s to free.
    */
   async finishRefund(paymentId: string, key: string, record: RefundRecord): Promise<boolean> {
+    // A refund that was not made keeps no record, nor who sent it: a caller's refusals (above what is
+    // left, refused by PayHere) must not grow the payment's item.
     if (record === null)
-      return this.#update(paymentId, FREE_SLOT, '#inflight = :key', { ':key': { S: key } });
+      return this.#update(
+        paymentId,
+        `${FREE_SLOT}, #by`,
+        '#inflight = :key',
+        { ':key': { S: key } },
+        {
+          '#by': byName(key),
+        },
+      );
     const values: Record<string, AttributeValue> = { ':key': { S: key }, ':keys': { SS: [key] } };
     let set = '';
     let add = '#settledKeys :keys';

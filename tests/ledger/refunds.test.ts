@@ -1,5 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { describe, expect, inject, it } from 'vitest';
+import { GetItemCommand } from '../../lib/dynamodb/index.ts';
 import { LedgerStore } from '../../lib/ledger/store.ts';
 import { localClient } from '../idempotency/fixtures.ts';
 
@@ -73,6 +74,19 @@ describe('a payment’s refund slot', () => {
 
     expect(again).toBe(false);
     expect(other).toBe(true);
+  });
+
+  it('freed by a refund that was not made keeps no trace of who sent it', async () => {
+    const id = paymentId();
+    const key = keyOf();
+    await ledger.takeRefundSlot(id, { ...slotOf(key), by: 'customer-7' });
+
+    await ledger.finishRefund(id, key, null);
+
+    const item = await localClient().send(
+      new GetItemCommand({ TableName: inject('ledgerTable'), Key: { pk: { S: `refund#${id}` } } }),
+    );
+    expect(Object.keys(item.Item ?? {}).filter((name) => name.startsWith('by#'))).toEqual([]);
   });
 
   it('is freed only by the refund holding it', async () => {
