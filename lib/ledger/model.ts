@@ -155,6 +155,8 @@ export interface Reference {
   owner: string;
   /** A subscription's state as the service last learned it from PayHere (a cancel it sent, or was refused). */
   status?: string;
+  /** A payment's: the charge that adopted it (absent: linked by its order's notification). */
+  chargeKey?: string;
 }
 
 export type NewOrder = Omit<

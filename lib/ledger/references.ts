@@ -43,19 +43,21 @@ export class LedgerReferences extends LedgerTable {
     );
   }
 
-  /** The order and owner `kind`/`id` belongs to, if the ledger knows it (and a subscription's last known state). */
+  /**
+   * The order and owner `kind`/`id` belongs to, if the ledger knows it (and a subscription's last
+   * known state, a payment's adopting charge).
+   */
   async lookup(kind: ReferenceKind, id: string): Promise<Reference | undefined> {
     const item = await this.get(referenceKey(kind, id));
     if (!item) return undefined;
     const status = optionalText(item, 'status');
-    return { orderId: text(item, 'orderId'), owner: text(item, 'owner'), ...(status ? { status } : {}) };
-  }
-
-  /** The order a payment belongs to and the charge that adopted it (null: linked by its order's notification). */
-  async paymentCharge(paymentId: string): Promise<{ orderId: string; chargeKey: string | null } | undefined> {
-    const item = await this.get(referenceKey('payment', paymentId));
-    if (!item) return undefined;
-    return { orderId: text(item, 'orderId'), chargeKey: optionalText(item, 'chargeKey') };
+    const chargeKey = optionalText(item, 'chargeKey');
+    return {
+      orderId: text(item, 'orderId'),
+      owner: text(item, 'owner'),
+      ...(status ? { status } : {}),
+      ...(chargeKey ? { chargeKey } : {}),
+    };
   }
 
   /**

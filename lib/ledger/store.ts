@@ -568,10 +568,6 @@ export class LedgerStore extends LedgerTable {
     return this.#references.lookup(kind, id);
   }
 
-  paymentCharge(paymentId: string): Promise<{ orderId: string; chargeKey: string | null } | undefined> {
-    return this.#references.paymentCharge(paymentId);
-  }
-
   setSubscriptionStatus(subscriptionId: string, status: string): Promise<boolean> {
     return this.#references.setSubscriptionStatus(subscriptionId, status);
   }

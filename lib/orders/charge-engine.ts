@@ -267,7 +267,7 @@ export class ChargeEngine {
     return {
       adopt: (payment) => this.#ledger.link('payment', String(payment.payment_id), reference, key),
       owner: async (payment): Promise<PaymentOwner> => {
-        const known = await this.#ledger.paymentCharge(String(payment.payment_id));
+        const known = await this.#ledger.lookup('payment', String(payment.payment_id));
         if (!known) return 'none';
         return known.orderId === reference.orderId && known.chargeKey === key ? 'this' : 'other';
       },

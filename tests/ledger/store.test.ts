@@ -208,7 +208,7 @@ describe('references', () => {
     );
 
     expect([adopted, again, byAnother, elsewhere]).toEqual([true, true, false, false]);
-    expect(await ledger.lookup('payment', paymentId)).toEqual(reference);
+    expect(await ledger.lookup('payment', paymentId)).toEqual({ ...reference, chargeKey: 'charge#1' });
   });
 
   it('refuses to move a token to another owner', async () => {

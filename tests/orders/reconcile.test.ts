@@ -2,6 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { describe, expect, it, vi } from 'vitest';
 import { loadConfig } from '../../lib/config/config.ts';
 import { createPayHere } from '../../lib/gateway/index.ts';
+import { recordKey } from '../../lib/idempotency/idempotent.ts';
 import type { ChargeRequest } from '../../lib/schemas/charge.ts';
 import { SEED } from '../../sandbox/server.ts';
 import { call, useTestGateway } from '../helpers/gateway.ts';
@@ -102,6 +103,7 @@ describe('settling a lost charge on repeat', () => {
     expect(await ledger.lookup('payment', String(repeat.body.data.payment_id))).toEqual({
       orderId: body.order_id,
       owner: 'test-client',
+      chargeKey: recordKey('charge', 'test-client', key),
     });
   });
 });
