@@ -202,8 +202,9 @@ describe('an order’s state follows PayHere’s evidence', () => {
             });
         };
 
+        // What the ledger holds before each step: the orders as the last step left them.
+        let before = await Promise.all(orderIds.map((id) => ledger.getOrder(id)));
         for (const s of steps) {
-          const before = await Promise.all(orderIds.map((id) => ledger.getOrder(id)));
           faults(s.kind === 'charge' ? s.fault : undefined);
           if (s.kind === 'charge') {
             const key = s.newKey || keys.length === 0 ? randomUUID() : keys.at(-1)!;
@@ -337,6 +338,7 @@ describe('an order’s state follows PayHere’s evidence', () => {
             expect(record.order_id).toBe(recurring.orderId);
             expect(record.recurring).toBe('Charged every month for 1 year');
           }
+          before = after;
         }
 
         // Once PayHere's search answers and the settle delay has passed, two runs an interval apart
