@@ -1,5 +1,11 @@
 import { callerSharesFromEnvironment, sharedStateFromEnvironment } from '../budget/from-environment.ts';
-import { loadConfig, requireMerchantCredentials, settleDelayMs, wholeNumber } from '../config/config.ts';
+import {
+  ConfigError,
+  loadConfig,
+  requireMerchantCredentials,
+  settleDelayMs,
+  wholeNumber,
+} from '../config/config.ts';
 import { credentialsFor } from '../config/secrets.ts';
 import { createPayHere, type PayHere, payHereFromEnvironment } from '../gateway/index.ts';
 import { idempotencyStoreFromEnvironment } from '../idempotency/from-environment.ts';
@@ -20,7 +26,7 @@ import { Holds } from './holds.ts';
 import type { SettleDeps } from './money-settlement.ts';
 import { OrderLists } from './order-lists.ts';
 import { OrderPayments } from './payments.ts';
-import { ReconciliationReports } from './reconciliation.ts';
+import { MAX_CHECKS, ReconciliationReports } from './reconciliation.ts';
 import { RefundRecords } from './refund-records.ts';
 import { Refunds } from './refunds.ts';
 import { OrderReports } from './reports.ts';
@@ -173,7 +179,15 @@ export function reconciliationReportsFromEnvironment(
     ledger: reconciliationReadsFromEnvironment(env),
     snapshots: paymentSnapshotsFromEnvironment(env),
     payhere,
-    checks: wholeNumber(env, 'RECONCILIATION_CHECKS', 5, 0),
+    checks: reconciliationChecks(env),
     maxAgeMs: wholeNumber(env, 'RECONCILIATION_MAX_AGE_SECONDS', 86_400, 1) * 1000,
   });
+}
+
+/** RECONCILIATION_CHECKS: at most MAX_CHECKS, so that no request of the report waits on many PayHere calls. */
+function reconciliationChecks(env: NodeJS.ProcessEnv): number {
+  const checks = wholeNumber(env, 'RECONCILIATION_CHECKS', 5, 0);
+  if (checks > MAX_CHECKS)
+    throw new ConfigError(`Invalid configuration: RECONCILIATION_CHECKS must be at most ${MAX_CHECKS}.`);
+  return checks;
 }

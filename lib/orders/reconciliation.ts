@@ -16,6 +16,13 @@ export const MAX_REPORT_ORDERS = 2_000;
 const DAY_MS = 86_400_000;
 /** Time kept back from the request's deadline to keep what PayHere answered and to answer. */
 const ANSWER_RESERVE_MS = 2_000;
+/**
+ * The longest a request's searches wait for PayHere's budget and answer: a search the budget cannot
+ * serve by then leaves its order for the next request rather than keeping the report waiting.
+ */
+export const CHECK_WAIT_MS = 8_000;
+/** The most orders RECONCILIATION_CHECKS may let one request search. */
+export const MAX_CHECKS = 20;
 
 /** A difference between the ledger and PayHere's records (docs/contract.md "Reconciliation"). */
 export type DifferenceKind = 'payment_not_in_ledger' | 'payment_not_at_payhere' | 'amount_differs';
@@ -232,7 +239,7 @@ export class ReconciliationReports {
     snapshots: Map<string, PaymentSnapshot>,
     deadline: number,
   ): Promise<number> {
-    const until = deadline - ANSWER_RESERVE_MS;
+    const until = Math.min(deadline - ANSWER_RESERVE_MS, this.#now() + CHECK_WAIT_MS);
     let read = 0;
     await Promise.all(
       due.map(async (order) => {

@@ -217,6 +217,35 @@ describe('the reconciliation report', () => {
     expect(Object.values(others).reduce((sum, count) => sum + count, 0)).toBe(0);
   });
 
+  it('leaves an order PayHere could not answer for unchecked, answering all the same, and reads it next time', async () => {
+    const day = '2026-03-06';
+    const failing = ids('Failing');
+    const pending = ids('Pending');
+    await paidAtPayHere(failing);
+    await paidAtPayHere(pending);
+    await inLedger({ orderId: failing, day, state: 'created' });
+    await inLedger({ orderId: pending, day, state: 'created' });
+    // One search fails (a refusal that is not "No payments found"), the other is answered pending.
+    sandbox.faults.inject('search', { kind: 'searchFailed' });
+    sandbox.faults.inject('search', { kind: 'searchPending' });
+
+    const first = await reconcile(day);
+    const second = await reconcile(day);
+
+    expect(first.statusCode, first.raw).toBe(200);
+    expect(first.body.data).toMatchObject({ checked: 0, unchecked: 2, checked_now: 0, complete: false });
+    expect(first.body.data.days[0].unchecked).toEqual([
+      { order_id: failing, status: 'created', reason: 'not_checked', checked_at: null },
+      { order_id: pending, status: 'created', reason: 'not_checked', checked_at: null },
+    ]);
+    expect(first.body.data.days[0].differences).toEqual([]);
+    expect(second.body.data).toMatchObject({ checked: 2, unchecked: 0, checked_now: 2, complete: true });
+    expect(second.body.data.days[0].differences.map((d: { kind: string }) => d.kind)).toEqual([
+      'payment_not_in_ledger',
+      'payment_not_in_ledger',
+    ]);
+  });
+
   it('reads an order again once the ledger changed it since its last check', async () => {
     const day = '2026-03-04';
     const orderId = ids('Changed');

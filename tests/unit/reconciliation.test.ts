@@ -1,8 +1,10 @@
 import { describe, expect, it } from 'vitest';
+import type { PayHere } from '../../lib/gateway/payhere.ts';
 import { prefersCsv } from '../../lib/http/accept.ts';
 import type { OrderKind, OrderState } from '../../lib/ledger/model.ts';
 import type { ListedOrder } from '../../lib/ledger/store.ts';
-import { differences } from '../../lib/orders/reconciliation.ts';
+import { reconciliationReportsFromEnvironment } from '../../lib/orders/from-environment.ts';
+import { differences, MAX_CHECKS } from '../../lib/orders/reconciliation.ts';
 import { CSV_COLUMNS, cell, reconciliationCsv } from '../../lib/orders/reconciliation-csv.ts';
 import type { CheckedPayment, PaymentSnapshot } from '../../lib/reads/snapshots.ts';
 import { EXAMPLES } from '../../openapi/examples.ts';
@@ -245,5 +247,26 @@ describe('Accept: text/csv', () => {
     [['TEXT/CSV'], true],
   ] as const)('%j prefers CSV: %s', (accept, csv) => {
     expect(prefersCsv(accept)).toBe(csv);
+  });
+});
+
+describe('RECONCILIATION_CHECKS', () => {
+  const env = (checks: string) => ({
+    LEDGER_TABLE: 'ledger',
+    STATE_TABLE: 'state',
+    DYNAMODB_ENDPOINT: 'http://127.0.0.1:9',
+    AWS_REGION: 'ap-south-1',
+    RECONCILIATION_CHECKS: checks,
+  });
+
+  it('takes 0 to the most, and refuses more at start-up: no request may wait on many PayHere calls', () => {
+    expect(() => reconciliationReportsFromEnvironment({} as PayHere, env('0'))).not.toThrow();
+    expect(() => reconciliationReportsFromEnvironment({} as PayHere, env(String(MAX_CHECKS)))).not.toThrow();
+    expect(() => reconciliationReportsFromEnvironment({} as PayHere, env(String(MAX_CHECKS + 1)))).toThrow(
+      `RECONCILIATION_CHECKS must be at most ${MAX_CHECKS}`,
+    );
+    expect(() => reconciliationReportsFromEnvironment({} as PayHere, env('-1'))).toThrow(
+      'RECONCILIATION_CHECKS must be a whole number',
+    );
   });
 });
