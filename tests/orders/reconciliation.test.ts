@@ -1,12 +1,20 @@
 import { randomUUID } from 'node:crypto';
-import { describe, expect, it } from 'vitest';
+import { describe, expect, inject, it } from 'vitest';
+import { CallerShares, callers, loadSharesConfig } from '../../lib/budget/caller-shares.ts';
+import { loadConfig } from '../../lib/config/config.ts';
 import { UpdateItemCommand } from '../../lib/dynamodb/index.ts';
+import { createPayHere } from '../../lib/gateway/index.ts';
 import type { OrderKind, OrderState } from '../../lib/ledger/model.ts';
+import { LedgerReconciliationReads } from '../../lib/ledger/reconciliation.ts';
 import { LedgerStore } from '../../lib/ledger/store.ts';
-import { SEED } from '../../sandbox/server.ts';
+import { ReconciliationReports } from '../../lib/orders/reconciliation.ts';
+import { PaymentSnapshots } from '../../lib/reads/snapshots.ts';
+import { SEED, sandboxGatewayEnv } from '../../sandbox/server.ts';
+import { createTable } from '../../scripts/local-dynamodb.ts';
 import { testToken } from '../helpers/auth.ts';
 import { call, useTestGateway } from '../helpers/gateway.ts';
 import { customer, newOrder } from '../helpers/orders.ts';
+import { dynamoDbAt } from '../helpers/state-table.ts';
 import { localClient } from '../idempotency/fixtures.ts';
 import { checkoutRequest } from '../sandbox/signing.ts';
 
@@ -375,5 +383,49 @@ describe('the reconciliation report', () => {
     expect(answer.body.data.code).toBe('invalid_request');
     expect(answer.body.data.errors[0].path).toBe(path);
     if (message) expect(answer.body.data.errors[0].message).toBe(message);
+  });
+});
+
+describe('the report within the merchant’s share of PayHere’s budget', () => {
+  it('searches only what the merchant’s share lets it, answers with the rest unchecked, and reads them once the window turns', async () => {
+    const day = '2026-03-07';
+    const orders = Array.from({ length: 5 }, () => ids('Share'));
+    for (const orderId of orders) await inLedger({ orderId, day, state: 'created' });
+    // The merchant's share made small: 2 calls per 10 s, 3 with spare ones, counted in a state table.
+    const state = `state-${randomUUID()}`;
+    await createTable(inject('dynamodbEndpoint'), state);
+    const client = dynamoDbAt(inject('dynamodbEndpoint'));
+    const clock = { now: Date.now() };
+    const shares = new CallerShares({
+      client,
+      table: state,
+      timeoutMs: 2_000,
+      config: loadSharesConfig({ MERCHANT_RATE_LIMIT: '2/10000', MERCHANT_RATE_CAP: '3' }),
+      now: () => clock.now,
+    });
+    const reports = new ReconciliationReports({
+      ledger: new LedgerReconciliationReads({ client: localClient(), table: process.env.LEDGER_TABLE! }),
+      snapshots: new PaymentSnapshots({ client, table: state, timeoutMs: 2_000 }),
+      payhere: createPayHere(loadConfig(sandboxGatewayEnv(sandbox.url)), { shares }),
+      checks: CHECKS,
+      maxAgeMs: 86_400_000,
+    });
+    const asMerchant = () =>
+      callers.run({ id: 'back-office', kind: 'merchant' }, () =>
+        reports.report({ role: 'merchant', sub: 'back-office' }, { from: day, to: day }, Date.now() + 20_000),
+      );
+    sandbox.resetCounters();
+
+    const first = await asMerchant();
+    const searchesFirst = sandbox.counters().search!;
+    const refusedAgain = await asMerchant();
+    clock.now += 10_000;
+    const next = await asMerchant();
+
+    expect(searchesFirst).toBe(3);
+    expect(first).toMatchObject({ checked: 3, unchecked: 2, checked_now: 3, complete: false });
+    expect(refusedAgain).toMatchObject({ checked: 3, unchecked: 2, checked_now: 0 });
+    expect(next).toMatchObject({ checked: 5, unchecked: 0, checked_now: 2, complete: true });
+    expect(sandbox.counters().search).toBe(5);
   });
 });
