@@ -260,7 +260,12 @@ export class ReconciliationReports {
           }
           payments = [];
         }
-        const snapshot: PaymentSnapshot = { orderId: order.orderId, checkedAt, payments };
+        const snapshot: PaymentSnapshot = {
+          orderId: order.orderId,
+          checkedAt,
+          ledgerVersion: versionOf(order),
+          payments,
+        };
         snapshots.set(order.orderId, snapshot);
         read++;
         try {
@@ -359,9 +364,23 @@ export class ReconciliationReports {
   }
 }
 
-/** A snapshot compares with the order only if PayHere was read after the ledger's last change of it. */
+/**
+ * The order as the ledger had it, in what a comparison reads: its last change, state, payment and
+ * price. A snapshot is taken against the version read before its search was sent.
+ */
+function versionOf(order: ListedOrder): string {
+  return [order.updatedAt, order.state, order.paymentId ?? '', order.amountCents ?? '', order.currency].join(
+    '|',
+  );
+}
+
+/**
+ * A snapshot compares with the order only while the ledger still has the version of it that the
+ * search was sent against: the ledger did not change the order while or since PayHere was read.
+ * No clocks are compared (the containers' may differ), only what the ledger wrote.
+ */
 function usable(order: ListedOrder, snapshot: PaymentSnapshot): boolean {
-  return snapshot.checkedAt >= order.updatedAt;
+  return snapshot.ledgerVersion === versionOf(order);
 }
 
 function invalidRange(path: string, message: string): InvalidRequestError {

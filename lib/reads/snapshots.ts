@@ -28,6 +28,8 @@ export interface PaymentSnapshot {
   orderId: string;
   /** Epoch ms when the search that answered was sent: the snapshot is at least this fresh. */
   checkedAt: number;
+  /** The order as the ledger had it when the search was sent (the report's own mark, compared as it is). */
+  ledgerVersion: string;
   /** PayHere's payments of the order; empty when it answered "No payments found". */
   payments: CheckedPayment[];
 }
@@ -82,6 +84,7 @@ export class PaymentSnapshots {
           pk: { S: snapshotKey(snapshot.orderId) },
           orderId: { S: snapshot.orderId },
           checkedAt: number(snapshot.checkedAt),
+          ledgerVersion: { S: snapshot.ledgerVersion },
           payments: { S: JSON.stringify(snapshot.payments) },
           expiresAt: number(Math.floor(this.#now() / 1000) + SNAPSHOT_DAYS * 86_400),
         },
@@ -98,10 +101,11 @@ const number = (value: number): AttributeValue => ({ N: String(Math.round(value)
 function snapshotOf(item: Record<string, AttributeValue>): PaymentSnapshot | undefined {
   const orderId = item.orderId?.S;
   const checkedAt = Number(item.checkedAt?.N);
-  if (orderId === undefined || !Number.isFinite(checkedAt)) return undefined;
+  const ledgerVersion = item.ledgerVersion?.S;
+  if (orderId === undefined || ledgerVersion === undefined || !Number.isFinite(checkedAt)) return undefined;
   try {
     const payments = JSON.parse(item.payments?.S ?? '[]') as CheckedPayment[];
-    return Array.isArray(payments) ? { orderId, checkedAt, payments } : undefined;
+    return Array.isArray(payments) ? { orderId, checkedAt, ledgerVersion, payments } : undefined;
   } catch {
     return undefined;
   }

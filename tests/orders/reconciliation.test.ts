@@ -71,6 +71,36 @@ async function inLedger(order: LedgerOrder): Promise<void> {
   );
 }
 
+/** The ledger changed the order at `at`: a new state and payment. */
+async function changeInLedger(orderId: string, change: { state: OrderState; paymentId: string }, at: number) {
+  await localClient().send(
+    new UpdateItemCommand({
+      TableName: process.env.LEDGER_TABLE!,
+      Key: { pk: { S: `order#${orderId}` } },
+      UpdateExpression: 'SET #state = :state, paymentId = :paymentId, updatedAt = :at',
+      ExpressionAttributeNames: { '#state': 'state' },
+      ExpressionAttributeValues: {
+        ':state': { S: change.state },
+        ':paymentId': { S: change.paymentId },
+        ':at': { N: String(at) },
+      },
+    }),
+  );
+}
+
+/** The report's last search for `orderId` was sent at `at` (lib/reads/snapshots.ts). */
+async function setSnapshotCheckedAt(orderId: string, at: number) {
+  await dynamoDbAt(inject('dynamodbEndpoint')).send(
+    new UpdateItemCommand({
+      TableName: process.env.STATE_TABLE!,
+      Key: { pk: { S: `recon#${orderId}` } },
+      UpdateExpression: 'SET checkedAt = :at',
+      ConditionExpression: 'attribute_exists(pk)',
+      ExpressionAttributeValues: { ':at': { N: String(at) } },
+    }),
+  );
+}
+
 /** A payment PayHere holds for `orderId` (a checkout completed in its SDK): its id. */
 async function paidAtPayHere(orderId: string, amount = 1000): Promise<string> {
   const answer = await sandbox.completeCheckout(
@@ -264,19 +294,7 @@ describe('the reconciliation report', () => {
       'payment_not_in_ledger',
     ]);
     // Its notification arrives: the ledger records the payment.
-    await localClient().send(
-      new UpdateItemCommand({
-        TableName: process.env.LEDGER_TABLE!,
-        Key: { pk: { S: `order#${orderId}` } },
-        UpdateExpression: 'SET #state = :state, paymentId = :paymentId, updatedAt = :now',
-        ExpressionAttributeNames: { '#state': 'state' },
-        ExpressionAttributeValues: {
-          ':state': { S: 'succeeded' },
-          ':paymentId': { S: paymentId },
-          ':now': { N: String(Date.now() + 1) },
-        },
-      }),
-    );
+    await changeInLedger(orderId, { state: 'succeeded', paymentId }, Date.now());
     sandbox.resetCounters();
 
     const after = await reconcile(day);
@@ -284,6 +302,35 @@ describe('the reconciliation report', () => {
     expect(sandbox.counters().search).toBe(1);
     expect(after.body.data.days[0].differences).toEqual([]);
     expect(after.body.data.days[0].payments[0]).toMatchObject({ in_ledger: true });
+  });
+
+  it('reads a comparison again once older than RECONCILIATION_MAX_AGE_SECONDS, never-checked orders first', async () => {
+    const day = '2026-03-08';
+    const old = ids('Old');
+    await paidAtPayHere(old);
+    await inLedger({ orderId: old, day, state: 'created' });
+    await reconcile(day);
+    // That check was two days ago: the comparison is still shown, with when it was made, and read again.
+    const twoDaysAgo = Date.now() - 2 * 86_400_000;
+    await setSnapshotCheckedAt(old, twoDaysAgo);
+    const fresh = Array.from({ length: CHECKS }, () => ids('Fresh'));
+    for (const orderId of fresh) await inLedger({ orderId, day, state: 'created' });
+    sandbox.resetCounters();
+
+    const first = await reconcile(day);
+    const second = await reconcile(day);
+
+    // The first request reads the five never compared; the old comparison still counts, dated.
+    expect(first.body.data).toMatchObject({ checked: 6, unchecked: 0, checked_now: CHECKS });
+    expect(first.body.data.oldest_check).toBe(new Date(twoDaysAgo).toISOString());
+    expect(first.body.data.days[0].differences[0]).toMatchObject({
+      order_id: old,
+      checked_at: new Date(twoDaysAgo).toISOString(),
+    });
+    // The second reads the old one again, and only it.
+    expect(second.body.data.checked_now).toBe(1);
+    expect(sandbox.counters().search).toBe(CHECKS + 1);
+    expect(Date.parse(second.body.data.oldest_check)).toBeGreaterThan(twoDaysAgo);
   });
 
   it('shows the refunds sent through the service, and their totals', async () => {

@@ -67,6 +67,7 @@ const payment = (id: string, amount = 1000, currency = 'LKR'): CheckedPayment =>
 const snapshot = (...payments: CheckedPayment[]): PaymentSnapshot => ({
   orderId: 'Order-1',
   checkedAt: CHECKED_AT,
+  ledgerVersion: 'v',
   payments,
 });
 
