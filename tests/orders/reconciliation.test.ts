@@ -389,6 +389,7 @@ describe('the reconciliation report', () => {
         `attachment; filename="reconciliation-${day}-${day}.csv"`,
       );
       expect(csv.headers['Cache-Control']).toBe('no-store');
+      expect(csv.headers['X-Content-Type-Options']).toBe('nosniff');
     }
     expect(jsonAsked.headers['Content-Type']).toBe('application/json');
     const lines = byFormat.raw.split('\r\n');
