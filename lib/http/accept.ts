@@ -1,6 +1,7 @@
 /**
- * Whether a request's `Accept` header prefers `text/csv` to JSON: its quality for text/csv (exact,
- * or `text/*`) is above zero and above its quality for application/json. No header, `*\/*`, or JSON
+ * Whether a request's `Accept` header prefers `text/csv` to JSON: its quality for text/csv (named,
+ * or by the text wildcard at half its weight) is above zero and above its quality for
+ * application/json (named, or by a wildcard at half its weight). No header, any type at all, or JSON
  * named as well or better: JSON, the service's default answer.
  */
 export function prefersCsv(accept: readonly string[]): boolean {
