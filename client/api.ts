@@ -1247,6 +1247,90 @@ export interface Operations {
       id: string | number;
     };
   };
+  reconciliationReport: {
+    answers: {
+      '200': {
+        status: 1;
+        msg: string;
+        data: ReconciliationReport;
+      };
+      '400': {
+        status: -1;
+        msg: string;
+        data: {
+          code: 'invalid_request';
+          errors?: FieldError[];
+        };
+      };
+      '401': {
+        status: -2;
+        msg: string;
+        data: {
+          code: 'unauthorized';
+        };
+      };
+      '403': {
+        status: -2;
+        msg: string;
+        data: {
+          code: 'forbidden';
+        };
+      };
+      '413': {
+        status: -1;
+        msg: string;
+        data: {
+          code: 'payload_too_large';
+        };
+      };
+      '429': {
+        status: -1;
+        msg: string;
+        data: {
+          code: 'rate_limited' | 'caller_rate_limited';
+        };
+      };
+      '500': {
+        status: -1;
+        msg: string;
+        data: {
+          code: 'internal_error';
+        };
+      };
+      '502': {
+        status: -1;
+        msg: string;
+        data: {
+          code: 'gateway_error';
+        };
+      };
+      '503': {
+        status: -1;
+        msg: string;
+        data: {
+          code: 'gateway_unavailable';
+        };
+      };
+      '504': {
+        status: -1;
+        msg: string;
+        data: {
+          code: 'gateway_timeout';
+        };
+      };
+    };
+    query?: {
+      /**
+       * Also checked: "must be a day that exists".
+       */
+      from?: string;
+      /**
+       * Also checked: "must be a day that exists".
+       */
+      to?: string;
+      format?: 'json' | 'csv';
+    };
+  };
 }
 /**
  * This interface was referenced by `Operations`'s JSON-Schema
@@ -1462,6 +1546,84 @@ export interface PaymentRefunds {
 }
 /**
  * This interface was referenced by `Operations`'s JSON-Schema
+ * via the `definition` "ReconciliationReport".
+ */
+export interface ReconciliationReport {
+  from: string;
+  to: string;
+  time_zone: 'UTC';
+  generated_at: string;
+  complete: boolean;
+  orders: number;
+  checked: number;
+  unchecked: number;
+  checked_now: number;
+  oldest_check: string | null;
+  days: {
+    date: string;
+    totals: {
+      currency: string;
+      orders_paid: number;
+      ordered: number;
+      payments: number;
+      gross: number;
+      fee: number;
+      net: number;
+      refunds: number;
+      refunded: number;
+    }[];
+    orders_paid: {
+      order_id: string;
+      kind: 'payment' | 'preapproval' | 'authorize' | 'recurring' | 'charge';
+      customer: string;
+      status: 'created' | 'pending' | 'succeeded' | 'failed' | 'cancelled' | 'chargedback' | 'unknown';
+      currency: string;
+      amount: number | null;
+      payment_id: number | string | null;
+    }[];
+    payments: {
+      order_id: string;
+      payment_id: number | string;
+      status: string;
+      currency: string;
+      amount: number;
+      gross: number | null;
+      fee: number | null;
+      net: number | null;
+      date: string | null;
+      in_ledger: boolean;
+      checked_at: string;
+    }[];
+    refunds: {
+      order_id: string;
+      payment_id: number | string;
+      amount: number | null;
+      full: boolean;
+      at: string;
+      refund_id: number | null;
+      status: 'accepted' | 'in_flight';
+    }[];
+    differences: {
+      kind: 'payment_not_in_ledger' | 'payment_not_at_payhere' | 'amount_differs';
+      order_id: string;
+      payment_id: number | string | null;
+      ledger_status: 'created' | 'pending' | 'succeeded' | 'failed' | 'cancelled' | 'chargedback' | 'unknown';
+      currency: string;
+      ledger_amount: number | null;
+      payhere_amount: number | null;
+      action: string;
+      checked_at: string;
+    }[];
+    unchecked: {
+      order_id: string;
+      status: 'created' | 'pending' | 'succeeded' | 'failed' | 'cancelled' | 'chargedback' | 'unknown';
+      reason: 'not_checked' | 'changed_since_check' | 'charge_in_flight';
+      checked_at: string | null;
+    }[];
+  }[];
+}
+/**
+ * This interface was referenced by `Operations`'s JSON-Schema
  * via the `definition` "NotifyRequest".
  */
 export interface NotifyRequest {
@@ -1508,4 +1670,5 @@ export const OPERATIONS = {
   getCheckout: { method: 'GET', path: '/gateway/api/checkouts/{order_id}', idempotent: false, onBehalfOf: false },
   listOrders: { method: 'GET', path: '/gateway/api/orders', idempotent: false, onBehalfOf: false },
   paymentRefunds: { method: 'GET', path: '/gateway/api/payments/{id}/refunds', idempotent: false, onBehalfOf: false },
+  reconciliationReport: { method: 'GET', path: '/gateway/api/reports/reconciliation', idempotent: false, onBehalfOf: false },
 } as const;

@@ -82,12 +82,29 @@ export type Client = {
   [N in OperationName]: Record<never, never> extends CallParams<N>
     ? (params?: CallParams<N>) => Promise<Answer<N>>
     : (params: CallParams<N>) => Promise<Answer<N>>;
-} & { call<N extends OperationName>(name: N, params: CallParams<N>): Promise<Answer<N>> };
+} & {
+  call<N extends OperationName>(name: N, params: CallParams<N>): Promise<Answer<N>>;
+  /**
+   * The merchant's reconciliation report as CSV (`format=csv`): its text when 200, otherwise the
+   * failure's envelope as `reconciliationReport` answers it. `reconciliationReport` itself answers JSON.
+   */
+  reconciliationCsv(params: {
+    query: { from: string; to: string };
+    signal?: AbortSignal;
+  }): Promise<CsvAnswer>;
+};
+
+/** A CSV answer: the text of a 200, or a failure's envelope (`csv` absent). */
+export type CsvAnswer =
+  | { httpStatus: 200; csv: string }
+  | Exclude<Answer<'reconciliationReport'>, { httpStatus: 200 }>;
 
 interface Raw {
   httpStatus: number;
   headers: Headers;
   envelope: { status: number; msg: string; data: unknown };
+  /** The body of a successful answer that is not JSON (asked for as CSV). */
+  text?: string;
 }
 
 /** What to do after an attempt: answer, or repeat after `waitMs`. */
@@ -167,8 +184,9 @@ export function createClient(options: ClientOptions): Client {
         value === undefined ? [] : [[name, value] as [string, string]],
       ),
     ).toString();
+    const csv = (params.query as { format?: string } | undefined)?.format === 'csv';
     const headers: Record<string, string> = {
-      Accept: 'application/json',
+      Accept: csv ? 'text/csv' : 'application/json',
       Authorization: `Bearer ${await options.token()}`,
     };
     if (params.body !== undefined) headers['Content-Type'] = 'application/json';
@@ -185,6 +203,14 @@ export function createClient(options: ClientOptions): Client {
         ...(params.body === undefined ? {} : { body: JSON.stringify(params.body) }),
         signal: timeout.signal,
       });
+      if (csv && response.status === 200 && response.headers.get('Content-Type')?.startsWith('text/csv')) {
+        return {
+          httpStatus: 200,
+          headers: response.headers,
+          envelope: { status: 1, msg: '', data: null },
+          text: await response.text(),
+        };
+      }
       return {
         httpStatus: response.status,
         headers: response.headers,
@@ -197,6 +223,13 @@ export function createClient(options: ClientOptions): Client {
   }
 
   async function call<N extends OperationName>(name: N, params: CallParams<N> = {} as CallParams<N>) {
+    if ((params.query as { format?: string } | undefined)?.format === 'csv') {
+      throw new TypeError(`${name} answers JSON here: use reconciliationCsv for the CSV form.`);
+    }
+    return sendCall(name, params);
+  }
+
+  async function sendCall<N extends OperationName>(name: N, params: CallParams<N>) {
     const operation = OPERATIONS[name];
     if (params.onBehalfOf !== undefined && !operation.onBehalfOf) {
       throw new TypeError(`${name} does not take onBehalfOf: only calls that create orders do.`);
@@ -222,6 +255,7 @@ export function createClient(options: ClientOptions): Client {
         await sleep(next.waitMs);
         continue;
       }
+      if (raw.text !== undefined) return { httpStatus: 200, csv: raw.text };
       const age = raw.headers.get('Age');
       return {
         ...raw.envelope,
@@ -233,7 +267,12 @@ export function createClient(options: ClientOptions): Client {
     }
   }
 
-  const client: Record<string, unknown> = { call };
+  const reconciliationCsv: Client['reconciliationCsv'] = ({ query, signal }) =>
+    sendCall('reconciliationReport', {
+      query: { ...query, format: 'csv' },
+      ...(signal ? { signal } : {}),
+    }) as Promise<CsvAnswer>;
+  const client: Record<string, unknown> = { call, reconciliationCsv };
   for (const name of Object.keys(OPERATIONS) as OperationName[]) {
     client[name] = (params?: CallParams<typeof name>) => call(name, params);
   }

@@ -2,6 +2,7 @@ import * as z from 'zod/mini';
 import { ORDER_KINDS, ORDER_STATES } from '../lib/ledger/model.ts';
 import type { CheckoutParameters, CheckoutView } from '../lib/orders/checkout.ts';
 import type { OrderList } from '../lib/orders/order-lists.ts';
+import type { ReconciliationReport } from '../lib/orders/reconciliation.ts';
 import type { PaymentRefundsView } from '../lib/orders/refund-records.ts';
 import { CURRENCIES } from '../lib/schemas/fields.ts';
 
@@ -102,6 +103,98 @@ export const PaymentRefundsSchema = z.strictObject({
   ),
 });
 
+/** reconciliationReport: per UTC day, the ledger's paid orders, PayHere's payments, refunds, and the differences. */
+const id = z.union([z.number(), z.string()]);
+const checkedAt = z.string();
+export const ReconciliationReportSchema = z.strictObject({
+  from: z.string(),
+  to: z.string(),
+  time_zone: z.literal('UTC'),
+  generated_at: z.string(),
+  complete: z.boolean(),
+  orders: z.number(),
+  checked: z.number(),
+  unchecked: z.number(),
+  checked_now: z.number(),
+  oldest_check: z.nullable(z.string()),
+  days: z.array(
+    z.strictObject({
+      date: z.string(),
+      totals: z.array(
+        z.strictObject({
+          currency: z.string(),
+          orders_paid: z.number(),
+          ordered: z.number(),
+          payments: z.number(),
+          gross: z.number(),
+          fee: z.number(),
+          net: z.number(),
+          refunds: z.number(),
+          refunded: z.number(),
+        }),
+      ),
+      orders_paid: z.array(
+        z.strictObject({
+          order_id: z.string(),
+          kind: z.enum(ORDER_KINDS),
+          customer: z.string(),
+          status: z.enum(ORDER_STATES),
+          currency: z.string(),
+          amount,
+          payment_id: gatewayId,
+        }),
+      ),
+      payments: z.array(
+        z.strictObject({
+          order_id: z.string(),
+          payment_id: id,
+          status: z.string(),
+          currency: z.string(),
+          amount: z.number(),
+          gross: amount,
+          fee: amount,
+          net: amount,
+          date: z.nullable(z.string()),
+          in_ledger: z.boolean(),
+          checked_at: checkedAt,
+        }),
+      ),
+      refunds: z.array(
+        z.strictObject({
+          order_id: z.string(),
+          payment_id: id,
+          amount,
+          full: z.boolean(),
+          at: z.string(),
+          refund_id: z.nullable(z.number()),
+          status: z.enum(['accepted', 'in_flight']),
+        }),
+      ),
+      differences: z.array(
+        z.strictObject({
+          kind: z.enum(['payment_not_in_ledger', 'payment_not_at_payhere', 'amount_differs']),
+          order_id: z.string(),
+          payment_id: gatewayId,
+          ledger_status: z.enum(ORDER_STATES),
+          currency: z.string(),
+          ledger_amount: amount,
+          payhere_amount: amount,
+          action: z.string(),
+          checked_at: checkedAt,
+        }),
+      ),
+      unchecked: z.array(
+        z.strictObject({
+          order_id: z.string(),
+          status: z.enum(ORDER_STATES),
+          reason: z.enum(['not_checked', 'changed_since_check', 'charge_in_flight']),
+          checked_at: z.nullable(z.string()),
+        }),
+      ),
+    }),
+  ),
+});
+
 // A described answer is one the function can return, and it names every field the function's type has
 // (the answers' contract test finds fields the function adds beyond its type).
 type Same<A, B> = [A] extends [B] ? ([B] extends [A] ? true : false) : false;
@@ -120,5 +213,17 @@ const refundsDescribed: Same<keyof z.infer<typeof PaymentRefundsSchema>, keyof P
     keyof PaymentRefundsView['refunds'][number]
   > = true;
 void refundsDescribed;
+type Day = ReconciliationReport['days'][number];
+type DescribedDay = z.infer<typeof ReconciliationReportSchema>['days'][number];
+const reportDescribed: Same<keyof z.infer<typeof ReconciliationReportSchema>, keyof ReconciliationReport> &
+  Same<keyof DescribedDay, keyof Day> &
+  Same<keyof DescribedDay['totals'][number], keyof Day['totals'][number]> &
+  Same<keyof DescribedDay['orders_paid'][number], keyof Day['orders_paid'][number]> &
+  Same<keyof DescribedDay['payments'][number], keyof Day['payments'][number]> &
+  Same<keyof DescribedDay['refunds'][number], keyof Day['refunds'][number]> &
+  Same<keyof DescribedDay['differences'][number], keyof Day['differences'][number]> &
+  Same<keyof DescribedDay['unchecked'][number], keyof Day['unchecked'][number]> &
+  (z.infer<typeof ReconciliationReportSchema> extends ReconciliationReport ? true : false) = true;
+void reportDescribed;
 void parametersDescribed;
 void viewDescribed;

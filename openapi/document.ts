@@ -243,6 +243,13 @@ class DocumentBuilder {
             schema: envelopes.length === 1 ? envelopes[0] : { anyOf: envelopes },
             examples: namedExamples(examples),
           },
+          ...Object.fromEntries(
+            answers.flatMap((answer) =>
+              answer.text
+                ? [[answer.text.mediaType, { schema: { type: 'string' }, example: answer.text.example }]]
+                : [],
+            ),
+          ),
         },
       };
     }

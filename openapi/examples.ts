@@ -3,6 +3,8 @@ import { paymentOutcomeResponse } from '../lib/envelope/payment-outcome.ts';
 import type { ChargeResult } from '../lib/gateway/schemas.ts';
 import { checkoutHash } from '../lib/orders/checkout.ts';
 import { NOTIFY_PATH } from '../lib/orders/config.ts';
+import type { ReconciliationReport } from '../lib/orders/reconciliation.ts';
+import { reconciliationCsv } from '../lib/orders/reconciliation-csv.ts';
 import { SANDBOX_CREDENTIALS, SEED } from '../sandbox/server.ts';
 import { md5sig } from '../sandbox/signature.ts';
 import { GatewayState } from '../sandbox/state.ts';
@@ -119,6 +121,124 @@ const paidNotification = {
   card_no: '************1234',
   card_expiry: '12/29',
   recurring: '0',
+};
+
+/** A day's reconciliation: two orders paid, one payment PayHere holds that the ledger lacks, one it lacks. */
+const report: ReconciliationReport = {
+  from: '2026-01-15',
+  to: '2026-01-15',
+  time_zone: 'UTC',
+  generated_at: '2026-01-16T02:00:00.000Z',
+  complete: false,
+  orders: 4,
+  checked: 3,
+  unchecked: 1,
+  checked_now: 3,
+  oldest_check: '2026-01-16T02:00:00.000Z',
+  days: [
+    {
+      date: '2026-01-15',
+      totals: [
+        {
+          currency: 'LKR',
+          orders_paid: 2,
+          ordered: 2500,
+          payments: 2,
+          gross: 2200,
+          fee: 63.8,
+          net: 2136.2,
+          refunds: 1,
+          refunded: 250,
+        },
+      ],
+      orders_paid: [
+        {
+          order_id: 'Order-1001',
+          kind: 'charge',
+          customer: 'alice',
+          status: 'succeeded',
+          currency: 'LKR',
+          amount: 1000,
+          payment_id: 320040000011,
+        },
+        {
+          order_id: 'Order-1002',
+          kind: 'payment',
+          customer: 'bob',
+          status: 'succeeded',
+          currency: 'LKR',
+          amount: 1500,
+          payment_id: 320040000012,
+        },
+      ],
+      payments: [
+        {
+          order_id: 'Order-1001',
+          payment_id: 320040000011,
+          status: 'RECEIVED',
+          currency: 'LKR',
+          amount: 1000,
+          gross: 1000,
+          fee: 29,
+          net: 971,
+          date: '2026-01-15 10:00:00',
+          in_ledger: true,
+          checked_at: '2026-01-16T02:00:00.000Z',
+        },
+        {
+          order_id: 'Order-1003',
+          payment_id: 320040000013,
+          status: 'RECEIVED',
+          currency: 'LKR',
+          amount: 1200,
+          gross: 1200,
+          fee: 34.8,
+          net: 1165.2,
+          date: '2026-01-15 11:20:00',
+          in_ledger: false,
+          checked_at: '2026-01-16T02:00:00.000Z',
+        },
+      ],
+      refunds: [
+        {
+          order_id: 'Order-1001',
+          payment_id: 320040000011,
+          amount: 250,
+          full: false,
+          at: '2026-01-15T06:00:00.000Z',
+          refund_id: 560034010257,
+          status: 'accepted',
+        },
+      ],
+      differences: [
+        {
+          kind: 'payment_not_at_payhere',
+          order_id: 'Order-1002',
+          payment_id: 320040000012,
+          ledger_status: 'succeeded',
+          currency: 'LKR',
+          ledger_amount: 1500,
+          payhere_amount: null,
+          action:
+            "The ledger has order Order-1002 paid by payment 320040000012, but PayHere's records of the order show no payment: do not ship it until PayHere's portal shows the payment; if it never does, the order is not paid.",
+          checked_at: '2026-01-16T02:00:00.000Z',
+        },
+        {
+          kind: 'payment_not_in_ledger',
+          order_id: 'Order-1003',
+          payment_id: 320040000013,
+          ledger_status: 'created',
+          currency: 'LKR',
+          ledger_amount: 1200,
+          payhere_amount: 1200,
+          action:
+            'PayHere holds payment 320040000013 of 1200.00 LKR for order Order-1003, whose notification never reached the service: GET /gateway/api/checkouts/Order-1003 looks it up and records it. Fulfil the order once it shows succeeded.',
+          checked_at: '2026-01-16T02:00:00.000Z',
+        },
+      ],
+      unchecked: [{ order_id: 'Order-1004', status: 'created', reason: 'not_checked', checked_at: null }],
+    },
+  ],
 };
 
 export const EXAMPLES = {
@@ -293,6 +413,14 @@ export const EXAMPLES = {
         },
       ],
     }),
+  },
+  reconciliationReport: {
+    query: { from: '2026-01-15', to: '2026-01-15' },
+    report: ok(
+      'Reconciliation of 2026-01-15 to 2026-01-15 (UTC): 2 differences, 1 orders not checked yet',
+      report,
+    ),
+    csv: reconciliationCsv(report),
   },
   notify: {
     paid: paidNotification,

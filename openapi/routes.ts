@@ -24,11 +24,13 @@ import { Notification } from '../lib/schemas/notification.ts';
 import { OrdersQuery } from '../lib/schemas/orders.ts';
 import { CheckoutPath, OrderPath, PaymentPath, SubscriptionPath } from '../lib/schemas/paths.ts';
 import { RefundRequest } from '../lib/schemas/refund.ts';
+import { ReconciliationQuery } from '../lib/schemas/reports.ts';
 import {
   CheckoutParametersSchema,
   CheckoutViewSchema,
   OrderListSchema,
   PaymentRefundsSchema,
+  ReconciliationReportSchema,
   RefundAnswer,
 } from './data.ts';
 import { EXAMPLES } from './examples.ts';
@@ -57,6 +59,8 @@ export interface Answer {
   data: Schema | { listOf: Schema } | null;
   description: string;
   examples?: Example[];
+  /** The same answer in another media type than JSON, chosen by the request (the reconciliation report's CSV). */
+  text?: { mediaType: 'text/csv'; example: string };
 }
 
 /** A failure the route can answer besides the common ones (openapi/failures.ts), as the function throws it. */
@@ -588,6 +592,52 @@ export const ROUTE_TABLE = {
     invalid: invalid(PaymentPath, { id: 'P-42' }, 'path'),
     failures: [
       notFound('Payment 320027150599 was not found.', 'A customer names a payment it does not own.'),
+    ],
+  },
+  reconciliationReport: {
+    method: 'get',
+    path: '/gateway/api/reports/reconciliation',
+    tag: 'Orders',
+    summary: 'Reconcile the ledger with PayHere',
+    description:
+      "The merchant's reconciliation of the service's ledger with PayHere's records, per UTC day of the orders' " +
+      'creation, `from` to `to` (both included, at most 31 days, at most 2,000 orders): the orders the ledger ' +
+      "shows paid; PayHere's payments of the day's orders with `gross`, `fee` and `net` from PayHere's " +
+      '`amount_detail`; the refunds sent through the service; and the differences, each with its `action`: ' +
+      '`payment_not_in_ledger` (PayHere holds a payment of the order the ledger does not: a second payment, or an ' +
+      'order the ledger has unpaid), `payment_not_at_payhere` (the ledger shows the order paid, PayHere does not ' +
+      "show its payment), `amount_differs` (PayHere's amount is not the order's). Merchant tokens only; a " +
+      'customer gets 403.\n\n' +
+      'PayHere can be searched only by order id, so each request reads at most a few orders from PayHere ' +
+      "(`RECONCILIATION_CHECKS`, 5), within the merchant's share of PayHere's budget, and keeps what it read. " +
+      'Orders not compared yet are listed in `unchecked` and `complete` is false: ask again (every 10 s or so) ' +
+      "until it is true. Each payment and difference says in `checked_at` when PayHere's records were read for " +
+      'it; a comparison older than a day is read again when a request has calls to spare.\n\n' +
+      'JSON by default; CSV (`text/csv`, one line per line of the JSON, its kind in column `line`) with ' +
+      '`format=csv`, or with `Accept: text/csv` when `format` is not given.',
+    scope: 'payments:read',
+    queryParameters: ReconciliationQuery,
+    queryDescriptions: {
+      from: 'The first day, `YYYY-MM-DD` (UTC).',
+      to: 'The last day, `YYYY-MM-DD` (UTC), included: at most 30 days after `from`.',
+      format: '`json` or `csv`; when not given, `Accept: text/csv` asks for CSV, anything else JSON.',
+    },
+    queryExample: EXAMPLES.reconciliationReport.query,
+    upstream: 'payhere',
+    answers: [
+      {
+        ...ok('The report, as far as PayHere has been read.', ReconciliationReportSchema, [
+          { summary: 'A day with two differences', value: EXAMPLES.reconciliationReport.report },
+        ]),
+        text: { mediaType: 'text/csv', example: EXAMPLES.reconciliationReport.csv },
+      },
+    ],
+    invalid: invalid(ReconciliationQuery, { from: '2026-01-15', to: '15/01/2026' }, 'query'),
+    failures: [
+      {
+        error: new ForbiddenError('Only the merchant reads reconciliation reports.'),
+        when: 'A customer token (without `merchant`).',
+      },
     ],
   },
   notify: {

@@ -98,7 +98,31 @@ export interface QueryCommandInput {
 }
 export type QueryCommandOutput = ScanCommandOutput;
 
-export type Operation = 'GetItem' | 'PutItem' | 'UpdateItem' | 'DeleteItem' | 'Scan' | 'Query';
+/** Up to 100 items by key, of one or more tables; what DynamoDB did not get to comes back in `UnprocessedKeys`. */
+export interface BatchGetItemCommandInput {
+  RequestItems: Record<
+    string,
+    {
+      Keys: Item[];
+      ConsistentRead?: boolean;
+      ProjectionExpression?: string;
+      ExpressionAttributeNames?: Record<string, string>;
+    }
+  >;
+}
+export interface BatchGetItemCommandOutput {
+  Responses?: Record<string, Item[]>;
+  UnprocessedKeys?: BatchGetItemCommandInput['RequestItems'];
+}
+
+export type Operation =
+  | 'GetItem'
+  | 'PutItem'
+  | 'UpdateItem'
+  | 'DeleteItem'
+  | 'Scan'
+  | 'Query'
+  | 'BatchGetItem';
 
 /** One request: the operation (`X-Amz-Target`) and its input (the body). */
 export abstract class DynamoDbCommand<Input, Output> {
@@ -129,4 +153,10 @@ export class ScanCommand extends DynamoDbCommand<ScanCommandInput, ScanCommandOu
 }
 export class QueryCommand extends DynamoDbCommand<QueryCommandInput, QueryCommandOutput> {
   readonly operation = 'Query';
+}
+export class BatchGetItemCommand extends DynamoDbCommand<
+  BatchGetItemCommandInput,
+  BatchGetItemCommandOutput
+> {
+  readonly operation = 'BatchGetItem';
 }

@@ -31,6 +31,18 @@ export function respond<T>(
   };
 }
 
+/**
+ * A successful answer that is not JSON (the reconciliation report as CSV, docs/contract.md
+ * "Reconciliation"): the same headers as every answer, its own media type. Failures stay envelopes.
+ */
+export function okText(
+  body: string,
+  contentType: string,
+  headers: Record<string, string> = {},
+): APIGatewayProxyResult {
+  return { statusCode: 200, headers: { 'Content-Type': contentType, ...headers, ...ANSWER_HEADERS }, body };
+}
+
 export function ok<T>(msg: string, data: T, headers: Record<string, string> = {}): APIGatewayProxyResult {
   return respond(200, { status: 1, msg, data }, headers);
 }

@@ -55,6 +55,8 @@ export interface ValidRequest<Body, Path, Query = undefined> {
   apiBaseUrl: () => string;
   /** Epoch ms by which all upstream work must be done. */
   deadline: number;
+  /** Every value the request carries for header `name` (any letter case). */
+  header: (name: string) => string[];
   context: Context;
 }
 
@@ -143,6 +145,7 @@ function stackFor<Body, Path, Query>(
       ...(onBehalfOf === undefined ? {} : { onBehalfOf }),
       ...(key?.ok ? { idempotencyKey: key.key } : {}),
       apiBaseUrl: () => apiBaseUrl(event),
+      header: (name) => headerValues(event, name),
       // A money request keeps time for its bookkeeping after PayHere answers (lib/config/dynamodb.ts).
       deadline: requestDeadline(
         context.getRemainingTimeInMillis?.(),

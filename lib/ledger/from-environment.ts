@@ -1,9 +1,16 @@
 import { type Env, required } from '../config/config.ts';
 import { dynamoDbClient, loadDynamoDbConfig } from '../config/dynamodb.ts';
+import { LedgerReconciliationReads } from './reconciliation.ts';
 import { LedgerStore } from './store.ts';
 
 /** The container's ledger, built from the environment at start-up (a bad variable fails here). */
 export function ledgerFromEnvironment(env: Env = process.env): LedgerStore {
   const table = required(env, 'LEDGER_TABLE');
   return new LedgerStore({ client: dynamoDbClient(loadDynamoDbConfig(env)), table });
+}
+
+/** What the reconciliation report reads of the ledger. */
+export function reconciliationReadsFromEnvironment(env: Env = process.env): LedgerReconciliationReads {
+  const table = required(env, 'LEDGER_TABLE');
+  return new LedgerReconciliationReads({ client: dynamoDbClient(loadDynamoDbConfig(env)), table });
 }

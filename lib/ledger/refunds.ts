@@ -7,7 +7,7 @@ import { LedgerTable, number, optionalNumber, optionalText } from './table.ts';
  * payment again, which would drop the slot; and a merchant refunds payments the ledger never
  * linked, whose refunds must be kept one at a time just the same.
  */
-const refundsKey = (paymentId: string) => `refund#${paymentId}`;
+export const refundsKey = (paymentId: string) => `refund#${paymentId}`;
 
 /** The one refund of a payment that may be in flight at PayHere. */
 export interface RefundSlot {
@@ -79,27 +79,7 @@ const FREE_SLOT = 'REMOVE #inflight, #inflightAt, #inflightCents';
 export class LedgerRefunds extends LedgerTable {
   /** What the ledger knows of the payment's refunds (nothing yet: none, no slot held). */
   async paymentRefunds(paymentId: string): Promise<PaymentRefunds> {
-    const item = await this.get(refundsKey(paymentId));
-    const key = item && optionalText(item, 'inflight');
-    return {
-      paymentId,
-      inflight:
-        item && key
-          ? {
-              key,
-              takenAt: optionalNumber(item, 'inflightAt') ?? 0,
-              amountCents: optionalNumber(item, 'inflightCents'),
-              by: optionalText(item, byName(key)),
-            }
-          : null,
-      accepted: (item?.refunds?.L ?? []).flatMap((entry) => {
-        if (!entry.M) return [];
-        const accepted = acceptedOf(entry.M);
-        return [{ ...accepted, by: optionalText(item!, byName(accepted.key)) }];
-      }),
-      refundedCents: (item && optionalNumber(item, 'refundedCents')) ?? 0,
-      undetermined: (item && optionalNumber(item, 'undetermined')) ?? 0,
-    };
+    return refundsOfItem(paymentId, await this.get(refundsKey(paymentId)));
   }
 
   /**
@@ -224,5 +204,32 @@ function acceptedOf(item: Record<string, AttributeValue>): Omit<AcceptedRefund, 
     amountCents: optionalNumber(item, 'cents'),
     refundId: optionalNumber(item, 'refundId'),
     at: optionalNumber(item, 'at') ?? 0,
+  };
+}
+
+/** What a payment's refund item (undefined: none yet) says of its refunds. */
+export function refundsOfItem(
+  paymentId: string,
+  item: Record<string, AttributeValue> | undefined,
+): PaymentRefunds {
+  const key = item && optionalText(item, 'inflight');
+  return {
+    paymentId,
+    inflight:
+      item && key
+        ? {
+            key,
+            takenAt: optionalNumber(item, 'inflightAt') ?? 0,
+            amountCents: optionalNumber(item, 'inflightCents'),
+            by: optionalText(item, byName(key)),
+          }
+        : null,
+    accepted: (item?.refunds?.L ?? []).flatMap((entry) => {
+      if (!entry.M) return [];
+      const accepted = acceptedOf(entry.M);
+      return [{ ...accepted, by: optionalText(item!, byName(accepted.key)) }];
+    }),
+    refundedCents: (item && optionalNumber(item, 'refundedCents')) ?? 0,
+    undetermined: (item && optionalNumber(item, 'undetermined')) ?? 0,
   };
 }

@@ -1,10 +1,19 @@
 import { callerSharesFromEnvironment, sharedStateFromEnvironment } from '../budget/from-environment.ts';
-import { loadConfig, requireMerchantCredentials, settleDelayMs } from '../config/config.ts';
+import {
+  ConfigError,
+  loadConfig,
+  requireMerchantCredentials,
+  settleDelayMs,
+  wholeNumber,
+} from '../config/config.ts';
 import { credentialsFor } from '../config/secrets.ts';
 import { createPayHere, type PayHere, payHereFromEnvironment } from '../gateway/index.ts';
 import { idempotencyStoreFromEnvironment } from '../idempotency/from-environment.ts';
-import { ledgerFromEnvironment } from '../ledger/from-environment.ts';
-import { sharedReadStoreFromEnvironment } from '../reads/from-environment.ts';
+import { ledgerFromEnvironment, reconciliationReadsFromEnvironment } from '../ledger/from-environment.ts';
+import {
+  paymentSnapshotsFromEnvironment,
+  sharedReadStoreFromEnvironment,
+} from '../reads/from-environment.ts';
 import { SharedReads } from '../reads/shared-reads.ts';
 import { Ownership } from './access.ts';
 import { Captures } from './captures.ts';
@@ -17,6 +26,7 @@ import { Holds } from './holds.ts';
 import type { SettleDeps } from './money-settlement.ts';
 import { OrderLists } from './order-lists.ts';
 import { OrderPayments } from './payments.ts';
+import { MAX_CHECKS, ReconciliationReports } from './reconciliation.ts';
 import { RefundRecords } from './refund-records.ts';
 import { Refunds } from './refunds.ts';
 import { OrderReports } from './reports.ts';
@@ -154,4 +164,30 @@ export function subscriptionRetriesFromEnvironment(payhere: PayHere): Subscripti
 /** The order lists, answered from the ledger's indexes. */
 export function orderListsFromEnvironment(): OrderLists {
   return new OrderLists(ledgerFromEnvironment());
+}
+
+/**
+ * The reconciliation report over the container's PayHere client: RECONCILIATION_CHECKS (5) orders
+ * read from PayHere per request at most, and a comparison read again once older than
+ * RECONCILIATION_MAX_AGE_SECONDS (a day) when a request has calls to spare.
+ */
+export function reconciliationReportsFromEnvironment(
+  payhere: PayHere,
+  env = process.env,
+): ReconciliationReports {
+  return new ReconciliationReports({
+    ledger: reconciliationReadsFromEnvironment(env),
+    snapshots: paymentSnapshotsFromEnvironment(env),
+    payhere,
+    checks: reconciliationChecks(env),
+    maxAgeMs: wholeNumber(env, 'RECONCILIATION_MAX_AGE_SECONDS', 86_400, 1) * 1000,
+  });
+}
+
+/** RECONCILIATION_CHECKS: at most MAX_CHECKS, so that no request of the report waits on many PayHere calls. */
+function reconciliationChecks(env: NodeJS.ProcessEnv): number {
+  const checks = wholeNumber(env, 'RECONCILIATION_CHECKS', 5, 0);
+  if (checks > MAX_CHECKS)
+    throw new ConfigError(`Invalid configuration: RECONCILIATION_CHECKS must be at most ${MAX_CHECKS}.`);
+  return checks;
 }

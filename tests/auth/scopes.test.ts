@@ -40,6 +40,7 @@ const VALID: Record<RouteName, () => CallOptions> = {
   cancelSubscription: () => ({ id: String(SEED.subscriptions.active) }),
   listOrders: () => ({ query: { limit: '5' } }),
   paymentRefunds: () => ({ id: '320099999999' }),
+  reconciliationReport: () => ({ query: { from: '2025-01-01', to: '2025-01-01' } }),
   createCheckout: () => ({
     body: { kind: 'payment', items: 'Taxi Hire 123', currency: 'LKR', amount: 345.67 },
   }),
@@ -63,9 +64,9 @@ describe('each route requires exactly its scope', () => {
     ALL_TEST_SCOPES.map((scope) => ({ route, scope, allowed: ROUTE_SCOPES[route] === scope })),
   );
 
-  it('covers thirteen routes and six scopes, one allowed scope per route', () => {
-    expect(matrix).toHaveLength(78);
-    expect(matrix.filter((cell) => cell.allowed)).toHaveLength(13);
+  it('covers fourteen routes and six scopes, one allowed scope per route', () => {
+    expect(matrix).toHaveLength(84);
+    expect(matrix.filter((cell) => cell.allowed)).toHaveLength(14);
   });
 
   it.each(matrix.filter((cell) => cell.allowed))(

@@ -275,3 +275,67 @@ describe('query strings', () => {
     ]);
   });
 });
+
+describe('the reconciliation report as CSV', () => {
+  const csvFetch = (answers: Response[]) => {
+    const sent: { url: string; accept: string }[] = [];
+    const fetch = (async (input: string, init: RequestInit) => {
+      sent.push({ url: input, accept: (init.headers as Record<string, string>).Accept! });
+      return answers.shift()!;
+    }) as typeof globalThis.fetch;
+    return { fetch, sent };
+  };
+  const options = (fetch: typeof globalThis.fetch) => ({
+    baseUrl: 'https://api.example.test/prod',
+    token: () => 'token',
+    fetch,
+    sleep: async () => undefined,
+  });
+
+  it('asks for text/csv with format=csv and answers its text', async () => {
+    const text = 'date,line\r\n2026-01-15,total\r\n';
+    const { fetch, sent } = csvFetch([
+      new Response(text, { status: 200, headers: { 'Content-Type': 'text/csv; charset=utf-8' } }),
+    ]);
+
+    const answer = await createClient(options(fetch)).reconciliationCsv({
+      query: { from: '2026-01-15', to: '2026-01-15' },
+    });
+
+    expect(answer).toEqual({ httpStatus: 200, csv: text });
+    expect(sent).toEqual([
+      {
+        url: 'https://api.example.test/prod/gateway/api/reports/reconciliation?from=2026-01-15&to=2026-01-15&format=csv',
+        accept: 'text/csv',
+      },
+    ]);
+  });
+
+  it('answers a failure with its envelope', async () => {
+    const refused = {
+      status: -2,
+      msg: 'Only the merchant reads reconciliation reports.',
+      data: { code: 'forbidden' },
+    };
+    const { fetch } = csvFetch([
+      new Response(JSON.stringify(refused), { status: 403, headers: { 'Content-Type': 'application/json' } }),
+    ]);
+
+    const answer = await createClient(options(fetch)).reconciliationCsv({
+      query: { from: '2026-01-15', to: '2026-01-15' },
+    });
+
+    expect(answer).toMatchObject({ httpStatus: 403, ...refused });
+  });
+
+  it('refuses format=csv on the JSON call before sending anything', async () => {
+    const { fetch, sent } = csvFetch([]);
+
+    await expect(
+      createClient(options(fetch)).reconciliationReport({
+        query: { from: '2026-01-15', to: '2026-01-15', format: 'csv' },
+      }),
+    ).rejects.toThrow(/use reconciliationCsv/);
+    expect(sent).toEqual([]);
+  });
+});

@@ -144,6 +144,15 @@ const ACCESS: Record<
   },
   // Reads a payment's reference, refund item and order: never PayHere, no secret.
   paymentRefunds: { ledger: ['GetItem'], secret: false },
+  // The range's orders from the list of every order (that index only), refund items in batches;
+  // PayHere's snapshots in the state table beside the budget. Writes nothing to the ledger.
+  reconciliationReport: {
+    ledger: ['BatchGetItem'],
+    state: ['BatchGetItem', 'GetItem', 'PutItem', 'UpdateItem'],
+    secret: true,
+    indexQueries: ['LedgerTable'],
+    queryIndexes: ['orders'],
+  },
   // Claims and settles money records, moves orders, indexes payments; queries the settle indexes only.
   settle: {
     idempotency: ['GetItem', 'UpdateItem'],

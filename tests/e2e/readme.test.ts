@@ -175,6 +175,40 @@ const runHere: Record<string, () => Promise<void>> = {
     expect(dave.data.refunds.map((refund: { by: string }) => refund.by)).toEqual(['merchant', 'merchant']);
   },
 
+  'docs/app.md "The back office: reconciliation"': async () => {
+    // One line per answer: the charge, the sandbox's checkout, the report as JSON, then its CSV lines.
+    const [charge, checkout, json, ...csv] = await runLines(
+      documented('docs/app.md "The back office: reconciliation"'),
+      120_000,
+    );
+
+    expect(JSON.parse(charge!)).toMatchObject({ status: 1, data: { status_code: 2 } });
+    expect(JSON.parse(checkout!)).toMatchObject({ status: 1, msg: 'Checkout completed' });
+    const answer = JSON.parse(json!);
+    expect(answer.status).toBe(1);
+    const report = answer.data;
+    const today = new Date().toISOString().slice(0, 10);
+    expect(report).toMatchObject({ from: today, to: today, time_zone: 'UTC' });
+    const day = report.days.find((d: { date: string }) => d.date === today);
+    expect(day.payments).toContainEqual(
+      expect.objectContaining({ order_id: 'Order-6001', gross: 700, fee: 20.3, net: 679.7, in_ledger: true }),
+    );
+    expect(day.differences).toContainEqual(
+      expect.objectContaining({
+        kind: 'payment_not_in_ledger',
+        order_id: 'Order-6002',
+        ledger_status: 'created',
+        payhere_amount: 900,
+        action: expect.stringContaining('GET /gateway/api/checkouts/Order-6002 looks it up'),
+      }),
+    );
+    expect(day.differences.filter((d: { order_id: string }) => d.order_id === 'Order-6001')).toEqual([]);
+    expect(csv[0]).toMatch(/^date,line,kind,order_id,payment_id,.*\r$/);
+    expect(csv.some((line) => line.startsWith(`${today},difference,payment_not_in_ledger,Order-6002,`))).toBe(
+      true,
+    );
+  },
+
   // The pre-approval flow: saves Alice's card through the sandbox's checkout and notification, and charges it.
   'docs/app.md "Notifications: saving a card, holds, payments in the app, subscriptions"': async () => {
     const lines = await runLines(

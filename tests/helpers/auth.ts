@@ -28,6 +28,7 @@ export const ROUTE_SCOPES: Record<RouteName, string> = {
   getCheckout: 'payments:read',
   listOrders: 'payments:read',
   paymentRefunds: 'payments:read',
+  reconciliationReport: 'payments:read',
 };
 
 /** Every route scope; `merchant` is not one (it grants no route by itself). */

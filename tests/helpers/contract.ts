@@ -106,6 +106,11 @@ export class Contract {
       return [`${where}: the document gives ${operation.operationId} no ${answer.status} answer`];
     const problems: string[] = [];
     const headers = lowerCased(answer.headers);
+    // A documented answer in another media type (the reconciliation report's CSV): that type, a body.
+    const textMedia = Object.keys(response.content ?? {}).find(
+      (type) => type !== JSON_MEDIA && (headers['content-type'] ?? '').startsWith(type),
+    );
+    if (textMedia) return answer.body.length > 0 ? [] : [`${where}: an empty ${textMedia} body`];
     const media = response.content?.[JSON_MEDIA];
     if (!media) return [`${where}: the document describes no JSON body`];
     if (!(headers['content-type'] ?? '').startsWith(JSON_MEDIA)) {

@@ -74,7 +74,7 @@ export function lambdaContext(remainingMs = 25_000): Context {
 export interface Answer {
   statusCode: number;
   headers: Record<string, unknown>;
-  /** The parsed envelope. */
+  /** The parsed envelope (undefined for an answer that is not JSON: the reconciliation report's CSV; see `raw`). */
   body: { status: number; msg: string; data: any };
   raw: string;
 }
@@ -91,7 +91,9 @@ export async function invoke(
   return {
     statusCode: result.statusCode,
     headers: result.headers ?? {},
-    body: JSON.parse(result.body),
+    body: String(result.headers?.['Content-Type'] ?? 'application/json').startsWith('application/json')
+      ? JSON.parse(result.body)
+      : undefined,
     raw: result.body,
   };
 }

@@ -15,6 +15,7 @@ export const ROUTES = {
   getCheckout: { method: 'GET', resource: '/gateway/api/checkouts/{order_id}' },
   listOrders: { method: 'GET', resource: '/gateway/api/orders' },
   paymentRefunds: { method: 'GET', resource: '/gateway/api/payments/{id}/refunds' },
+  reconciliationReport: { method: 'GET', resource: '/gateway/api/reports/reconciliation' },
 } as const satisfies Record<string, Pick<EventOptions, 'method' | 'resource'>>;
 
 export type RouteName = keyof typeof ROUTES;

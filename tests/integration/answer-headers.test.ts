@@ -50,6 +50,7 @@ const SUCCESS: Record<RouteName, () => Promise<CallOptions>> = {
     expect((await call('refund', { body })).statusCode).toBe(200);
     return { id: String(SEED.payments.refundable) };
   },
+  reconciliationReport: async () => ({ query: { from: '2025-01-01', to: '2025-01-01' } }),
 };
 
 function expectAnswerHeaders(answer: Answer): void {
