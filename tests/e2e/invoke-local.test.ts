@@ -11,12 +11,21 @@ import { describedRoutes } from '../../openapi/routes.ts';
 import { type Sandbox, sandboxGatewayEnv, startSandbox } from '../../sandbox/server.ts';
 import { MERCHANT_SCOPES, TEST_AUTH_ENV, tokenFor } from '../helpers/auth.ts';
 import { recordAnswer } from '../helpers/contract.ts';
+import { lambdaContext } from '../helpers/events.ts';
 
 /**
- * `sls invoke local -f <function> --stage local --path events/<function>.json` for every function
- * of serverless.yml, against the local stack (the sandbox, the local DynamoDB), with the sample
- * event's token placeholder replaced as `npm run -s event` does. A function without a sample event
- * fails here. The answers are held to the API description like every other answer.
+ * Every function of serverless.yml answers its sample event (events/<function>.json, its token
+ * placeholder replaced as `npm run -s event` does) as the API description says: a function without
+ * a sample event fails here. Each event is answered by the function's handler in this process,
+ * against the local stack (the sandbox, the local DynamoDB); `sls invoke local -f <function>
+ * --stage local --path <event>` (osls, the bundle serverless-esbuild builds, the project's plugin
+ * that runs it) is run for one function of each kind: a money route with a body and an
+ * Idempotency-Key, a read by path, and the settle job, which answers no HTTP request. What osls adds
+ * to a handler's answer (bundling, loading the bundle, passing the event) is the same for every
+ * function, and each osls run is a process that loads osls and bundles: several seconds of CPU.
+ * docs/operator.md's block runs it for listSubscriptions too (tests/e2e/readme.test.ts), and `sls
+ * package` bundles every function (tests/e2e/package.test.ts). The answers are held to the API
+ * description like every other answer.
  */
 const root = path.resolve(import.meta.dirname, '../..');
 const run = promisify(execFile);
@@ -52,22 +61,83 @@ afterAll(async () => {
   if (scratch) await rm(scratch, { recursive: true, force: true });
 });
 
-/** What osls prints for a Lambda proxy result: the result, its JSON body parsed. */
+/** A Lambda proxy result, its JSON body parsed (osls prints the body parsed). */
 interface Printed {
   statusCode: number;
   headers: Record<string, string>;
   body: unknown;
 }
 
+/** The function's sample event, with a merchant's token where the event has the placeholder. */
+async function sampleEvent(
+  name: string,
+): Promise<{ httpMethod?: string; path?: string } & Record<string, unknown>> {
+  const eventFile = path.join(root, 'events', `${name}.json`);
+  expect(existsSync(eventFile), `events/${name}.json is missing`).toBe(true);
+  const event = JSON.parse(await readFile(eventFile, 'utf8'));
+  if (event.headers?.Authorization) event.headers.Authorization = `Bearer ${await tokenFor(MERCHANT_SCOPES)}`;
+  return event;
+}
+
+/** The settle job prints what its run did; a route answers with its documented first status. */
+function expectDocumentedAnswer(
+  name: string,
+  event: { httpMethod?: string; path?: string },
+  result: unknown,
+): void {
+  if (!event.httpMethod) {
+    expect(result).toMatchObject({
+      looked: expect.any(Number),
+      settled: expect.any(Number),
+      stillUnknown: expect.any(Number),
+    });
+    return;
+  }
+  const printed = result as Printed;
+  recordAnswer({
+    method: event.httpMethod,
+    path: event.path!,
+    operationId: name,
+    status: printed.statusCode,
+    headers: printed.headers,
+    body: JSON.stringify(printed.body),
+  });
+  expect(printed.statusCode, JSON.stringify(printed.body)).toBe(documented.get(name)?.answers[0]?.httpStatus);
+}
+
+describe('every function’s sample event', () => {
+  beforeAll(() => {
+    // The handlers of this process read the same stack the osls processes are given.
+    Object.assign(process.env, env);
+  });
+
+  it.each(functions)('%s answers its sample event', async (name) => {
+    const event = await sampleEvent(name);
+    const { handler } = (await import(`../../functions/${name}.ts`)) as {
+      handler: (
+        event: unknown,
+        context: unknown,
+      ) => Promise<{ statusCode: number; headers?: Record<string, string>; body: string } | unknown>;
+    };
+    const result = await handler(event, lambdaContext());
+    if (!event.httpMethod) return expectDocumentedAnswer(name, event, result);
+    const answer = result as { statusCode: number; headers?: Record<string, string>; body: string };
+    const json = String(answer.headers?.['Content-Type'] ?? 'application/json').startsWith(
+      'application/json',
+    );
+    expectDocumentedAnswer(name, event, {
+      statusCode: answer.statusCode,
+      headers: answer.headers ?? {},
+      body: json ? JSON.parse(answer.body) : answer.body,
+    });
+  });
+});
+
 describe('sls invoke local', () => {
-  it.each(functions)(
+  it.each(['charge', 'retrievePayments', 'settle'])(
     '%s answers its sample event',
     async (name) => {
-      const eventFile = path.join(root, 'events', `${name}.json`);
-      expect(existsSync(eventFile), `events/${name}.json is missing`).toBe(true);
-      const event = JSON.parse(await readFile(eventFile, 'utf8'));
-      if (event.headers?.Authorization)
-        event.headers.Authorization = `Bearer ${await tokenFor(MERCHANT_SCOPES)}`;
+      const event = await sampleEvent(name);
       const withToken = path.join(scratch, `${name}.json`);
       await writeFile(withToken, JSON.stringify(event));
 
@@ -77,27 +147,7 @@ describe('sls invoke local', () => {
         { cwd: root, env, timeout: 90_000 },
       );
 
-      // The settle job answers no HTTP request: it prints what its run did.
-      if (!event.httpMethod) {
-        expect(JSON.parse(stdout.slice(stdout.indexOf('{')))).toMatchObject({
-          looked: expect.any(Number),
-          settled: expect.any(Number),
-          stillUnknown: expect.any(Number),
-        });
-        return;
-      }
-      const printed = JSON.parse(stdout.slice(stdout.indexOf('{'))) as Printed;
-      recordAnswer({
-        method: event.httpMethod,
-        path: event.path,
-        operationId: name,
-        status: printed.statusCode,
-        headers: printed.headers,
-        body: JSON.stringify(printed.body),
-      });
-      expect(printed.statusCode, JSON.stringify(printed.body)).toBe(
-        documented.get(name)?.answers[0]?.httpStatus,
-      );
+      expectDocumentedAnswer(name, event, JSON.parse(stdout.slice(stdout.indexOf('{'))));
     },
     120_000,
   );
