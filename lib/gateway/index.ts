@@ -92,10 +92,16 @@ export function createPayHere(config: Config, options: PayHereOptions = {}): Pay
   );
 }
 
-/** The container's PayHere client, built from the environment at start-up (a bad variable fails here). */
+/**
+ * The container's PayHere client, built from the environment at start-up (a bad variable fails
+ * here), its connection to PayHere opening meanwhile: the handshakes of a cold container's first
+ * call overlap its start instead of following it. Only a socket: nothing is sent until a call.
+ */
 export function payHereFromEnvironment(): PayHere {
-  return createPayHere(loadConfig(process.env), {
+  const payhere = createPayHere(loadConfig(process.env), {
     sharedState: sharedStateFromEnvironment(process.env),
     shares: callerSharesFromEnvironment(process.env),
   });
+  payhere.connectEarly();
+  return payhere;
 }
