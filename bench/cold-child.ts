@@ -5,11 +5,16 @@
  * and, per request, what it sent: PayHere calls and token requests (undici's `undici:request:create`
  * channel) and AWS requests by operation, table and key (node:http's `http.client.request.created`
  * on lib/aws/'s requests).
+ * With BENCH_STAND_IN_CONTROL (bench/network.ts's PayHere stand-in), each request also counts the
+ * connections the stand-in accepted and the requests it reset on a dropped connection, from the
+ * import's start for the first. With BENCH_FREEZE=<index>:<ms>, the process freezes before that
+ * request as a Lambda does between invocations (no timer, no I/O: the thread blocked) while PayHere
+ * drops its connections.
  * Usage: node bench/cold-child.ts <bundle.mjs> [<event.json> [<event.json>]]
  */
 import { subscribe } from 'node:diagnostics_channel';
 import { readFileSync } from 'node:fs';
-import type { ClientRequest } from 'node:http';
+import { type ClientRequest, request as httpRequest } from 'node:http';
 import { setTimeout } from 'node:timers/promises';
 import { pathToFileURL } from 'node:url';
 
@@ -88,6 +93,28 @@ const cpuMs = (since: NodeJS.CpuUsage) => {
   return (user + system) / 1000;
 };
 
+/** The stand-in's counters (bench/network.ts), over a connection of their own. */
+const standIn = process.env.BENCH_STAND_IN_CONTROL;
+type StandInCounters = { connections: number; handshakes: number; failedCalls: number };
+function control(method: 'GET' | 'POST', path: string): Promise<StandInCounters> {
+  return new Promise((resolve, reject) => {
+    const sent = httpRequest(`${standIn}${path}`, { method, agent: false }, (response) => {
+      let body = '';
+      response.on('data', (chunk: Buffer) => {
+        body += chunk;
+      });
+      response.on('end', () => resolve(JSON.parse(body) as StandInCounters));
+    });
+    sent.on('error', reject);
+    sent.end();
+  });
+}
+const [freezeIndex, freezeMs] = (process.env.BENCH_FREEZE ?? '-1:0').split(':').map(Number) as [
+  number,
+  number,
+];
+let counted = standIn ? await control('GET', '/counters') : undefined;
+
 const importCpu = process.cpuUsage();
 const importStarted = performance.now();
 const module = (await import(pathToFileURL(bundle).href)) as {
@@ -96,9 +123,20 @@ const module = (await import(pathToFileURL(bundle).href)) as {
 const importMs = performance.now() - importStarted;
 const importCpuMs = cpuMs(importCpu);
 
-const requests: { ms: number; cpuMs: number; statusCode: number; sent: Sent }[] = [];
-for (const eventFile of eventFiles) {
+const requests: {
+  ms: number;
+  cpuMs: number;
+  statusCode: number;
+  sent: Sent;
+  /** Connections PayHere's stand-in accepted, and requests it reset, for this request (and the import, for the first). */
+  standIn?: { connections: number; failedCalls: number };
+}[] = [];
+for (const [index, eventFile] of eventFiles.entries()) {
   const event = JSON.parse(readFileSync(eventFile, 'utf8'));
+  if (index === freezeIndex) {
+    await control('POST', '/drop');
+    Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, freezeMs);
+  }
   const endsAt = Date.now() + 25_000;
   const context = { awsRequestId: 'bench', getRemainingTimeInMillis: () => endsAt - Date.now() };
   const counts: Sent = { payhere: 0, tokens: 0, aws: {}, timeline: { dynamodb: [], payhere: [] } };
@@ -110,7 +148,22 @@ for (const eventFile of eventFiles) {
   const handlerCpuMs = cpuMs(handlerCpu);
   // What a request sends after its answer (a budget slot's release) is still its own.
   await setTimeout(100);
-  requests.push({ ms, cpuMs: handlerCpuMs, statusCode, sent: counts });
+  let standInCounts: { connections: number; failedCalls: number } | undefined;
+  if (counted) {
+    const now = await control('GET', '/counters');
+    standInCounts = {
+      connections: now.connections - counted.connections,
+      failedCalls: now.failedCalls - counted.failedCalls,
+    };
+    counted = now;
+  }
+  requests.push({
+    ms,
+    cpuMs: handlerCpuMs,
+    statusCode,
+    sent: counts,
+    ...(standInCounts ? { standIn: standInCounts } : {}),
+  });
 }
 
 // Keep-alive sockets would hold the process open: exit once the line is out.
