@@ -48,6 +48,23 @@ const sent: Sent[] = [];
 const current = () => sent.at(-1);
 
 const payhere = process.env.GATEWAY_BASE_URL ? new URL(process.env.GATEWAY_BASE_URL).origin : undefined;
+
+/**
+ * Connections to PayHere's host and port: when each was made and when its handshakes were done
+ * (performance.now(), -1 if never), from node:net's channel, whoever made it (undici, the
+ * service's early connection, node:https for the naive intermediary).
+ */
+const payhereConnections: Array<[number, number]> = [];
+const payherePort = process.env.GATEWAY_BASE_URL ? Number(new URL(process.env.GATEWAY_BASE_URL).port) : -1;
+subscribe('net.client.socket', (message) => {
+  const { socket } = message as { socket: import('node:net').Socket };
+  const made = performance.now();
+  const ready = () => {
+    if (socket.remotePort !== payherePort) return;
+    payhereConnections.push([made, performance.now()]);
+  };
+  socket.once(payhere?.startsWith('https:') ? 'secureConnect' : 'connect', ready);
+});
 subscribe('undici:request:create', (message) => {
   const { request } = message as { request: { origin: string; path: string } };
   const counts = current();
@@ -117,6 +134,8 @@ let counted = standIn ? await control('GET', '/counters') : undefined;
 
 const importCpu = process.cpuUsage();
 const importStarted = performance.now();
+/** When each handler was called (performance.now()). */
+const handlersStarted: number[] = [];
 const module = (await import(pathToFileURL(bundle).href)) as {
   handler: (event: unknown, context: unknown) => Promise<{ statusCode: number }>;
 };
@@ -143,6 +162,7 @@ for (const [index, eventFile] of eventFiles.entries()) {
   sent.push(counts);
   const handlerCpu = process.cpuUsage();
   handlerStarted = performance.now();
+  handlersStarted.push(handlerStarted);
   const { statusCode } = await module.handler(event, context);
   const ms = performance.now() - handlerStarted;
   const handlerCpuMs = cpuMs(handlerCpu);
@@ -167,4 +187,7 @@ for (const [index, eventFile] of eventFiles.entries()) {
 }
 
 // Keep-alive sockets would hold the process open: exit once the line is out.
-process.stdout.write(`${JSON.stringify({ importMs, importCpuMs, requests })}\n`, () => process.exit(0));
+process.stdout.write(
+  `${JSON.stringify({ importMs, importCpuMs, requests, importStarted, handlersStarted, payhereConnections })}\n`,
+  () => process.exit(0),
+);

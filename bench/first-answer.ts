@@ -43,8 +43,15 @@ export const FIRST_ANSWER_BUDGET = {
   pairs: 15,
 };
 
-/** One request as the child saw it, with what PayHere's stand-in counted for it. */
-export type MeasuredRequest = ColdRequest & { standIn: { connections: number; failedCalls: number } };
+/**
+ * One request as the child saw it, with what PayHere's stand-in counted for it, and when the
+ * connection to PayHere it opened (for the first request, the import's too) was ready, in ms from
+ * the handler's start (negative: before it).
+ */
+export type MeasuredRequest = ColdRequest & {
+  standIn: { connections: number; failedCalls: number };
+  payhereReadyMs?: number;
+};
 
 export interface FirstAnswerSample {
   importMs: number;
@@ -129,10 +136,21 @@ export async function measureFirstAnswer(
         env: side === 'service' ? { ...env, ...serviceEnv } : env,
         timeout: 60_000,
       });
-      const { importMs, requests } = JSON.parse(stdout.trim().split('\n').at(-1)!) as {
+      const { importMs, requests, importStarted, handlersStarted, payhereConnections } = JSON.parse(
+        stdout.trim().split('\n').at(-1)!,
+      ) as {
         importMs: number;
         requests: MeasuredRequest[];
+        importStarted: number;
+        handlersStarted: number[];
+        payhereConnections: Array<[number, number]>;
       };
+      for (const [index, request] of requests.entries()) {
+        const from = index === 0 ? importStarted : handlersStarted[index]!;
+        const until = handlersStarted[index + 1] ?? Number.POSITIVE_INFINITY;
+        const opened = payhereConnections.find(([made]) => made >= from && made < until);
+        if (opened) request.payhereReadyMs = opened[1] - handlersStarted[index]!;
+      }
       const statuses = requests.map((request) => request.statusCode);
       // The naive intermediary may fail after the freeze (a request on a dropped connection): shown, not thrown.
       const failed = statuses.filter(

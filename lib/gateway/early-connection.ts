@@ -1,6 +1,9 @@
 import { isIP, type Socket, connect as tcpConnect } from 'node:net';
 import { connect as tlsConnect } from 'node:tls';
 
+/** PayHere's connect budget: a handshake that takes longer than this will not finish usefully. */
+export const CONNECT_TIMEOUT_MS = 3_000;
+
 /** What undici's connector is called with, and calls back (lib/gateway/transport.ts's Pool). */
 export type ConnectCallback = (error: Error | null, socket: Socket | null) => void;
 
@@ -83,4 +86,31 @@ export class EarlyConnection {
   close(): void {
     this.socket.destroy();
   }
+}
+
+/** Connections opened as the container started (connectAtStart), by origin, until a transport takes one. */
+const started = new Map<string, EarlyConnection>();
+
+/**
+ * Open a connection to `baseUrl`'s origin now, before the container's code is evaluated, for the
+ * first transport of that origin to take (takeStarted). A base URL that does not parse, or is not
+ * HTTP, opens nothing: the configuration says what is wrong with it when it is read.
+ */
+export function connectAtStart(baseUrl: string | undefined): void {
+  let origin: URL;
+  try {
+    origin = new URL(new URL(baseUrl ?? '').origin);
+  } catch {
+    return;
+  }
+  if (origin.protocol !== 'https:' && origin.protocol !== 'http:') return;
+  if (!started.has(origin.origin))
+    started.set(origin.origin, new EarlyConnection(origin, CONNECT_TIMEOUT_MS, Date.now));
+}
+
+/** The connection opened at the container's start for `origin`, once: the first transport takes it. */
+export function takeStarted(origin: string): EarlyConnection | undefined {
+  const connection = started.get(origin);
+  started.delete(origin);
+  return connection;
 }

@@ -13,14 +13,13 @@ import { SlidingWindowLimiter } from '../budget/window-limiter.ts';
 import { type Config, type CredentialsProvider, loadConfig } from '../config/config.ts';
 import { credentialsFor } from '../config/secrets.ts';
 import { GatewayClient } from './client.ts';
+import { CONNECT_TIMEOUT_MS } from './early-connection.ts';
 import { PayHere } from './payhere.ts';
 import { SharedTokenCache, TokenCache } from './token.ts';
 import { Transport } from './transport.ts';
 
+export { CONNECT_TIMEOUT_MS } from './early-connection.ts';
 export { PayHere } from './payhere.ts';
-
-/** PayHere's connect budget: a handshake that takes longer than this will not finish usefully. */
-export const CONNECT_TIMEOUT_MS = 3_000;
 
 export interface PayHereOptions {
   credentials?: CredentialsProvider;

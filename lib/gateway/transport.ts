@@ -3,7 +3,7 @@ import { type CountMetric, countMetric, timeMetric } from '../log/metrics.ts';
 import { nextTurn } from '../net/background.ts';
 import { errorCode, networkFailureKind } from '../net/failure.ts';
 import { allWritten } from '../net/outbound.ts';
-import { type ConnectCallback, EarlyConnection } from './early-connection.ts';
+import { type ConnectCallback, EarlyConnection, takeStarted } from './early-connection.ts';
 
 export interface UpstreamRequest {
   method: 'GET' | 'POST';
@@ -153,6 +153,8 @@ export class Transport {
     this.#basePath = url.pathname.replace(/\/+$/, '');
     this.#connectTimeoutMs = options.connectTimeoutMs;
     this.#now = options.now ?? Date.now;
+    // Opened as the container started (lib/gateway/connect-at-start.ts), if it was.
+    this.#early = takeStarted(this.#origin.origin);
   }
 
   /**
