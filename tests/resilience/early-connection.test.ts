@@ -3,6 +3,7 @@ import { createServer, type Server } from 'node:http';
 import type { AddressInfo, Socket } from 'node:net';
 import { setImmediate as turn } from 'node:timers/promises';
 import { afterEach, describe, expect, it } from 'vitest';
+import { connectAtStart } from '../../lib/gateway/early-connection.ts';
 import {
   KEEP_ALIVE_MS,
   STALE_AFTER_IDLE_MS,
@@ -140,6 +141,35 @@ describe('a connection opened ahead of the call', () => {
     // Assess
     expect(error).toBeInstanceOf(TransportError);
     expect(error).toMatchObject({ kind: 'connect', reach: 'not_sent' });
+  });
+});
+
+describe('a connection opened as the container starts (lib/gateway/connect-at-start.ts)', () => {
+  it('is taken by the first transport of its origin, for its first call', async () => {
+    // Prepare: opened before any client exists, as a function's first import opens it.
+    const end = await farEnd();
+    closing.push(() => end.close());
+    const accepted = once(end.server, 'connection');
+    connectAtStart(`${end.url}/merchant/v1`);
+    await accepted;
+
+    // Act
+    const transport = new Transport(end.url, { connectTimeoutMs: 1_000 });
+    closing.push(() => transport.close());
+    const answer = await transport.send({
+      method: 'GET',
+      path: '/',
+      headers: {},
+      deadline: Date.now() + 5_000,
+    });
+
+    // Assess
+    expect(answer.status).toBe(200);
+    expect(end.counts).toEqual({ connections: 1, requests: 1, lost: 0 });
+  });
+
+  it.each([undefined, '', 'not a url', 'ftp://127.0.0.1:9'])('opens nothing for a base URL of %j', (url) => {
+    expect(() => connectAtStart(url)).not.toThrow();
   });
 });
 
