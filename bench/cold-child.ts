@@ -5,11 +5,16 @@
  * and, per request, what it sent: PayHere calls and token requests (undici's `undici:request:create`
  * channel) and AWS requests by operation, table and key (node:http's `http.client.request.created`
  * on lib/aws/'s requests).
+ * With BENCH_STAND_IN_CONTROL (bench/network.ts's PayHere stand-in), each request also counts the
+ * connections the stand-in accepted and the requests it reset on a dropped connection, from the
+ * import's start for the first. With BENCH_FREEZE=<index>:<ms>, the process freezes before that
+ * request as a Lambda does between invocations (no timer, no I/O: the thread blocked) while PayHere
+ * drops its connections.
  * Usage: node bench/cold-child.ts <bundle.mjs> [<event.json> [<event.json>]]
  */
 import { subscribe } from 'node:diagnostics_channel';
 import { readFileSync } from 'node:fs';
-import type { ClientRequest } from 'node:http';
+import { type ClientRequest, request as httpRequest } from 'node:http';
 import { setTimeout } from 'node:timers/promises';
 import { pathToFileURL } from 'node:url';
 
@@ -43,6 +48,23 @@ const sent: Sent[] = [];
 const current = () => sent.at(-1);
 
 const payhere = process.env.GATEWAY_BASE_URL ? new URL(process.env.GATEWAY_BASE_URL).origin : undefined;
+
+/**
+ * Connections to PayHere's host and port: when each was made and when its handshakes were done
+ * (performance.now(), -1 if never), from node:net's channel, whoever made it (undici, the
+ * service's early connection, node:https for the naive intermediary).
+ */
+const payhereConnections: Array<[number, number]> = [];
+const payherePort = process.env.GATEWAY_BASE_URL ? Number(new URL(process.env.GATEWAY_BASE_URL).port) : -1;
+subscribe('net.client.socket', (message) => {
+  const { socket } = message as { socket: import('node:net').Socket };
+  const made = performance.now();
+  const ready = () => {
+    if (socket.remotePort !== payherePort) return;
+    payhereConnections.push([made, performance.now()]);
+  };
+  socket.once(payhere?.startsWith('https:') ? 'secureConnect' : 'connect', ready);
+});
 subscribe('undici:request:create', (message) => {
   const { request } = message as { request: { origin: string; path: string } };
   const counts = current();
@@ -88,30 +110,84 @@ const cpuMs = (since: NodeJS.CpuUsage) => {
   return (user + system) / 1000;
 };
 
+/** The stand-in's counters (bench/network.ts), over a connection of their own. */
+const standIn = process.env.BENCH_STAND_IN_CONTROL;
+type StandInCounters = { connections: number; handshakes: number; failedCalls: number };
+function control(method: 'GET' | 'POST', path: string): Promise<StandInCounters> {
+  return new Promise((resolve, reject) => {
+    const sent = httpRequest(`${standIn}${path}`, { method, agent: false }, (response) => {
+      let body = '';
+      response.on('data', (chunk: Buffer) => {
+        body += chunk;
+      });
+      response.on('end', () => resolve(JSON.parse(body) as StandInCounters));
+    });
+    sent.on('error', reject);
+    sent.end();
+  });
+}
+const [freezeIndex, freezeMs] = (process.env.BENCH_FREEZE ?? '-1:0').split(':').map(Number) as [
+  number,
+  number,
+];
+let counted = standIn ? await control('GET', '/counters') : undefined;
+
 const importCpu = process.cpuUsage();
 const importStarted = performance.now();
+/** When each handler was called (performance.now()). */
+const handlersStarted: number[] = [];
 const module = (await import(pathToFileURL(bundle).href)) as {
   handler: (event: unknown, context: unknown) => Promise<{ statusCode: number }>;
 };
 const importMs = performance.now() - importStarted;
 const importCpuMs = cpuMs(importCpu);
 
-const requests: { ms: number; cpuMs: number; statusCode: number; sent: Sent }[] = [];
-for (const eventFile of eventFiles) {
+const requests: {
+  ms: number;
+  cpuMs: number;
+  statusCode: number;
+  sent: Sent;
+  /** Connections PayHere's stand-in accepted, and requests it reset, for this request (and the import, for the first). */
+  standIn?: { connections: number; failedCalls: number };
+}[] = [];
+for (const [index, eventFile] of eventFiles.entries()) {
   const event = JSON.parse(readFileSync(eventFile, 'utf8'));
+  if (index === freezeIndex) {
+    await control('POST', '/drop');
+    Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, freezeMs);
+  }
   const endsAt = Date.now() + 25_000;
   const context = { awsRequestId: 'bench', getRemainingTimeInMillis: () => endsAt - Date.now() };
   const counts: Sent = { payhere: 0, tokens: 0, aws: {}, timeline: { dynamodb: [], payhere: [] } };
   sent.push(counts);
   const handlerCpu = process.cpuUsage();
   handlerStarted = performance.now();
+  handlersStarted.push(handlerStarted);
   const { statusCode } = await module.handler(event, context);
   const ms = performance.now() - handlerStarted;
   const handlerCpuMs = cpuMs(handlerCpu);
   // What a request sends after its answer (a budget slot's release) is still its own.
   await setTimeout(100);
-  requests.push({ ms, cpuMs: handlerCpuMs, statusCode, sent: counts });
+  let standInCounts: { connections: number; failedCalls: number } | undefined;
+  if (counted) {
+    const now = await control('GET', '/counters');
+    standInCounts = {
+      connections: now.connections - counted.connections,
+      failedCalls: now.failedCalls - counted.failedCalls,
+    };
+    counted = now;
+  }
+  requests.push({
+    ms,
+    cpuMs: handlerCpuMs,
+    statusCode,
+    sent: counts,
+    ...(standInCounts ? { standIn: standInCounts } : {}),
+  });
 }
 
 // Keep-alive sockets would hold the process open: exit once the line is out.
-process.stdout.write(`${JSON.stringify({ importMs, importCpuMs, requests })}\n`, () => process.exit(0));
+process.stdout.write(
+  `${JSON.stringify({ importMs, importCpuMs, requests, importStarted, handlersStarted, payhereConnections })}\n`,
+  () => process.exit(0),
+);

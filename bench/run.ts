@@ -1,5 +1,5 @@
 /**
- * `npm run bench [-- --check] [-- --runs N] [-- --counts] [-- --settle] [-- --scale] [-- --candidates [signer,logger,...]]`:
+ * `npm run bench [-- --check] [-- --runs N] [-- --counts] [-- --settle] [-- --scale] [-- --first-answer [--pairs N]] [-- --candidates [signer,logger,...]]`:
  * the service's cost, measured in one run on this machine, written to bench/RESULTS.md. With
  * --check, exits 1 when a budget is missed.
  */
@@ -26,7 +26,8 @@ import { type ColdRequest, DYNAMODB_READS, DYNAMODB_WRITES, dynamodbCount, measu
 import { customerReadsSection, measureCustomerReads } from './customers.ts';
 import { startBenchEnvironment } from './environment.ts';
 import { fairnessSection, runFairness } from './fairness.ts';
-import { firstAnswerSection, measureFirstAnswer } from './first-answer.ts';
+import { FIRST_ANSWER_BUDGET, firstAnswerSection, measureFirstAnswer } from './first-answer.ts';
+import { firstAnswerBundles, modelFromArgs } from './first-answer-cli.ts';
 import { budgetAtScaleSection } from './scale.ts';
 import { measureSettle } from './settle.ts';
 import { kib, median, percentile, round } from './stats.ts';
@@ -87,8 +88,15 @@ const OBSERVED_REQUESTS = 2000;
 /** PayHere's budget: calls timed per client, and requests per route in the burst. */
 const LIMITER_CALLS = { count: 2000, warmUp: 100 };
 const BURST_PER_ROUTE = 12;
-/** Fresh processes per side in the comparison with the naive intermediary. */
-const FIRST_ANSWER_RUNS = 9;
+/**
+ * `--first-answer`: "A cold container's first answer" alone (a few minutes), to
+ * bench/out/FIRST-ANSWER.md; `--pairs N` sets its pairs of fresh processes, and the network model's
+ * flags (`--rtt`, `--work`, `--handshakes`, `--dynamodb`, `--freeze`: bench/first-answer-cli.ts)
+ * change the model, here and in the whole run.
+ */
+const firstAnswerOnly = args.includes('--first-answer');
+const firstAnswerPairs = Number(args[args.indexOf('--pairs') + 1]) || FIRST_ANSWER_BUDGET.pairs;
+const networkModel = modelFromArgs(args);
 /** The deployed functions' timeout (serverless.yml), as the burst's Lambdas have it. */
 const LAMBDA_TIMEOUT_MS = 25_000;
 
@@ -146,6 +154,30 @@ if (scaleOnly) {
   );
   const report = path.join(ROOT, 'bench', 'out', 'SCALE.md');
   await mkdir(path.dirname(report), { recursive: true });
+  await writeFile(report, `${lines.join('\n')}\n`);
+  console.error(`written to ${path.relative(ROOT, report)}`);
+  process.exit(check && failures.length > 0 ? 1 : 0);
+}
+
+if (firstAnswerOnly) {
+  console.error(
+    `the first answer, beside a naive intermediary: ${firstAnswerPairs} pairs of fresh processes...`,
+  );
+  const firstAnswer = firstAnswerSection(
+    await measureFirstAnswer(await firstAnswerBundles(), firstAnswerPairs, networkModel),
+    networkModel,
+  );
+  say(
+    `Measured by \`npm run bench -- --first-answer\` on ${new Date().toISOString().slice(0, 10)}, Node ${process.version}; load average ${loadBefore} before, ${load()} after.`,
+  );
+  say();
+  for (const line of firstAnswer.lines) say(line);
+  failures.push(...firstAnswer.failures);
+  say(
+    failures.length === 0 ? 'All budgets met.' : failures.map((failure) => `- missed: ${failure}`).join('\n'),
+  );
+  const report = path.join(OUT, 'FIRST-ANSWER.md');
+  await mkdir(OUT, { recursive: true });
   await writeFile(report, `${lines.join('\n')}\n`);
   console.error(`written to ${path.relative(ROOT, report)}`);
   process.exit(check && failures.length > 0 ? 1 : 0);
@@ -633,8 +665,10 @@ say();
 for (const line of scale.lines) say(line);
 failures.push(...scale.failures);
 
-// 11. A cold container's first answer beside a naive intermediary, PayHere and DynamoDB at a distance.
-console.error('the first answer, beside a naive intermediary...');
+// 11. A cold container's first answer beside a naive intermediary, over the network production has.
+console.error(
+  `the first answer, beside a naive intermediary: ${firstAnswerPairs} pairs of fresh processes...`,
+);
 const naive = await bundle(
   'naive',
   { file: path.join(ROOT, 'bench', 'naive', 'handler.ts') },
@@ -643,8 +677,10 @@ const naive = await bundle(
 const firstAnswer = firstAnswerSection(
   await measureFirstAnswer(
     { service: packaged.find((fn) => fn.name === 'retrievePayments')!.bundle, naive: naive.bundle },
-    FIRST_ANSWER_RUNS,
+    firstAnswerPairs,
+    networkModel,
   ),
+  networkModel,
 );
 say();
 for (const line of firstAnswer.lines) say(line);

@@ -1,3 +1,5 @@
+// First: PayHere's connection opens while the rest loads (lib/gateway/connect-at-start.ts).
+import '#lib/gateway/connect-at-start.ts';
 import { route } from '#lib/http/route.ts';
 import { idempotencyStoreFromEnvironment } from '#lib/idempotency/from-environment.ts';
 import { fieldOf } from '#lib/log/audit.ts';

@@ -1,3 +1,5 @@
+// First: PayHere's connection opens while the rest loads (lib/gateway/connect-at-start.ts).
+import '#lib/gateway/connect-at-start.ts';
 import { ok, respond } from '#lib/envelope/envelope.ts';
 import { payHereFromEnvironment } from '#lib/gateway/index.ts';
 import { route } from '#lib/http/route.ts';

@@ -112,6 +112,11 @@ export class GatewayClient {
     this.#tokens = options.tokens ? options.tokens(fetchToken) : new TokenCache(fetchToken);
   }
 
+  /** Open PayHere's connection ahead of the calls to come (Transport.connectEarly). */
+  connectEarly(): void {
+    this.#transport.connectEarly();
+  }
+
   /** A call may follow (a read looking for a shared answer first): see TokenSource.preload. */
   prepare(): void {
     this.#tokens.preload?.();
@@ -266,7 +271,7 @@ export class GatewayClient {
       let spare = reservation !== undefined;
       if (!reservation) {
         const share = this.#share(money, retryOf);
-        void this.#transport.preload();
+        void this.#transport.preload(call.money);
         spare = (await share)?.beyond === true;
       }
       // Customers (and what notifications make the service confirm) never take the share reserved

@@ -13,14 +13,13 @@ import { SlidingWindowLimiter } from '../budget/window-limiter.ts';
 import { type Config, type CredentialsProvider, loadConfig } from '../config/config.ts';
 import { credentialsFor } from '../config/secrets.ts';
 import { GatewayClient } from './client.ts';
+import { CONNECT_TIMEOUT_MS } from './early-connection.ts';
 import { PayHere } from './payhere.ts';
 import { SharedTokenCache, TokenCache } from './token.ts';
 import { Transport } from './transport.ts';
 
+export { CONNECT_TIMEOUT_MS } from './early-connection.ts';
 export { PayHere } from './payhere.ts';
-
-/** PayHere's connect budget: a handshake that takes longer than this will not finish usefully. */
-export const CONNECT_TIMEOUT_MS = 3_000;
 
 export interface PayHereOptions {
   credentials?: CredentialsProvider;
@@ -92,10 +91,16 @@ export function createPayHere(config: Config, options: PayHereOptions = {}): Pay
   );
 }
 
-/** The container's PayHere client, built from the environment at start-up (a bad variable fails here). */
+/**
+ * The container's PayHere client, built from the environment at start-up (a bad variable fails
+ * here), its connection to PayHere opening meanwhile: the handshakes of a cold container's first
+ * call overlap its start instead of following it. Only a socket: nothing is sent until a call.
+ */
 export function payHereFromEnvironment(): PayHere {
-  return createPayHere(loadConfig(process.env), {
+  const payhere = createPayHere(loadConfig(process.env), {
     sharedState: sharedStateFromEnvironment(process.env),
     shares: callerSharesFromEnvironment(process.env),
   });
+  payhere.connectEarly();
+  return payhere;
 }

@@ -68,6 +68,11 @@ export class PayHere {
     this.#records = new Reconciliation(this);
   }
 
+  /** Open PayHere's connection ahead of the calls to come: GatewayClient.connectEarly. */
+  connectEarly(): void {
+    this.#client.connectEarly();
+  }
+
   /** A read may call PayHere once it has looked for a shared answer: GatewayClient.prepare. */
   prepare(): void {
     this.#client.prepare();

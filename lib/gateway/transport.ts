@@ -1,8 +1,9 @@
-import type { Dispatcher, Pool } from 'undici';
+import type { buildConnector, Dispatcher, Pool } from 'undici';
 import { type CountMetric, countMetric, timeMetric } from '../log/metrics.ts';
 import { nextTurn } from '../net/background.ts';
 import { errorCode, networkFailureKind } from '../net/failure.ts';
 import { allWritten } from '../net/outbound.ts';
+import { type ConnectCallback, EarlyConnection, takeStarted } from './early-connection.ts';
 
 export interface UpstreamRequest {
   method: 'GET' | 'POST';
@@ -22,6 +23,13 @@ export interface UpstreamRequest {
 
 /** Idle time after which a pooled socket may be dead without anyone having noticed. */
 export const STALE_AFTER_IDLE_MS = 1_000;
+
+/**
+ * How long undici keeps an idle socket (the pool's keepAliveTimeout). A socket idle longer is one
+ * undici would have closed had the process run: only a frozen container (a Lambda between two
+ * invocations) still holds one, and its far end has likely closed it meanwhile. No call uses it.
+ */
+export const KEEP_ALIVE_MS = 4_000;
 
 export interface UpstreamResponse {
   status: number;
@@ -73,6 +81,8 @@ export function classifyTransportError(error: unknown): TransportError {
 
 export interface TransportOptions {
   connectTimeoutMs: number;
+  /** Clock of the idle times (tests move it by hand). */
+  now?: () => number;
 }
 
 /** Answers larger than this are abandoned: no PayHere answer comes close. */
@@ -92,18 +102,28 @@ function statusMetric(status: number): CountMetric {
  * "A cold container's first answer"). esbuild keeps it in the function's one bundle.
  */
 let undici: Promise<Undici> | undefined;
-/** undici's Pool, and its `request` (what undici's main entry puts on every dispatcher), called on a pool. */
+/** undici once loaded. */
+let loadedUndici: Undici | undefined;
+/**
+ * undici's Pool, its `request` (what undici's main entry puts on every dispatcher), called on a
+ * pool, and the connector a pool makes by default (the pool's module holds it already).
+ */
 interface Undici {
   Pool: typeof Pool;
   request: (this: Pool, options: Dispatcher.RequestOptions) => Promise<Dispatcher.ResponseData>;
+  buildConnector: typeof buildConnector;
 }
 const loadUndici = () => {
   // A load that failed is not kept: the next call tries again.
   undici ??= Promise.all([
     import('undici/lib/dispatcher/pool.js'),
     import('undici/lib/api/api-request.js'),
+    import('undici/lib/core/connect.js'),
   ]).then(
-    ([pool, request]) => ({ Pool: pool.default, request: request.default }),
+    ([pool, request, connect]) => {
+      loadedUndici = { Pool: pool.default, request: request.default, buildConnector: connect.default };
+      return loadedUndici;
+    },
     (error: unknown) => {
       undici = undefined;
       throw error;
@@ -114,55 +134,111 @@ const loadUndici = () => {
 
 /** One keep-alive pool for the gateway's origin; every call carries its own deadline. */
 export class Transport {
-  readonly #origin: string;
+  readonly #origin: URL;
   readonly #basePath: string;
-  readonly #options: { connect: { timeout: number }; maxResponseSize: number };
+  readonly #connectTimeoutMs: number;
+  readonly #now: () => number;
   /** Made by the first call: see loadUndici. */
   #pool: Pool | undefined;
+  /** undici's own connector, for every connection not opened ahead of its call. */
+  #connector: buildConnector.connector | undefined;
+  /** A connection opened ahead of the call that will take it (EarlyConnection). */
+  #early: EarlyConnection | undefined;
   /** When the pool last finished an exchange, or was made: its sockets were alive then. */
   #lastExchangeAt = 0;
 
   constructor(baseUrl: string, options: TransportOptions) {
     const url = new URL(baseUrl);
-    this.#origin = url.origin;
+    this.#origin = new URL(url.origin);
     this.#basePath = url.pathname.replace(/\/+$/, '');
-    this.#options = { connect: { timeout: options.connectTimeoutMs }, maxResponseSize: MAX_RESPONSE_BYTES };
+    this.#connectTimeoutMs = options.connectTimeoutMs;
+    this.#now = options.now ?? Date.now;
+    // Opened as the container started (lib/gateway/connect-at-start.ts), if it was.
+    this.#early = takeStarted(this.#origin.origin);
   }
 
   /**
-   * The pool for the next call: a new one for the first call, and for a call that must not be
-   * repeated when the pool's sockets have sat idle long enough to be dead (after a Lambda freeze,
-   * say): one handshake is cheaper than a charge whose outcome is unknown. The new pool's
-   * connection then serves the calls that follow.
+   * Idle time past which a pooled socket is not used for a call: one that must not be repeated
+   * (a money request) risks no socket that may have died idle, whatever the cost of a handshake; a
+   * read no socket undici itself would have closed by now (KEEP_ALIVE_MS).
+   */
+  #stale(unsafeToRepeat: boolean | undefined): boolean {
+    return this.#now() - this.#lastExchangeAt > (unsafeToRepeat ? STALE_AFTER_IDLE_MS : KEEP_ALIVE_MS);
+  }
+
+  /**
+   * The pool for the next call: a new one for the first call, and for a call whose idle pool may
+   * hold dead sockets (#stale): after a Lambda freeze, say, its far end has likely closed them,
+   * and one handshake is cheaper than a call written to a dead socket (a charge's outcome unknown,
+   * a read's slot of PayHere's budget spent for nothing). The new pool's connection then serves
+   * the calls that follow.
    */
   async #poolFor(request: UpstreamRequest): Promise<Pool> {
     const { Pool } = await loadUndici();
-    const stale = request.unsafeToRepeat && Date.now() - this.#lastExchangeAt > STALE_AFTER_IDLE_MS;
-    if (this.#pool && !stale) return this.#pool;
+    if (this.#pool && !this.#stale(request.unsafeToRepeat)) return this.#pool;
     void this.#pool?.close().catch(() => {});
     // HTTP/1.1 only: no `allowH2`, whose client is left out of the bundles (plugins/esbuild.cjs).
-    this.#pool = new Pool(this.#origin, {
-      ...this.#options,
+    this.#pool = new Pool(this.#origin.origin, {
+      connect: (options, callback) => this.#connect(options, callback as ConnectCallback),
+      maxResponseSize: MAX_RESPONSE_BYTES,
       connections: 16,
-      keepAliveTimeout: 4_000,
+      keepAliveTimeout: KEEP_ALIVE_MS,
       keepAliveMaxTimeout: 30_000,
     });
     // No socket of the new pool can have died idle yet.
-    this.#lastExchangeAt = Date.now();
+    this.#lastExchangeAt = this.#now();
     return this.#pool;
   }
 
+  /** The pool's connector: the connection opened ahead of the call if it is still good, else undici's. */
+  #connect(options: buildConnector.Options, callback: ConnectCallback): void {
+    const connect = (then: ConnectCallback) => {
+      this.#connector ??= this.#undiciConnector();
+      this.#connector(options, then as buildConnector.Callback);
+    };
+    const early = this.#early;
+    this.#early = undefined;
+    if (early?.usable(this.#now(), STALE_AFTER_IDLE_MS)) early.handOver(callback, connect);
+    else {
+      early?.close();
+      connect(callback);
+    }
+  }
+
+  #undiciConnector(): buildConnector.connector {
+    // Loaded by then: only a pool, made once undici is, calls its connector.
+    const { buildConnector } = loadedUndici!;
+    return buildConnector({ timeout: this.#connectTimeoutMs });
+  }
+
   /**
-   * A call is coming: load undici now, once the requests already on their way (the budget's writes)
-   * have been written, so that its evaluation overlaps their round trips instead of delaying them:
-   * a cold container's connections are new, and they connect only while the event loop is free.
-   * Resolves when undici is loaded (or its load failed: the call will try again).
+   * A call to PayHere is coming (`unsafeToRepeat`: a money request): open its connection now,
+   * unless the pool holds a socket the call may use or one is already opening. The handshakes
+   * then overlap what the request does before its call. Nothing is written on the connection: the
+   * call's own request is its first. Called at a container's start (lib/gateway/index.ts) and when
+   * a request begins its work towards a call (preload).
    */
-  async preload(): Promise<void> {
-    if (this.#pool) return;
+  connectEarly(unsafeToRepeat = false): void {
+    const pooled = this.#pool && !this.#stale(unsafeToRepeat) && this.#pool.stats.connected > 0;
+    if (pooled) return;
+    if (this.#early?.usable(this.#now(), STALE_AFTER_IDLE_MS)) return;
+    this.#early?.close();
+    this.#early = new EarlyConnection(this.#origin, this.#connectTimeoutMs, this.#now);
+  }
+
+  /**
+   * A call is coming: open its connection (connectEarly) and load undici, once the requests already
+   * on their way (the budget's writes) have been written, so that neither holds them up: a cold
+   * container's connections are new, and they connect only while the event loop is free. The
+   * connection goes first: its handshakes are mostly waiting, undici's evaluation is not. Resolves
+   * when undici is loaded (or its load failed: the call will try again).
+   */
+  async preload(unsafeToRepeat = false): Promise<void> {
+    if (this.#pool && !this.#stale(unsafeToRepeat) && this.#pool.stats.connected > 0) return;
     // The requests the caller starts in this turn exist by the next one, and are written after.
     await nextTurn();
     await allWritten();
+    this.connectEarly(unsafeToRepeat);
     await loadUndici().catch(() => {});
   }
 
@@ -185,7 +261,7 @@ export class Transport {
         signal: AbortSignal.timeout(remaining),
       });
       const body = await response.body.text();
-      this.#lastExchangeAt = Date.now();
+      this.#lastExchangeAt = this.#now();
       timeMetric('UpstreamLatency', performance.now() - started);
       countMetric(statusMetric(response.statusCode));
       return { status: response.statusCode, headers: response.headers, body };
@@ -196,6 +272,8 @@ export class Transport {
   }
 
   async close(): Promise<void> {
+    this.#early?.close();
+    this.#early = undefined;
     await this.#pool?.close();
   }
 }

@@ -1,5 +1,6 @@
 // undici's modules on their own (lib/gateway/transport.ts loads these rather than the main entry):
-// the class the main entry exports as Pool, and the `request` it puts on every dispatcher.
+// the class the main entry exports as Pool, the `request` it puts on every dispatcher, and the
+// connector a Pool builds by default.
 declare module 'undici/lib/dispatcher/pool.js' {
   import type { Pool } from 'undici';
 
@@ -12,4 +13,11 @@ declare module 'undici/lib/api/api-request.js' {
 
   const request: (this: Pool, options: Dispatcher.RequestOptions) => Promise<Dispatcher.ResponseData>;
   export default request;
+}
+
+declare module 'undici/lib/core/connect.js' {
+  import type { buildConnector } from 'undici';
+
+  const connect: typeof buildConnector;
+  export default connect;
 }

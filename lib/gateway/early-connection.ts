@@ -1,0 +1,116 @@
+import { isIP, type Socket, connect as tcpConnect } from 'node:net';
+import { connect as tlsConnect } from 'node:tls';
+
+/** PayHere's connect budget: a handshake that takes longer than this will not finish usefully. */
+export const CONNECT_TIMEOUT_MS = 3_000;
+
+/** What undici's connector is called with, and calls back (lib/gateway/transport.ts's Pool). */
+export type ConnectCallback = (error: Error | null, socket: Socket | null) => void;
+
+/**
+ * One connection to PayHere opened ahead of the call that will use it, so that the TCP and TLS
+ * handshakes run while the request does its other work (the DynamoDB round trips, undici's
+ * evaluation) instead of after it. Only a socket: no byte of any request is written on it until
+ * undici's pool takes it (Transport's connector) for a call. Opened as undici's connector opens
+ * one (HTTP/1.1 by ALPN, keep-alive, no Nagle), and unreferenced until taken, so that it keeps no
+ * process alive. Its failure is its own: a call whose connection failed (before it was taken or
+ * while the call waited for it) connects as it would have without it, and fails, if it does, as
+ * undici says.
+ */
+export class EarlyConnection {
+  readonly socket: Socket;
+  /** Settles once the handshakes are done (true) or failed (false); never rejects. */
+  readonly #ready: Promise<boolean>;
+  #failed = false;
+  #settled = false;
+  readonly #ignoreErrors = () => {};
+  /** When the handshakes finished (epoch ms on the transport's clock). */
+  #connectedAt: number | undefined;
+
+  constructor(origin: URL, timeoutMs: number, now: () => number) {
+    const https = origin.protocol === 'https:';
+    const hostname = origin.hostname.replace(/^\[(.*)\]$/, '$1');
+    const port = Number(origin.port) || (https ? 443 : 80);
+    this.socket = https
+      ? tlsConnect({
+          host: hostname,
+          port,
+          // No SNI for an address (as undici sends none): the certificate is checked for it.
+          ...(isIP(hostname) ? {} : { servername: hostname }),
+          ALPNProtocols: ['http/1.1'],
+        })
+      : tcpConnect({ host: hostname, port });
+    this.socket.setKeepAlive(true, 60_000).setNoDelay(true).unref();
+    const timer = setTimeout(() => this.socket.destroy(), timeoutMs);
+    timer.unref();
+    this.#ready = new Promise((resolve) => {
+      const settle = (connected: boolean) => {
+        if (this.#settled) return;
+        this.#settled = true;
+        clearTimeout(timer);
+        this.#failed = !connected;
+        if (connected) this.#connectedAt = now();
+        resolve(connected);
+      };
+      this.socket.once(https ? 'secureConnect' : 'connect', () => settle(true));
+      this.socket.once('close', () => settle(false));
+    });
+    // Until undici takes it, a failure (refused, a bad certificate, the far end going away) is
+    // this connection's alone: it ends as `close`, which settles it.
+    this.socket.on('error', this.#ignoreErrors);
+  }
+
+  /**
+   * Whether the connection may still serve a call: not failed, not closed, and, once connected,
+   * not idle past `maxIdleMs` (a socket that waited that long may have died unnoticed).
+   */
+  usable(now: number, maxIdleMs: number): boolean {
+    if (this.#failed || this.socket.destroyed || !this.socket.writable) return false;
+    return this.#connectedAt === undefined || now - this.#connectedAt <= maxIdleMs;
+  }
+
+  /**
+   * Hand the socket to undici's pool once connected; if the connect failed meanwhile, or the socket
+   * closed, `otherwise` connects as the call would have.
+   */
+  handOver(callback: ConnectCallback, otherwise: (callback: ConnectCallback) => void): void {
+    // A call waits for it now: it holds the process as the call's own connect would.
+    this.socket.ref();
+    void this.#ready.then((connected) => {
+      if (!connected || this.socket.destroyed || !this.socket.writable) return otherwise(callback);
+      this.socket.off('error', this.#ignoreErrors);
+      callback(null, this.socket);
+    });
+  }
+
+  close(): void {
+    this.socket.destroy();
+  }
+}
+
+/** Connections opened as the container started (connectAtStart), by origin, until a transport takes one. */
+const started = new Map<string, EarlyConnection>();
+
+/**
+ * Open a connection to `baseUrl`'s origin now, before the container's code is evaluated, for the
+ * first transport of that origin to take (takeStarted). A base URL that does not parse, or is not
+ * HTTP, opens nothing: the configuration says what is wrong with it when it is read.
+ */
+export function connectAtStart(baseUrl: string | undefined): void {
+  let origin: URL;
+  try {
+    origin = new URL(new URL(baseUrl ?? '').origin);
+  } catch {
+    return;
+  }
+  if (origin.protocol !== 'https:' && origin.protocol !== 'http:') return;
+  if (!started.has(origin.origin))
+    started.set(origin.origin, new EarlyConnection(origin, CONNECT_TIMEOUT_MS, Date.now));
+}
+
+/** The connection opened at the container's start for `origin`, once: the first transport takes it. */
+export function takeStarted(origin: string): EarlyConnection | undefined {
+  const connection = started.get(origin);
+  started.delete(origin);
+  return connection;
+}

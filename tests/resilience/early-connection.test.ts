@@ -1,0 +1,230 @@
+import { once } from 'node:events';
+import { createServer, type Server } from 'node:http';
+import type { AddressInfo, Socket } from 'node:net';
+import { setImmediate as turn } from 'node:timers/promises';
+import { afterEach, describe, expect, it } from 'vitest';
+import { connectAtStart } from '../../lib/gateway/early-connection.ts';
+import {
+  KEEP_ALIVE_MS,
+  STALE_AFTER_IDLE_MS,
+  Transport,
+  TransportError,
+} from '../../lib/gateway/transport.ts';
+import { freePort } from '../helpers/ports.ts';
+
+/**
+ * PayHere's far end, counting what reaches it: connections, requests, and requests written to a
+ * connection it dropped without a word (a frozen container's: see drop()), each answered by a reset.
+ */
+async function farEnd() {
+  const counts = { connections: 0, requests: 0, lost: 0 };
+  const dropped = new WeakSet<Socket>();
+  const sockets = new Set<Socket>();
+  const server: Server = createServer((req, res) => {
+    if (dropped.has(req.socket)) {
+      counts.lost++;
+      req.socket.resetAndDestroy();
+      return;
+    }
+    counts.requests++;
+    res.end('{}');
+  });
+  server.on('connection', (socket: Socket) => {
+    counts.connections++;
+    sockets.add(socket);
+    socket.on('close', () => sockets.delete(socket));
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  return {
+    url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
+    counts,
+    server,
+    /** The far end forgets every open connection, telling no one: the next bytes on one are reset. */
+    drop() {
+      for (const socket of sockets) dropped.add(socket);
+    },
+    async close() {
+      server.closeAllConnections();
+      await new Promise((resolve) => server.close(resolve));
+    },
+  };
+}
+
+let closing: Array<() => Promise<void>> = [];
+afterEach(async () => {
+  await Promise.all(closing.map((close) => close()));
+  closing = [];
+});
+
+async function setUp() {
+  const end = await farEnd();
+  let now = 1_000_000;
+  const transport = new Transport(end.url, { connectTimeoutMs: 1_000, now: () => now });
+  closing.push(
+    () => transport.close(),
+    () => end.close(),
+  );
+  const send = async (unsafeToRepeat: boolean) => {
+    const answer = await transport.send({
+      method: unsafeToRepeat ? 'POST' : 'GET',
+      path: '/merchant/v1/x',
+      headers: {},
+      ...(unsafeToRepeat ? { body: '{}' } : {}),
+      deadline: Date.now() + 5_000,
+      unsafeToRepeat,
+    });
+    // The pool takes its socket back in the next turn, as between two requests of a container.
+    await turn();
+    return answer;
+  };
+  return {
+    end,
+    transport,
+    send,
+    /** Time passing with the process frozen: no timer of it runs meanwhile. */
+    freeze: (ms: number) => {
+      now += ms;
+    },
+  };
+}
+
+describe('a connection opened ahead of the call', () => {
+  it('is one connection, with nothing written on it until the call, which then goes on it', async () => {
+    // Prepare
+    const { end, transport, send } = await setUp();
+    const accepted = once(end.server, 'connection');
+
+    // Act: opened, and accepted by the far end, before any call is made.
+    transport.connectEarly();
+    await accepted;
+    const beforeTheCall = { ...end.counts };
+    const answer = await send(false);
+
+    // Assess
+    expect(beforeTheCall).toEqual({ connections: 1, requests: 0, lost: 0 });
+    expect(answer.status).toBe(200);
+    expect(end.counts).toEqual({ connections: 1, requests: 1, lost: 0 });
+  });
+
+  it('is opened once however many requests prepare for a call meanwhile', async () => {
+    // Prepare
+    const { end, transport, send } = await setUp();
+
+    // Act
+    transport.connectEarly();
+    transport.connectEarly(true);
+    await transport.preload();
+    await Promise.all([send(false), transport.preload(true)]);
+
+    // Assess
+    expect(end.counts).toEqual({ connections: 1, requests: 1, lost: 0 });
+  });
+
+  it('failing, leaves the call to connect and fail as it would have: not sent', async () => {
+    // Prepare: nothing listens there.
+    const transport = new Transport(`http://127.0.0.1:${await freePort()}`, { connectTimeoutMs: 1_000 });
+    closing.push(() => transport.close());
+    transport.connectEarly();
+
+    // Act
+    const error = await transport
+      .send({
+        method: 'POST',
+        path: '/',
+        headers: {},
+        body: '{}',
+        deadline: Date.now() + 5_000,
+        unsafeToRepeat: true,
+      })
+      .catch((e: unknown) => e);
+
+    // Assess
+    expect(error).toBeInstanceOf(TransportError);
+    expect(error).toMatchObject({ kind: 'connect', reach: 'not_sent' });
+  });
+});
+
+describe('a connection opened as the container starts (lib/gateway/connect-at-start.ts)', () => {
+  it('is taken by the first transport of its origin, for its first call', async () => {
+    // Prepare: opened before any client exists, as a function's first import opens it.
+    const end = await farEnd();
+    closing.push(() => end.close());
+    const accepted = once(end.server, 'connection');
+    connectAtStart(`${end.url}/merchant/v1`);
+    await accepted;
+
+    // Act
+    const transport = new Transport(end.url, { connectTimeoutMs: 1_000 });
+    closing.push(() => transport.close());
+    const answer = await transport.send({
+      method: 'GET',
+      path: '/',
+      headers: {},
+      deadline: Date.now() + 5_000,
+    });
+
+    // Assess
+    expect(answer.status).toBe(200);
+    expect(end.counts).toEqual({ connections: 1, requests: 1, lost: 0 });
+  });
+
+  it.each([undefined, '', 'not a url', 'ftp://127.0.0.1:9'])('opens nothing for a base URL of %j', (url) => {
+    expect(() => connectAtStart(url)).not.toThrow();
+  });
+});
+
+describe('after a freeze, the far end having dropped the kept-alive socket', () => {
+  it.each([
+    ['a read', false, KEEP_ALIVE_MS + 1],
+    ['a money request', true, STALE_AFTER_IDLE_MS + 1],
+  ])(
+    '%s goes on one new connection, opened as the request begins, and nothing on the dead one',
+    async (_, money, idleMs) => {
+      // Prepare: one exchange, then the container freezes while the far end drops its socket.
+      const { end, transport, send, freeze } = await setUp();
+      await send(false);
+      end.drop();
+      freeze(idleMs);
+
+      // Act: the request begins its work (the budget's slot...), then calls.
+      const accepted = once(end.server, 'connection');
+      void transport.preload(money);
+      await accepted;
+      const answer = await send(money);
+
+      // Assess
+      expect(answer.status).toBe(200);
+      expect(end.counts).toEqual({ connections: 2, requests: 2, lost: 0 });
+    },
+  );
+
+  it('a read whose socket sat idle less than undici keeps one reuses it: no needless handshake', async () => {
+    // Prepare
+    const { end, transport, send, freeze } = await setUp();
+    await send(false);
+    freeze(KEEP_ALIVE_MS - 1);
+
+    // Act
+    await transport.preload(false);
+    await send(false);
+
+    // Assess
+    expect(end.counts).toEqual({ connections: 1, requests: 2, lost: 0 });
+  });
+
+  it('a money request on a socket the far end dropped unseen is lost once, never written again by the transport', async () => {
+    // Prepare: dropped a moment after its last exchange, too soon to suspect it.
+    const { end, send, freeze } = await setUp();
+    await send(false);
+    end.drop();
+    freeze(STALE_AFTER_IDLE_MS - 1);
+
+    // Act
+    const error = await send(true).catch((e: unknown) => e);
+
+    // Assess: its outcome is unknown to the caller (lib/gateway/client.ts reconciles it, never resends).
+    expect(error).toBeInstanceOf(TransportError);
+    expect(error).toMatchObject({ kind: 'reset', reach: 'lost' });
+    expect(end.counts).toEqual({ connections: 1, requests: 1, lost: 1 });
+  });
+});
