@@ -7,16 +7,11 @@
  * or the naive intermediary skips verification), and passes each connection's requests on to the
  * PayHere sandbox, whose latency fault adds the request's round trip and work.
  */
-import { execFile } from 'node:child_process';
-import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
+import { readFile } from 'node:fs/promises';
 import { createServer as createHttpServer, type Server as HttpServer } from 'node:http';
 import { type AddressInfo, connect, createServer, type Server, type Socket } from 'node:net';
-import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { createServer as createTlsServer, type TLSSocket } from 'node:tls';
-import { promisify } from 'node:util';
-
-const run = promisify(execFile);
 
 /** The network a run models; every figure configurable (bench/first-answer-run.ts's flags). */
 export interface NetworkModel {
@@ -53,68 +48,20 @@ export interface TlsFiles {
   caFile: string;
   key: string;
   cert: string;
-  remove(): Promise<void>;
 }
 
 /**
- * A certificate authority and a server certificate for 127.0.0.1 signed by it, made with `openssl`
- * (no certificate generator is among the project's packages): P-256 keys, valid a day.
+ * The bench's certificate authority and the server certificate for 127.0.0.1 it signed (bench/tls/,
+ * P-256, valid until 2126; the authority's key was thrown away once it had signed): made once with
+ * `openssl`, so that running the bench needs no tool beyond Node on any machine. They protect
+ * nothing: the key is for a stand-in on loopback, trusted by the bench's own child processes only.
  */
 export async function makeCertificates(): Promise<TlsFiles> {
-  const dir = await mkdtemp(path.join(tmpdir(), 'payhere-bench-tls-'));
-  const file = (name: string) => path.join(dir, name);
-  const openssl = (...args: string[]) => run('openssl', args, { cwd: dir });
-  const key = (name: string) => [
-    '-newkey',
-    'ec',
-    '-pkeyopt',
-    'ec_paramgen_curve:prime256v1',
-    '-nodes',
-    '-keyout',
-    name,
-  ];
-  await openssl(
-    'req',
-    '-x509',
-    ...key('ca.key'),
-    '-out',
-    'ca.pem',
-    '-days',
-    '1',
-    '-subj',
-    '/CN=payhere-payments-api bench authority',
-    '-addext',
-    'basicConstraints=critical,CA:TRUE',
-    '-addext',
-    'keyUsage=critical,keyCertSign,cRLSign',
-  );
-  await openssl('req', '-new', ...key('server.key'), '-out', 'server.csr', '-subj', '/CN=127.0.0.1');
-  await writeFile(
-    file('server.cnf'),
-    'subjectAltName=IP:127.0.0.1\nbasicConstraints=CA:FALSE\nkeyUsage=critical,digitalSignature\nextendedKeyUsage=serverAuth\n',
-  );
-  await openssl(
-    'x509',
-    '-req',
-    '-in',
-    'server.csr',
-    '-CA',
-    'ca.pem',
-    '-CAkey',
-    'ca.key',
-    '-CAcreateserial',
-    '-out',
-    'server.pem',
-    '-days',
-    '1',
-    '-extfile',
-    'server.cnf',
-  );
+  const dir = path.join(import.meta.dirname, 'tls');
   return {
-    caFile: file('ca.pem'),
-    key: await readFile(file('server.key'), 'utf8'),
-    cert: await readFile(file('server.pem'), 'utf8'),
-    remove: () => rm(dir, { recursive: true, force: true }),
+    caFile: path.join(dir, 'ca.pem'),
+    key: await readFile(path.join(dir, 'server.key'), 'utf8'),
+    cert: await readFile(path.join(dir, 'server.pem'), 'utf8'),
   };
 }
 

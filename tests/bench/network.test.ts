@@ -34,7 +34,6 @@ afterAll(async () => {
   await standIn?.close();
   target?.closeAllConnections();
   await new Promise((resolve) => target?.close(resolve));
-  await files?.remove();
 });
 
 /** A GET through the stand-in on `agent`: the body, or the error's code. */
