@@ -27,6 +27,9 @@ const UNIT = [
  */
 const MOCKING = ['tests/notifications/signature.test.ts'];
 
+/** Integration files that replace a module with vi.mock, for the same reason. */
+const INTEGRATION_MOCKING = ['tests/budget/shared-limiter.test.ts'];
+
 /** What both tiers share. */
 const common = {
   environment: 'node',
@@ -77,8 +80,21 @@ export default defineConfig({
           ...common,
           name: 'integration',
           include: ['tests/**/*.test.ts'],
-          exclude: UNIT,
+          exclude: [...UNIT, ...INTEGRATION_MOCKING],
+          // A worker serves file after file: starting a process for each of 100 files cost more
+          // than most of their tests. tests/setup/fresh-file.ts gives each file the environment and
+          // the fresh service modules a process of its own would.
+          isolate: false,
           // A local DynamoDB (dynalite) for the idempotency store, started once and closed at the end.
+          globalSetup: ['tests/setup/dynamodb.ts'],
+          setupFiles: ['tests/setup/fresh-file.ts', 'tests/setup/environment.ts', 'tests/setup/answers.ts'],
+        },
+      },
+      {
+        test: {
+          ...common,
+          name: 'integration-isolated',
+          include: INTEGRATION_MOCKING,
           globalSetup: ['tests/setup/dynamodb.ts'],
           setupFiles: ['tests/setup/environment.ts', 'tests/setup/answers.ts'],
         },

@@ -75,6 +75,10 @@ export async function startLocalDynamoDB(options: LocalDynamoDBOptions = {}): Pr
   const server = dynalite({ createTableMs: 0, deleteTableMs: 0, updateTableMs: 0 });
   const faults = new DynamoDbFaultController();
   asDynamoDbAnswers(server, options.delayMs ?? 0, faults);
+  // Node's server closes a kept-alive connection after 5 s idle, and a request a client writes on
+  // it as the close crosses it is reset (ECONNRESET): a race no test means to run (the faults do
+  // that on purpose), so idle connections are kept for 2 minutes.
+  server.keepAliveTimeout = 120_000;
   await new Promise<void>((resolve, reject) => {
     server.once('error', reject);
     server.listen(options.port ?? 0, '127.0.0.1', () => resolve());
