@@ -1293,6 +1293,9 @@ export interface ChargeRequest {
      */
     unit_amount: number;
   }[];
+  metadata?: {
+    [k: string]: string;
+  };
 }
 /**
  * This interface was referenced by `Operations`'s JSON-Schema
@@ -1367,6 +1370,7 @@ export interface CheckoutParameters {
   sandbox: boolean;
   recurrence?: string;
   duration?: string;
+  startup_fee?: number;
 }
 /**
  * This interface was referenced by `Operations`'s JSON-Schema
@@ -1391,6 +1395,34 @@ export interface CreateCheckoutRequest {
   duration?: string;
   custom_1?: string | null;
   custom_2?: string | null;
+  /**
+   * Also checked: "must have at most 2 decimals".
+   */
+  startup_fee?: number;
+  /**
+   * @maxItems 100
+   */
+  itemList?: {
+    name: string;
+    number: string;
+    quantity: number;
+    /**
+     * Also checked: "must have at most 2 decimals".
+     */
+    unit_amount: number;
+  }[];
+  customer_details?: {
+    first_name?: string;
+    last_name?: string;
+    email?: string;
+    phone?: string;
+    address?: string;
+    city?: string;
+    country?: string;
+  };
+  metadata?: {
+    [k: string]: string;
+  };
 }
 /**
  * This interface was referenced by `Operations`'s JSON-Schema
@@ -1414,6 +1446,30 @@ export interface CheckoutView {
   } | null;
   verified: boolean | null;
   duplicate_payment_ids: string[];
+  item_list:
+    | {
+        name: string;
+        number: string;
+        quantity: number;
+        unit_amount: number;
+      }[]
+    | null;
+  custom_1: string | null;
+  custom_2: string | null;
+  customer_details: {
+    first_name?: string;
+    last_name?: string;
+    email?: string;
+    phone?: string;
+    address?: string;
+    city?: string;
+    country?: string;
+  } | null;
+  metadata: {
+    [k: string]: string;
+  } | null;
+  startup_fee: number | null;
+  next_installment: string | null;
   updated_at: string;
 }
 /**
@@ -1432,6 +1488,22 @@ export interface OrderList {
     amount: number | null;
     payment_id: number | string | null;
     subscription_id: number | string | null;
+    custom_1: string | null;
+    custom_2: string | null;
+    customer_details: {
+      first_name?: string;
+      last_name?: string;
+      email?: string;
+      phone?: string;
+      address?: string;
+      city?: string;
+      country?: string;
+    } | null;
+    metadata: {
+      [k: string]: string;
+    } | null;
+    startup_fee: number | null;
+    next_installment: string | null;
     created_at: string;
     updated_at: string;
   }[];

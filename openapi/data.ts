@@ -32,7 +32,39 @@ export const CheckoutParametersSchema = z.strictObject({
   // Recurring checkouts only: PayHere's SDK takes them with the payment (lib/orders/checkout.ts).
   recurrence: z.optional(z.string()),
   duration: z.optional(z.string()),
+  // A recurring checkout's startup fee, for PayHere's form: the first payment is amount + startup_fee.
+  startup_fee: z.optional(z.number()),
 });
+
+const LineItem = z.strictObject({
+  name: z.string(),
+  number: z.string(),
+  quantity: z.number(),
+  unit_amount: z.number(),
+});
+
+const CustomerDetails = z.strictObject({
+  first_name: z.optional(z.string()),
+  last_name: z.optional(z.string()),
+  email: z.optional(z.string()),
+  phone: z.optional(z.string()),
+  address: z.optional(z.string()),
+  city: z.optional(z.string()),
+  country: z.optional(z.string()),
+});
+
+/** What a back office reads of an order besides its state (lib/orders/checkout.ts OrderDetailsView). */
+const details = {
+  custom_1: z.nullable(z.string()),
+  custom_2: z.nullable(z.string()),
+  // Personal data: shown to the merchant and the order's own customer only.
+  customer_details: z.nullable(CustomerDetails),
+  // The merchant's own: null to a customer.
+  metadata: z.nullable(z.record(z.string(), z.string())),
+  startup_fee: amount,
+  // YYYY-MM-DD, from PayHere's notification of the last installment its records confirmed.
+  next_installment: z.nullable(z.string()),
+};
 
 export const Card = z.strictObject({
   method: z.nullable(z.string()),
@@ -55,6 +87,8 @@ export const CheckoutViewSchema = z.strictObject({
   verified: z.nullable(z.boolean()),
   // Payments of the order besides payment_id that no charge of the service owns: possibly paid twice.
   duplicate_payment_ids: z.array(z.string()),
+  item_list: z.nullable(z.array(LineItem)),
+  ...details,
   updated_at: z.string(),
 });
 
@@ -72,6 +106,7 @@ export const OrderListSchema = z.strictObject({
       amount,
       payment_id: gatewayId,
       subscription_id: gatewayId,
+      ...details,
       created_at: z.string(),
       updated_at: z.string(),
     }),

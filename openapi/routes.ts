@@ -442,13 +442,18 @@ export const ROUTE_TABLE = {
     body: CheckoutRequest,
     bodyRules:
       '`amount` is required except for `preapproval`; `recurrence` and `duration` are required for `recurring` and ' +
-      'allowed only there.',
+      'allowed only there, as is `startup_fee` (charged once, with the first payment: PayHere notifies that payment ' +
+      'as `amount` + `startup_fee`). `itemList` (at most 100 lines), `customer_details` and `custom_1/2` are kept ' +
+      "on the order and shown to the merchant and the order's own customer. `metadata` is the merchant's own: at " +
+      'most 20 keys of 1 to 40 characters of `A-Za-z0-9_.:-`, each value a string of at most 255 characters; ' +
+      'never sent to PayHere, never shown to a customer, refused (400) from a customer.',
     bodyExamples: [
       { summary: 'A payment checkout (the merchant)', value: EXAMPLES.createCheckout.requests.payment },
       {
         summary: "Save a card (a customer's pre-approval)",
         value: EXAMPLES.createCheckout.requests.preapproval,
       },
+      { summary: 'A subscription with a startup fee', value: EXAMPLES.createCheckout.requests.recurring },
     ],
     createsOrders: true,
     upstream: 'ledger',
@@ -461,6 +466,7 @@ export const ROUTE_TABLE = {
         examples: [
           { summary: 'Payment checkout', value: EXAMPLES.createCheckout.created },
           { summary: 'Pre-approval', value: EXAMPLES.createCheckout.preapproval },
+          { summary: 'Subscription with a startup fee', value: EXAMPLES.createCheckout.recurring },
         ],
       },
       ok('The same order was created before: the same parameters.', CheckoutParametersSchema, [
@@ -509,7 +515,10 @@ export const ROUTE_TABLE = {
       '`subscription_id` only for a subscription; `card` is masked as PayHere sends it. `verified` (holds only): ' +
       "whether the hold's token is proven (placed through the charge route, or used by a capture or release " +
       'through the service) or known only from a notification, which anyone holding one genuine notification ' +
-      'could have altered: check an unverified hold before shipping goods (a capture proves it).',
+      'could have altered: check an unverified hold before shipping goods (a capture proves it).\n\n' +
+      'What the order keeps for a back office: `item_list`, `customer_details` and `custom_1/2` given at checkout ' +
+      "or charge; `metadata`, the merchant's own (null to a customer); a subscription's `startup_fee` and " +
+      "`next_installment` (`YYYY-MM-DD`, from PayHere's notification of the last installment its records confirmed).",
     scope: 'payments:read',
     pathParameters: CheckoutPath,
     pathDescription: 'The order id: 1 to 64 printable characters.',
@@ -538,7 +547,8 @@ export const ROUTE_TABLE = {
       'page. A cursor is opaque and bound to its filters and caller: altered, or used with other filters or by ' +
       'another caller, it is refused (400). A page may hold fewer than `limit` orders and still have a next one ' +
       "when filters drop many. `status` is the ledger's state, as `status` filters it; `charge_in_flight` says a " +
-      'charge of the order is in flight (getCheckout shows such an order `pending`).',
+      'charge of the order is in flight (getCheckout shows such an order `pending`). Each order carries what ' +
+      'getCheckout shows a back office but its `item_list` (`metadata` null to a customer).',
     scope: 'payments:read',
     queryParameters: OrdersQuery,
     queryDescriptions: {
