@@ -1293,6 +1293,15 @@ export interface ChargeRequest {
      */
     unit_amount: number;
   }[];
+  customer_details?: {
+    first_name?: string;
+    last_name?: string;
+    email?: string;
+    phone?: string;
+    address?: string;
+    city?: string;
+    country?: string;
+  };
   metadata?: {
     [k: string]: string;
   };

@@ -173,7 +173,9 @@ export const ROUTE_TABLE = {
       'order the merchant priced for it (a `charge` checkout) at exactly that price. An order has at most one ' +
       'successful, pending or unknown payment.\n\n' +
       'PayHere does not deduplicate: a repeat with the same Idempotency-Key never charges again, and a charge whose ' +
-      "answer was lost is settled from the order's payments.",
+      "answer was lost is settled from the order's payments.\n\n" +
+      '`itemList`, `custom_1/2`, `customer_details` and `metadata` are kept on the order (getCheckout shows them); ' +
+      "`customer_details` and `metadata` (the merchant's own, refused from a customer) are never sent to PayHere.",
     scope: 'payments:charge',
     body: ChargeRequest,
     bodyExamples: [

@@ -232,6 +232,7 @@ export interface ChargeClaim {
   custom2: string | null;
   /** Kept, with `custom1/2`, on an order the charge creates or prices (not one the merchant priced for a customer). */
   lineItems?: LineItem[] | null;
+  customerDetails?: CustomerDetails | null;
   metadata?: Record<string, string> | null;
   slot: Omit<ChargeSlot, 'inflight' | 'nothingAt'>;
   /**

@@ -185,14 +185,15 @@ export class LedgerStore extends LedgerTable {
     const creates =
       '#orderId = :orderId, #owner = if_not_exists(#owner, :owner), #kind = if_not_exists(#kind, :kind), ' +
       '#listed = :listed, #listedAt = if_not_exists(#listedAt, :listedAt)';
-    // The back office's line items and metadata go with the price, when the charge gives them (an
-    // order's checkout may have given them before).
+    // The back office's line items, customer details and metadata go with the price, when the
+    // charge gives them (an order's checkout may have given them before).
     let prices =
       '#items = :items, #currency = :currency, #amount = :amount, #custom1 = :custom1, #custom2 = :custom2';
     values[':custom1'] = nullableString(claim.custom1);
     values[':custom2'] = nullableString(claim.custom2);
     for (const [name, value] of [
       ['lineItems', claim.lineItems],
+      ['customerDetails', claim.customerDetails],
       ['metadata', claim.metadata],
     ] as const) {
       if (value === undefined || value === null) continue;

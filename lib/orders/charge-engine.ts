@@ -84,9 +84,10 @@ export class ChargeEngine {
 
   async charge(input: ChargeInput): Promise<ChargeAnswer> {
     const { actor, body } = input;
-    // The merchant's metadata is the ledger's, never PayHere's (nor a customer's to give).
+    // The merchant's metadata and the customer's details are the ledger's, never PayHere's (and
+    // metadata is not a customer's to give).
     if (body.metadata !== undefined && actor.role === 'customer') throw notSent(metadataRefused());
-    const { metadata: _metadata, ...sent } = body;
+    const { metadata: _metadata, customer_details: _details, ...sent } = body;
     const upstream = { ...sent, ...this.#notifyUrl(body.notify_url) };
     // A customer charges only a card it saved itself (a pre-approval the ledger recorded for it).
     await this.#ownership.require(actor, 'customer_token', body.customer_token, TOKEN_NOT_FOUND);
@@ -323,6 +324,7 @@ export class ChargeEngine {
       custom1: body.custom_1 ?? null,
       custom2: body.custom_2 ?? null,
       lineItems: body.itemList ?? null,
+      customerDetails: body.customer_details ?? null,
       metadata: body.metadata ?? null,
       slot: { key: input.chargeKey, ...window },
       chargeable: CHARGEABLE,

@@ -1,5 +1,5 @@
 import * as z from 'zod/mini';
-import { CURRENCIES, itemList, metadata, money, printable, text } from './fields.ts';
+import { CURRENCIES, customerDetails, itemList, metadata, money, printable, text } from './fields.ts';
 
 export const ChargeRequest = z.strictObject({
   type: z.enum(['PAYMENT', 'AUTHORIZE']),
@@ -17,6 +17,8 @@ export const ChargeRequest = z.strictObject({
       .check(z.maxLength(2048), z.regex(/^https:\/\//, { message: 'must be an https URL' })),
   ),
   itemList: z.optional(itemList()),
+  /** Kept on the order; never sent to PayHere (its charge takes no customer fields: the card is the customer's). */
+  customer_details: z.optional(customerDetails()),
   /** The merchant's own, kept on the order; never sent to PayHere. */
   metadata: z.optional(metadata()),
 });
