@@ -483,7 +483,7 @@ export interface Operations {
       '200': {
         status: 1;
         msg: string;
-        data: SubscriptionRecord[];
+        data: SubscriptionList;
       };
       '400': {
         status: -1;
@@ -549,6 +549,10 @@ export interface Operations {
           code: 'gateway_timeout';
         };
       };
+    };
+    query?: {
+      limit?: string;
+      cursor?: string;
     };
   };
   getSubscription: {
@@ -1350,6 +1354,21 @@ export interface PaymentRecord {
   currency: string;
   amount: number;
   [k: string]: unknown;
+}
+/**
+ * This interface was referenced by `Operations`'s JSON-Schema
+ * via the `definition` "SubscriptionList".
+ */
+export interface SubscriptionList {
+  subscriptions: {
+    subscription_id: number | string;
+    order_id: string;
+    status: string;
+    currency: string;
+    amount: number;
+    [k: string]: unknown;
+  }[];
+  next_cursor: string | null;
 }
 /**
  * This interface was referenced by `Operations`'s JSON-Schema

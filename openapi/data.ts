@@ -1,8 +1,10 @@
 import * as z from 'zod/mini';
+import { SubscriptionList } from '../lib/gateway/schemas.ts';
 import { ORDER_KINDS, ORDER_STATES } from '../lib/ledger/model.ts';
 import type { CheckoutParameters, CheckoutView } from '../lib/orders/checkout.ts';
 import type { OrderList } from '../lib/orders/order-lists.ts';
 import type { PaymentRefundsView } from '../lib/orders/refund-records.ts';
+import type { SubscriptionList as SubscriptionPage } from '../lib/orders/subscription-lists.ts';
 import { CURRENCIES } from '../lib/schemas/fields.ts';
 
 /**
@@ -114,6 +116,12 @@ export const OrderListSchema = z.strictObject({
   next_cursor: z.nullable(z.string()),
 });
 
+/** listSubscriptions: a page of PayHere's subscription records, newest first, and the cursor of the next page. */
+export const SubscriptionListSchema = z.strictObject({
+  subscriptions: SubscriptionList,
+  next_cursor: z.nullable(z.string()),
+});
+
 /** paymentRefunds: a payment's refunds through the service, and what is refunded and left. */
 export const PaymentRefundsSchema = z.strictObject({
   payment_id: z.union([z.number(), z.string()]),
@@ -149,6 +157,9 @@ const listDescribed: Same<keyof z.infer<typeof OrderListSchema>, keyof OrderList
   Same<keyof z.infer<typeof OrderListSchema>['orders'][number], keyof OrderList['orders'][number]> &
   (z.infer<typeof OrderListSchema> extends OrderList ? true : false) = true;
 void listDescribed;
+const subscriptionsDescribed: Same<keyof z.infer<typeof SubscriptionListSchema>, keyof SubscriptionPage> =
+  true;
+void subscriptionsDescribed;
 const refundsDescribed: Same<keyof z.infer<typeof PaymentRefundsSchema>, keyof PaymentRefundsView> &
   Same<
     keyof z.infer<typeof PaymentRefundsSchema>['refunds'][number],

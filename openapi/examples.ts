@@ -134,6 +134,11 @@ const paidNotification = {
   recurring: '0',
 };
 
+/** PayHere's list as listSubscriptions answers it: one page, the last. */
+function subscriptionPage(found: { status: number; msg: string; data: unknown }) {
+  return { ...found, data: { subscriptions: found.data, next_cursor: null } };
+}
+
 export const EXAMPLES = {
   charge: {
     requests: { payment, authorize },
@@ -160,7 +165,7 @@ export const EXAMPLES = {
       data: [],
     },
   },
-  listSubscriptions: { found: state.listSubscriptions() },
+  listSubscriptions: { found: subscriptionPage(state.listSubscriptions()) },
   getSubscription: { id: SEED.subscriptions.active, found: state.getSubscription(SEED.subscriptions.active) },
   subscriptionPayments: {
     id: SEED.subscriptions.active,

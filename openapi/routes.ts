@@ -21,7 +21,7 @@ import { CaptureRequest } from '../lib/schemas/capture.ts';
 import { ChargeRequest } from '../lib/schemas/charge.ts';
 import { CheckoutRequest } from '../lib/schemas/checkout.ts';
 import { Notification } from '../lib/schemas/notification.ts';
-import { OrdersQuery } from '../lib/schemas/orders.ts';
+import { OrdersQuery, SubscriptionsQuery } from '../lib/schemas/orders.ts';
 import { CheckoutPath, OrderPath, PaymentPath, SubscriptionPath } from '../lib/schemas/paths.ts';
 import { RefundRequest } from '../lib/schemas/refund.ts';
 import {
@@ -30,6 +30,7 @@ import {
   OrderListSchema,
   PaymentRefundsSchema,
   RefundAnswer,
+  SubscriptionListSchema,
 } from './data.ts';
 import { EXAMPLES } from './examples.ts';
 
@@ -316,18 +317,29 @@ export const ROUTE_TABLE = {
     path: '/gateway/api/subscriptions',
     tag: 'Subscriptions',
     summary: 'List subscriptions',
-    description: "The merchant's subscriptions, or a customer's own; `msg` is `Found <n> subscriptions`.",
+    description:
+      "The merchant's subscriptions, or a customer's own, newest first (by subscription id), a page at a time; " +
+      '`msg` is `Found <n> subscriptions` (this page).\n\n' +
+      '`next_cursor` is null on the last page; otherwise pass it as `cursor` for the next page. A cursor is opaque ' +
+      'and bound to its caller: altered, or used by another caller, it is refused (400). PayHere answers its list ' +
+      'only whole: one fetch of it is kept as a snapshot that every page of a listing is cut from (for 10 minutes), ' +
+      'so its pages cost PayHere one call, and `Age` says how old the snapshot is. Each subscription is listed once ' +
+      'across the pages of a listing.',
     scope: 'subscriptions:read',
+    queryParameters: SubscriptionsQuery,
+    queryDescriptions: {
+      limit: 'Subscriptions per page, 1 to 100; 100 when not given.',
+      cursor: "The last page's `next_cursor`.",
+    },
+    queryExample: { limit: '20' },
     upstream: 'payhere',
     shared: true,
     answers: [
-      ok('The subscription records.', { listOf: SubscriptionRecord }, [
+      ok('A page of subscription records.', SubscriptionListSchema, [
         { summary: 'Found', value: EXAMPLES.listSubscriptions.found },
       ]),
     ],
-    invalid: new InvalidRequestError([
-      { path: 'body', message: 'must be empty: this route takes no request body' },
-    ]),
+    invalid: invalid(SubscriptionsQuery, { limit: '101' }, 'query'),
     failures: [],
   },
   getSubscription: {

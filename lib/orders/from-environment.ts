@@ -6,6 +6,7 @@ import { idempotencyStoreFromEnvironment } from '../idempotency/from-environment
 import { ledgerFromEnvironment } from '../ledger/from-environment.ts';
 import { sharedReadStoreFromEnvironment } from '../reads/from-environment.ts';
 import { SharedReads } from '../reads/shared-reads.ts';
+import { SubscriptionPages } from '../reads/subscription-pages.ts';
 import { Ownership } from './access.ts';
 import { Captures } from './captures.ts';
 import { ChargeEngine } from './charge-engine.ts';
@@ -21,6 +22,7 @@ import { RefundRecords } from './refund-records.ts';
 import { Refunds } from './refunds.ts';
 import { OrderReports } from './reports.ts';
 import { SubscriptionRetries } from './retries.ts';
+import { SubscriptionLists } from './subscription-lists.ts';
 import { SubscriptionCancels } from './subscriptions.ts';
 
 /** Cancelling subscriptions over the container's PayHere client: what cannot change anything costs PayHere nothing. */
@@ -154,4 +156,12 @@ export function subscriptionRetriesFromEnvironment(payhere: PayHere): Subscripti
 /** The order lists, answered from the ledger's indexes. */
 export function orderListsFromEnvironment(): OrderLists {
   return new OrderLists(ledgerFromEnvironment());
+}
+
+/** The subscription lists, a page at a time, over the container's shared reads of PayHere's list. */
+export function subscriptionListsFromEnvironment(reads: SharedReads): SubscriptionLists {
+  return new SubscriptionLists({
+    ownership: ownershipFromEnvironment(),
+    pages: new SubscriptionPages({ reads, store: sharedReadStoreFromEnvironment() }),
+  });
 }

@@ -18,8 +18,9 @@ describe('listSubscriptions', () => {
 
     expect(answer.statusCode).toBe(200);
     expect(answer.body.status).toBe(1);
-    expect(answer.body.msg).toBe(`Found ${answer.body.data.length} subscriptions`);
-    expect(answer.body.data.map((s: { status: string }) => s.status)).toEqual(
+    expect(answer.body.msg).toBe(`Found ${answer.body.data.subscriptions.length} subscriptions`);
+    expect(answer.body.data.next_cursor).toBeNull();
+    expect(answer.body.data.subscriptions.map((s: { status: string }) => s.status)).toEqual(
       expect.arrayContaining(['ACTIVE', 'FAILED', 'COMPLETED', 'CANCELLED']),
     );
   });
