@@ -256,12 +256,21 @@ function refuseUnlessSame(wanted: NewOrder, existing: Order | undefined): void {
       .filter((field) => existing[field] !== wanted[field])
       .map((field) => fields[field]),
     ...(Object.keys(kept) as (keyof typeof kept)[])
-      .filter((field) => JSON.stringify(existing[field]) !== JSON.stringify(wanted[field]))
+      .filter((field) => canonical(existing[field]) !== canonical(wanted[field]))
       .map((field) => kept[field]),
   ].map((path) => ({ path, message: 'differs from the existing order' }));
   if (errors.length > 0) {
     throw new OrderConflictError(`${conflict} with other ${errors.map((e) => e.path).join(', ')}.`, errors);
   }
+}
+
+/** A value as JSON with every object's keys sorted: the same fields given in another order are the same. */
+function canonical(value: unknown): string {
+  return JSON.stringify(value, (_, inner: unknown) =>
+    inner !== null && typeof inner === 'object' && !Array.isArray(inner)
+      ? Object.fromEntries(Object.entries(inner).sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)))
+      : inner,
+  );
 }
 
 /** PayHere's ids are 12-digit numbers: shown as numbers, as PayHere shows them. */
