@@ -1,7 +1,8 @@
 /**
  * What the log must never hold, removed from every line however it got there: by field name
- * (secrets, tokens, bodies, a customer's personal fields, the merchant's metadata) and by the look of a value (bearer tokens, JWTs, card numbers,
- * emails, phone numbers). Field names come first because a UUID token looks like any UUID.
+ * (secrets, tokens, bodies, a customer's personal fields, the merchant's metadata) and by the look
+ * of a value (bearer tokens, JWTs, card numbers, emails, phone numbers). Field names come first
+ * because a UUID token looks like any UUID.
  */
 
 const REDACTED = '[redacted]';
