@@ -68,12 +68,18 @@ export function idOf(record: Pick<SubscriptionRecord, 'subscription_id'>): numbe
 
 const newestFirst = (a: SubscriptionRecord, b: SubscriptionRecord) => idOf(b) - idOf(a);
 
-/** A snapshot: its index, and its records when this request fetched it (else read part by part). */
+/**
+ * A snapshot: its index, and when this request fetched it its records and parts (else read part by
+ * part from the table).
+ */
 interface Snapshot {
   fetchedAt: number;
   index: Index;
   records?: SubscriptionRecord[];
+  parts?: SubscriptionRecord[][];
   shared: boolean;
+  /** The list is small enough for the shared reads to keep whole: a first page needs no snapshot kept. */
+  sharedWhole?: boolean;
 }
 
 export class SubscriptionPages {
@@ -119,9 +125,12 @@ export class SubscriptionPages {
           ? lastPart < snapshot.index.parts.length - 1 && shown.length === limit
           : (wanted?.length ?? 0) > limit);
       const last = shown.at(-1);
+      const next = more && last ? { snapshot: snapshot.fetchedAt, id: idOf(last) } : null;
+      // Kept before the page is answered, so that the next page, in whatever container, finds it.
+      if (snapshot.parts && (next !== null || !snapshot.sharedWhole)) await this.#keep(snapshot, deadline);
       return {
         records: shown,
-        next: more && last ? { snapshot: snapshot.fetchedAt, id: idOf(last) } : null,
+        next,
         fetchedAt: snapshot.fetchedAt,
         shared: snapshot.shared,
       };
@@ -148,33 +157,43 @@ export class SubscriptionPages {
     }
   }
 
-  /**
-   * The list (the shared one while fresh, else PayHere's), sorted and kept as a snapshot before the
-   * page is answered: the next page, in whatever container, finds it.
-   */
+  /** The list (the shared one while fresh, else PayHere's), sorted and cut into parts, not kept yet. */
   async #fetch(deadline: number): Promise<Snapshot> {
     const served = await this.#reads.listSubscriptions(deadline);
     const records = [...served.answer.data].sort(newestFirst);
-    const fetchedAt = served.fetchedAt;
     const parts = partsOf(records);
     const index: Index = {
       count: records.length,
       parts: parts.map((part) => ({ first: idOf(part[0]!), last: idOf(part.at(-1)!), count: part.length })),
     };
-    const snapshot: Snapshot = { fetchedAt, index, records, shared: served.shared };
+    return {
+      fetchedAt: served.fetchedAt,
+      index,
+      records,
+      parts,
+      shared: served.shared,
+      // One part: the shared reads keep the whole list as one answer too (read#subscriptions).
+      sharedWhole: parts.length <= 1,
+    };
+  }
+
+  /**
+   * Keep a snapshot fetched for this page: its parts first, then the index that finds them, then the
+   * pointer that finds the index. Not kept, the page is answered all the same, and the next one
+   * fetches the list again.
+   */
+  async #keep(snapshot: Snapshot, deadline: number): Promise<void> {
+    const { fetchedAt, index, parts = [] } = snapshot;
     try {
       const ms = this.#tableTime(deadline);
-      // The parts first, then the index that finds them, then the pointer that finds the index.
       await Promise.all(
         parts.map((part, n) => this.#store.put(snapshotPart(fetchedAt, n), part, fetchedAt, ms)),
       );
       await this.#store.put(snapshotIndex(fetchedAt), index, fetchedAt, ms);
       await this.#store.put(SHARED_READS.subscriptionsLatest, { fetchedAt }, fetchedAt, ms);
     } catch (error) {
-      // The page is answered all the same; the next one fetches the list again.
       log.warn('could not keep the subscription list for its next pages', { error: describeError(error) });
     }
-    return snapshot;
   }
 
   /** The records of `parts` of the snapshot; undefined when one is gone from the table. */
