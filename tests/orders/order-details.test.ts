@@ -1,10 +1,18 @@
 import { randomUUID } from 'node:crypto';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { ScanCommand } from '../../lib/dynamodb/index.ts';
+import { METADATA_BOUNDS } from '../../lib/schemas/fields.ts';
 import { SEED } from '../../sandbox/server.ts';
 import { call, useTestGateway } from '../helpers/gateway.ts';
 import { notify, signed } from '../helpers/notifications.ts';
-import { checkedSecondsAgo, customer, customerToken, saveCard, testLedger } from '../helpers/orders.ts';
+import {
+  checkedSecondsAgo,
+  customer,
+  customerToken,
+  newOrder,
+  saveCard,
+  testLedger,
+} from '../helpers/orders.ts';
 import { localClient } from '../idempotency/fixtures.ts';
 
 /**
@@ -244,6 +252,48 @@ describe('an order keeps what a back office needs, and shows it to whom it may',
       { path: 'metadata', message: 'is the merchant’s own: leave it out' },
     ]);
     expect(sandbox.counters().charge ?? 0).toBe(before);
+  });
+});
+
+describe('an order list page with every order’s details at their bounds', () => {
+  it('holds 100 orders in one DynamoDB query: the bounds keep a page under its 1 MB', async () => {
+    const owner = customer('bounded');
+    const at = (length: number, i: number) => `${String(i).padStart(2, '0')}${'x'.repeat(length - 2)}`;
+    const metadata = Object.fromEntries(
+      Array.from({ length: METADATA_BOUNDS.keys }, (_, i) => [
+        at(METADATA_BOUNDS.keyLength, i),
+        'v'.repeat(METADATA_BOUNDS.valueLength),
+      ]),
+    );
+    const customerDetails = {
+      first_name: 'f'.repeat(100),
+      last_name: 'l'.repeat(100),
+      email: `${'e'.repeat(64)}@${'d'.repeat(63)}.example.com`,
+      phone: `+${'9'.repeat(31)}`,
+      address: 'a'.repeat(255),
+      city: 'c'.repeat(100),
+      country: 'k'.repeat(100),
+    };
+    for (let i = 0; i < 101; i++) {
+      await ledger.createOrder(
+        newOrder({
+          orderId: `Bounded-${i}-${randomUUID()}`,
+          owner,
+          items: 'i'.repeat(255),
+          custom1: '1'.repeat(255),
+          custom2: '2'.repeat(255),
+          customerDetails,
+          metadata,
+        }),
+      );
+    }
+
+    const page = await call('listOrders', { query: { customer: owner, limit: '100' } });
+
+    expect(page.statusCode).toBe(200);
+    expect(page.body.data.orders).toHaveLength(100);
+    expect(page.body.data.orders[0].metadata).toEqual(metadata);
+    expect(page.body.data.next_cursor).toEqual(expect.any(String));
   });
 });
 
