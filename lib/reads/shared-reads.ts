@@ -123,6 +123,12 @@ export class SharedReads {
     );
   }
 
+  /** The merchant's subscriptions as the table holds them while fresh; no PayHere call. */
+  async storedSubscriptions(deadline: number): Promise<Served<Result<SubscriptionRecord[]>> | undefined> {
+    const stored = await this.#lookup(SHARED_READS.subscriptions, SubscriptionsAnswer, deadline);
+    return stored?.fresh ? { answer: stored.answer, fetchedAt: stored.fetchedAt, shared: true } : undefined;
+  }
+
   /** A subscription's payments, or PayHere's not-found (30 s). */
   async subscriptionPayments(id: string, deadline: number): Promise<Served<Result<PaymentRecord[]>>> {
     const served = await this.#shared<PaymentsOrMissing>(

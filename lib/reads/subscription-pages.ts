@@ -1,7 +1,8 @@
 import * as z from 'zod/mini';
+import type { Result } from '../gateway/payhere.ts';
 import { SubscriptionList, type SubscriptionRecord } from '../gateway/schemas.ts';
 import { describeError, log } from '../log/log.ts';
-import type { SharedReads } from './shared-reads.ts';
+import type { Served, SharedReads } from './shared-reads.ts';
 import { MAX_ANSWER_BYTES, SHARED_READS, type SharedRead, type SharedReadStore } from './store.ts';
 
 /**
@@ -9,7 +10,7 @@ import { MAX_ANSWER_BYTES, SHARED_READS, type SharedRead, type SharedReadStore }
  * first by subscription id. PayHere answers its list only whole (no paging, no filter), so a page is
  * cut from one fetched list, a snapshot, shared by every page of every caller and container:
  *
- *   read#subscriptions-latest             which snapshot a first page reads (the list's 30 s window)
+ *   read#subscriptions-latest             the snapshot a first page reads, its index (the list's 30 s)
  *   read#subscriptions@<fetchedAt>        a snapshot's index: each part's first and last ids
  *   read#subscriptions@<fetchedAt>#<n>    its part n: up to 100 records, newest first, of at most
  *                                         what the table keeps of one answer
@@ -41,8 +42,9 @@ const Index = z.object({
   /** Each part's first (largest) and last (smallest) subscription id, and how many it holds. */
   parts: z.array(z.object({ first: z.number(), last: z.number(), count: z.number() })),
 });
-type Index = z.infer<typeof Index>;
-const Latest = z.object({ fetchedAt: z.number() });
+export type Index = z.infer<typeof Index>;
+/** The latest snapshot, its index beside it: a first page reads it and the parts, nothing between. */
+const Latest = z.object({ fetchedAt: z.number(), index: Index });
 
 /** Where a page ends: the snapshot it was cut from and the last subscription id it showed. */
 export interface Position {
@@ -85,6 +87,7 @@ interface Snapshot {
 export class SubscriptionPages {
   readonly #reads: SharedReads;
   readonly #store: SharedReadStore;
+  #firstRunning: Promise<Snapshot | undefined> | undefined;
 
   constructor(options: { reads: SharedReads; store: SharedReadStore }) {
     this.#reads = options.reads;
@@ -103,9 +106,11 @@ export class SubscriptionPages {
   }): Promise<SubscriptionPage> {
     const { limit, after, only, deadline } = options;
     const below = after?.id ?? Number.POSITIVE_INFINITY;
-    let snapshot = await this.#stored(after?.snapshot, deadline);
+    let snapshot =
+      after === undefined ? await this.#firstOnce(deadline) : await this.#named(after.snapshot, deadline);
     for (let round = 0; round < 2; round++) {
-      snapshot ??= await this.#fetch(deadline);
+      // A first page has just looked the shared list up: PayHere is asked without looking again.
+      snapshot ??= await this.#fetch(deadline, round === 0 && after === undefined);
       const wanted = only === undefined ? undefined : ownIds(only, below);
       const parts = partsFor(snapshot.index, below, limit, wanted);
       const records = await this.#records(snapshot, parts, deadline);
@@ -138,43 +143,55 @@ export class SubscriptionPages {
     throw new Error('the subscription list could not be read twice in a row');
   }
 
-  /** The snapshot a cursor names, or the latest one while fresh; undefined when the table has neither. */
-  async #stored(named: number | undefined, deadline: number): Promise<Snapshot | undefined> {
+  /**
+   * First pages asked at once in one container share one look at the table (as the shared reads'
+   * callers share one lookup and one fetch): many customers opening the app at once cost the table
+   * two reads, not two each.
+   */
+  #firstOnce(deadline: number): Promise<Snapshot | undefined> {
+    this.#firstRunning ??= this.#first(deadline).finally(() => {
+      this.#firstRunning = undefined;
+    });
+    return this.#firstRunning;
+  }
+
+  /**
+   * What a first page reads, both looked up at once: the latest snapshot while fresh, else the list
+   * the shared reads keep whole while fresh (a list too small for a snapshot); undefined when neither.
+   */
+  async #first(deadline: number): Promise<Snapshot | undefined> {
+    const [latest, whole] = await Promise.all([
+      this.#get(SHARED_READS.subscriptionsLatest, Latest, deadline),
+      this.#reads.storedSubscriptions(deadline).catch(() => undefined),
+    ]);
+    if (latest) return { fetchedAt: latest.fetchedAt, index: latest.index, shared: true };
+    return whole ? snapshotOf(whole) : undefined;
+  }
+
+  /** The snapshot a cursor names, while the table holds it. */
+  async #named(fetchedAt: number, deadline: number): Promise<Snapshot | undefined> {
+    const index = await this.#get(snapshotIndex(fetchedAt), Index, deadline);
+    return index ? { fetchedAt, index, shared: true } : undefined;
+  }
+
+  /** A stored item's answer while fresh and well formed; undefined otherwise, or when the table fails. */
+  async #get<T>(read: SharedRead, schema: z.ZodMiniType<T>, deadline: number): Promise<T | undefined> {
     try {
-      let fetchedAt = named;
-      if (fetchedAt === undefined) {
-        const latest = await this.#store.get(SHARED_READS.subscriptionsLatest, this.#tableTime(deadline));
-        const parsed = latest?.answer === undefined ? undefined : Latest.safeParse(latest.answer);
-        if (!parsed?.success) return undefined;
-        fetchedAt = parsed.data.fetchedAt;
-      }
-      const stored = await this.#store.get(snapshotIndex(fetchedAt), this.#tableTime(deadline));
-      const index = stored?.answer === undefined ? undefined : Index.safeParse(stored.answer);
-      return index?.success ? { fetchedAt, index: index.data, shared: true } : undefined;
+      const stored = await this.#store.get(read, this.#tableTime(deadline));
+      const parsed = stored?.answer === undefined ? undefined : schema.safeParse(stored.answer);
+      return parsed?.success ? parsed.data : undefined;
     } catch (error) {
       log.warn('could not read a stored subscription list: it is fetched', { error: describeError(error) });
       return undefined;
     }
   }
 
-  /** The list (the shared one while fresh, else PayHere's), sorted and cut into parts, not kept yet. */
-  async #fetch(deadline: number): Promise<Snapshot> {
-    const served = await this.#reads.listSubscriptions(deadline);
-    const records = [...served.answer.data].sort(newestFirst);
-    const parts = partsOf(records);
-    const index: Index = {
-      count: records.length,
-      parts: parts.map((part) => ({ first: idOf(part[0]!), last: idOf(part.at(-1)!), count: part.length })),
-    };
-    return {
-      fetchedAt: served.fetchedAt,
-      index,
-      records,
-      parts,
-      shared: served.shared,
-      // One part: the shared reads keep the whole list as one answer too (read#subscriptions).
-      sharedWhole: parts.length <= 1,
-    };
+  /**
+   * The list (the shared one while fresh, else PayHere's; PayHere's when `lookedUp` says the shared
+   * one was just found missing), sorted and cut into parts, not kept yet.
+   */
+  async #fetch(deadline: number, lookedUp: boolean): Promise<Snapshot> {
+    return snapshotOf(await this.#reads.listSubscriptions(deadline, lookedUp));
   }
 
   /**
@@ -190,7 +207,7 @@ export class SubscriptionPages {
         parts.map((part, n) => this.#store.put(snapshotPart(fetchedAt, n), part, fetchedAt, ms)),
       );
       await this.#store.put(snapshotIndex(fetchedAt), index, fetchedAt, ms);
-      await this.#store.put(SHARED_READS.subscriptionsLatest, { fetchedAt }, fetchedAt, ms);
+      await this.#store.put(SHARED_READS.subscriptionsLatest, { fetchedAt, index }, fetchedAt, ms);
     } catch (error) {
       log.warn('could not keep the subscription list for its next pages', { error: describeError(error) });
     }
@@ -232,8 +249,27 @@ export class SubscriptionPages {
   }
 }
 
+/** The list as served, sorted and cut into parts: a snapshot not kept yet. */
+function snapshotOf(served: Served<Result<SubscriptionRecord[]>>): Snapshot {
+  const records = [...served.answer.data].sort(newestFirst);
+  const parts = partsOf(records);
+  const index: Index = {
+    count: records.length,
+    parts: parts.map((part) => ({ first: idOf(part[0]!), last: idOf(part.at(-1)!), count: part.length })),
+  };
+  return {
+    fetchedAt: served.fetchedAt,
+    index,
+    records,
+    parts,
+    shared: served.shared,
+    // Small enough for the shared reads to keep the whole list as one answer (read#subscriptions).
+    sharedWhole: Buffer.byteLength(JSON.stringify(served.answer), 'utf8') <= MAX_ANSWER_BYTES,
+  };
+}
+
 /** The sorted list in parts: at most PART records each, and at most PART_BYTES of JSON (a record alone may be more). */
-function partsOf(records: readonly SubscriptionRecord[]): SubscriptionRecord[][] {
+export function partsOf(records: readonly SubscriptionRecord[]): SubscriptionRecord[][] {
   const parts: SubscriptionRecord[][] = [];
   let part: SubscriptionRecord[] = [];
   let bytes = 2;
@@ -264,7 +300,7 @@ function ownIds(only: ReadonlySet<string>, below: number): number[] {
  * next (a page of at most 100 spans two); for a customer's own, the parts that may hold the first
  * `limit` + 1 of them (one more tells whether there is a next page).
  */
-function partsFor(index: Index, below: number, limit: number, wanted: number[] | undefined): number[] {
+export function partsFor(index: Index, below: number, limit: number, wanted: number[] | undefined): number[] {
   if (wanted === undefined) {
     const start = index.parts.findIndex((part) => part.last < below);
     if (start === -1) return [];

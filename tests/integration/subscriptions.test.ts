@@ -5,6 +5,8 @@ import { SEED } from '../../sandbox/server.ts';
 import { call, useTestGateway } from '../helpers/gateway.ts';
 import { localClient } from '../idempotency/fixtures.ts';
 
+// A loaded test machine: the list is kept in the table, and read from it, whatever else runs.
+process.env.STATE_TABLE_TIMEOUT_MS = '3000';
 const sandbox = useTestGateway({ beforeEachTest: 'keepTokens' });
 
 const ids = {
