@@ -82,6 +82,8 @@ interface Snapshot {
   shared: boolean;
   /** The list is small enough for the shared reads to keep whole: a first page needs no snapshot kept. */
   sharedWhole?: boolean;
+  /** Its writes to the table, once started. */
+  keeping?: Promise<void>;
 }
 
 export class SubscriptionPages {
@@ -132,7 +134,11 @@ export class SubscriptionPages {
       const last = shown.at(-1);
       const next = more && last ? { snapshot: snapshot.fetchedAt, id: idOf(last) } : null;
       // Kept before the page is answered, so that the next page, in whatever container, finds it.
-      if (snapshot.parts && (next !== null || !snapshot.sharedWhole)) await this.#keep(snapshot, deadline);
+      // (once: first pages sharing a snapshot fetched for them share its writes too).
+      if (snapshot.parts && (next !== null || !snapshot.sharedWhole)) {
+        snapshot.keeping ??= this.#keep(snapshot, deadline);
+        await snapshot.keeping;
+      }
       return {
         records: shown,
         next,
