@@ -89,7 +89,7 @@ interface Snapshot {
 export class SubscriptionPages {
   readonly #reads: SharedReads;
   readonly #store: SharedReadStore;
-  #firstRunning: Promise<Snapshot | undefined> | undefined;
+  #firstRunning: Promise<Snapshot> | undefined;
 
   constructor(options: { reads: SharedReads; store: SharedReadStore }) {
     this.#reads = options.reads;
@@ -111,8 +111,7 @@ export class SubscriptionPages {
     let snapshot =
       after === undefined ? await this.#firstOnce(deadline) : await this.#named(after.snapshot, deadline);
     for (let round = 0; round < 2; round++) {
-      // A first page has just looked the shared list up: PayHere is asked without looking again.
-      snapshot ??= await this.#fetch(deadline, round === 0 && after === undefined);
+      snapshot ??= await this.#fetch(deadline);
       const wanted = only === undefined ? undefined : ownIds(only, below);
       const parts = partsFor(snapshot.index, below, limit, wanted);
       const records = await this.#records(snapshot, parts, deadline);
@@ -154,7 +153,7 @@ export class SubscriptionPages {
    * callers share one lookup and one fetch): many customers opening the app at once cost the table
    * two reads, not two each.
    */
-  #firstOnce(deadline: number): Promise<Snapshot | undefined> {
+  #firstOnce(deadline: number): Promise<Snapshot> {
     this.#firstRunning ??= this.#first(deadline).finally(() => {
       this.#firstRunning = undefined;
     });
@@ -162,16 +161,18 @@ export class SubscriptionPages {
   }
 
   /**
-   * What a first page reads, both looked up at once: the latest snapshot while fresh, else the list
-   * the shared reads keep whole while fresh (a list too small for a snapshot); undefined when neither.
+   * What a first page reads: the latest snapshot while fresh, looked up beside the list the shared
+   * reads keep whole, and that list (or PayHere's, its call's slot taken beside the lookups) when
+   * there is no snapshot: a small list's first page costs what the shared list costs.
    */
-  async #first(deadline: number): Promise<Snapshot | undefined> {
-    const [latest, whole] = await Promise.all([
+  async #first(deadline: number): Promise<Snapshot> {
+    const found = await this.#reads.listSubscriptionsUnless(
       this.#get(SHARED_READS.subscriptionsLatest, Latest, deadline),
-      this.#reads.storedSubscriptions(deadline).catch(() => undefined),
-    ]);
-    if (latest) return { fetchedAt: latest.fetchedAt, index: latest.index, shared: true };
-    return whole ? snapshotOf(whole) : undefined;
+      deadline,
+    );
+    if ('instead' in found)
+      return { fetchedAt: found.instead.fetchedAt, index: found.instead.index, shared: true };
+    return snapshotOf(found);
   }
 
   /** The snapshot a cursor names, while the table holds it. */
@@ -192,12 +193,9 @@ export class SubscriptionPages {
     }
   }
 
-  /**
-   * The list (the shared one while fresh, else PayHere's; PayHere's when `lookedUp` says the shared
-   * one was just found missing), sorted and cut into parts, not kept yet.
-   */
-  async #fetch(deadline: number, lookedUp: boolean): Promise<Snapshot> {
-    return snapshotOf(await this.#reads.listSubscriptions(deadline, lookedUp));
+  /** The list (the shared one while fresh, else PayHere's), sorted and cut into parts, not kept yet. */
+  async #fetch(deadline: number): Promise<Snapshot> {
+    return snapshotOf(await this.#reads.listSubscriptions(deadline));
   }
 
   /**
