@@ -483,7 +483,7 @@ export interface Operations {
       '200': {
         status: 1;
         msg: string;
-        data: SubscriptionRecord[];
+        data: SubscriptionList;
       };
       '400': {
         status: -1;
@@ -549,6 +549,10 @@ export interface Operations {
           code: 'gateway_timeout';
         };
       };
+    };
+    query?: {
+      limit?: string;
+      cursor?: string;
     };
   };
   getSubscription: {
@@ -1377,6 +1381,18 @@ export interface ChargeRequest {
      */
     unit_amount: number;
   }[];
+  customer_details?: {
+    first_name?: string;
+    last_name?: string;
+    email?: string;
+    phone?: string;
+    address?: string;
+    city?: string;
+    country?: string;
+  };
+  metadata?: {
+    [k: string]: string;
+  };
 }
 /**
  * This interface was referenced by `Operations`'s JSON-Schema
@@ -1425,6 +1441,21 @@ export interface PaymentRecord {
 }
 /**
  * This interface was referenced by `Operations`'s JSON-Schema
+ * via the `definition` "SubscriptionList".
+ */
+export interface SubscriptionList {
+  subscriptions: {
+    subscription_id: number | string;
+    order_id: string;
+    status: string;
+    currency: string;
+    amount: number;
+    [k: string]: unknown;
+  }[];
+  next_cursor: string | null;
+}
+/**
+ * This interface was referenced by `Operations`'s JSON-Schema
  * via the `definition` "SubscriptionRecord".
  */
 export interface SubscriptionRecord {
@@ -1451,6 +1482,7 @@ export interface CheckoutParameters {
   sandbox: boolean;
   recurrence?: string;
   duration?: string;
+  startup_fee?: number;
 }
 /**
  * This interface was referenced by `Operations`'s JSON-Schema
@@ -1475,6 +1507,34 @@ export interface CreateCheckoutRequest {
   duration?: string;
   custom_1?: string | null;
   custom_2?: string | null;
+  /**
+   * Also checked: "must have at most 2 decimals".
+   */
+  startup_fee?: number;
+  /**
+   * @maxItems 100
+   */
+  itemList?: {
+    name: string;
+    number: string;
+    quantity: number;
+    /**
+     * Also checked: "must have at most 2 decimals".
+     */
+    unit_amount: number;
+  }[];
+  customer_details?: {
+    first_name?: string;
+    last_name?: string;
+    email?: string;
+    phone?: string;
+    address?: string;
+    city?: string;
+    country?: string;
+  };
+  metadata?: {
+    [k: string]: string;
+  };
 }
 /**
  * This interface was referenced by `Operations`'s JSON-Schema
@@ -1498,6 +1558,30 @@ export interface CheckoutView {
   } | null;
   verified: boolean | null;
   duplicate_payment_ids: string[];
+  item_list:
+    | {
+        name: string;
+        number: string;
+        quantity: number;
+        unit_amount: number;
+      }[]
+    | null;
+  custom_1: string | null;
+  custom_2: string | null;
+  customer_details: {
+    first_name?: string;
+    last_name?: string;
+    email?: string;
+    phone?: string;
+    address?: string;
+    city?: string;
+    country?: string;
+  } | null;
+  metadata: {
+    [k: string]: string;
+  } | null;
+  startup_fee: number | null;
+  next_installment: string | null;
   updated_at: string;
 }
 /**
@@ -1516,6 +1600,22 @@ export interface OrderList {
     amount: number | null;
     payment_id: number | string | null;
     subscription_id: number | string | null;
+    custom_1: string | null;
+    custom_2: string | null;
+    customer_details: {
+      first_name?: string;
+      last_name?: string;
+      email?: string;
+      phone?: string;
+      address?: string;
+      city?: string;
+      country?: string;
+    } | null;
+    metadata: {
+      [k: string]: string;
+    } | null;
+    startup_fee: number | null;
+    next_installment: string | null;
     created_at: string;
     updated_at: string;
   }[];

@@ -3,24 +3,23 @@ import '#lib/gateway/connect-at-start.ts';
 import { ok } from '#lib/envelope/envelope.ts';
 import { payHereFromEnvironment } from '#lib/gateway/index.ts';
 import { route } from '#lib/http/route.ts';
-import { visibleTo } from '#lib/orders/access.ts';
-import { ownershipFromEnvironment } from '#lib/orders/from-environment.ts';
+import { subscriptionListsFromEnvironment } from '#lib/orders/from-environment.ts';
 import { sharedReadsFromEnvironment } from '#lib/reads/from-environment.ts';
 import { ageHeaders } from '#lib/reads/shared-reads.ts';
+import { SubscriptionsQuery } from '#lib/schemas/orders.ts';
 
-const reads = sharedReadsFromEnvironment(payHereFromEnvironment());
-const ownership = ownershipFromEnvironment();
+const lists = subscriptionListsFromEnvironment(sharedReadsFromEnvironment(payHereFromEnvironment()));
 
-/** GET /gateway/api/subscriptions: the merchant's subscriptions, or a customer's own (one shared list, filtered). */
+/**
+ * GET /gateway/api/subscriptions: the merchant's subscriptions, or a customer's own, newest first, a
+ * page at a time (`limit`, `cursor`), cut from one shared list of PayHere's.
+ */
 export const handler = route(
-  { name: 'listSubscriptions', scope: 'subscriptions:read' },
-  async ({ caller, deadline }) => {
-    const allowed = await ownership.subscriptions(caller);
-    if (allowed !== 'all' && allowed.size === 0) return ok('Found 0 subscriptions', []);
-    const served = await reads.listSubscriptions(deadline);
-    const { msg, data } = served.answer;
-    if (allowed === 'all') return ok(msg, data, ageHeaders(served));
-    const own = data.filter((subscription) => allowed.has(String(subscription.subscription_id)));
-    return ok(`Found ${own.length} subscriptions`, visibleTo(caller, own), ageHeaders(served));
+  { name: 'listSubscriptions', scope: 'subscriptions:read', query: SubscriptionsQuery },
+  async ({ caller, query, deadline }) => {
+    const found = await lists.list(caller, query, deadline);
+    if ('none' in found) return ok('Found 0 subscriptions', { subscriptions: [], next_cursor: null });
+    const list = found.answer;
+    return ok(`Found ${list.subscriptions.length} subscriptions`, list, ageHeaders(found));
   },
 );

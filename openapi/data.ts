@@ -1,9 +1,11 @@
 import * as z from 'zod/mini';
+import { SubscriptionList } from '../lib/gateway/schemas.ts';
 import { ORDER_KINDS, ORDER_STATES } from '../lib/ledger/model.ts';
 import type { CheckoutParameters, CheckoutView } from '../lib/orders/checkout.ts';
 import type { OrderList } from '../lib/orders/order-lists.ts';
 import type { ReconciliationReport } from '../lib/orders/reconciliation.ts';
 import type { PaymentRefundsView } from '../lib/orders/refund-records.ts';
+import type { SubscriptionList as SubscriptionPage } from '../lib/orders/subscription-lists.ts';
 import { CURRENCIES } from '../lib/schemas/fields.ts';
 
 /**
@@ -33,7 +35,39 @@ export const CheckoutParametersSchema = z.strictObject({
   // Recurring checkouts only: PayHere's SDK takes them with the payment (lib/orders/checkout.ts).
   recurrence: z.optional(z.string()),
   duration: z.optional(z.string()),
+  // A recurring checkout's startup fee, for PayHere's form: the first payment is amount + startup_fee.
+  startup_fee: z.optional(z.number()),
 });
+
+const LineItem = z.strictObject({
+  name: z.string(),
+  number: z.string(),
+  quantity: z.number(),
+  unit_amount: z.number(),
+});
+
+const CustomerDetails = z.strictObject({
+  first_name: z.optional(z.string()),
+  last_name: z.optional(z.string()),
+  email: z.optional(z.string()),
+  phone: z.optional(z.string()),
+  address: z.optional(z.string()),
+  city: z.optional(z.string()),
+  country: z.optional(z.string()),
+});
+
+/** What a back office reads of an order besides its state (lib/orders/checkout.ts OrderDetailsView). */
+const details = {
+  custom_1: z.nullable(z.string()),
+  custom_2: z.nullable(z.string()),
+  // Personal data: shown to the merchant and the order's own customer only.
+  customer_details: z.nullable(CustomerDetails),
+  // The merchant's own: null to a customer.
+  metadata: z.nullable(z.record(z.string(), z.string())),
+  startup_fee: amount,
+  // YYYY-MM-DD, from PayHere's notification of the last installment its records confirmed.
+  next_installment: z.nullable(z.string()),
+};
 
 export const Card = z.strictObject({
   method: z.nullable(z.string()),
@@ -56,6 +90,8 @@ export const CheckoutViewSchema = z.strictObject({
   verified: z.nullable(z.boolean()),
   // Payments of the order besides payment_id that no charge of the service owns: possibly paid twice.
   duplicate_payment_ids: z.array(z.string()),
+  item_list: z.nullable(z.array(LineItem)),
+  ...details,
   updated_at: z.string(),
 });
 
@@ -73,10 +109,17 @@ export const OrderListSchema = z.strictObject({
       amount,
       payment_id: gatewayId,
       subscription_id: gatewayId,
+      ...details,
       created_at: z.string(),
       updated_at: z.string(),
     }),
   ),
+  next_cursor: z.nullable(z.string()),
+});
+
+/** listSubscriptions: a page of PayHere's subscription records, newest first, and the cursor of the next page. */
+export const SubscriptionListSchema = z.strictObject({
+  subscriptions: SubscriptionList,
   next_cursor: z.nullable(z.string()),
 });
 
@@ -207,6 +250,9 @@ const listDescribed: Same<keyof z.infer<typeof OrderListSchema>, keyof OrderList
   Same<keyof z.infer<typeof OrderListSchema>['orders'][number], keyof OrderList['orders'][number]> &
   (z.infer<typeof OrderListSchema> extends OrderList ? true : false) = true;
 void listDescribed;
+const subscriptionsDescribed: Same<keyof z.infer<typeof SubscriptionListSchema>, keyof SubscriptionPage> =
+  true;
+void subscriptionsDescribed;
 const refundsDescribed: Same<keyof z.infer<typeof PaymentRefundsSchema>, keyof PaymentRefundsView> &
   Same<
     keyof z.infer<typeof PaymentRefundsSchema>['refunds'][number],

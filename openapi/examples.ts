@@ -76,6 +76,19 @@ const checkoutRequest = {
   items: 'Door bell',
   currency: 'LKR',
   amount: 1000,
+  itemList: [{ name: 'Door bell', number: 'DB-1', quantity: 1, unit_amount: 1000 }],
+  customer_details: { first_name: 'Saman', last_name: 'Perera', email: 'saman@example.com' },
+  metadata: { crm_id: 'C-1042' },
+};
+const recurringRequest = {
+  kind: 'recurring',
+  order_id: 'Gym-2002',
+  items: 'Gym membership',
+  currency: 'LKR',
+  amount: 2500,
+  recurrence: '1 Month',
+  duration: '1 Year',
+  startup_fee: 1000,
 };
 const checkoutParameters = {
   order_id: checkoutRequest.order_id,
@@ -240,6 +253,10 @@ const report: ReconciliationReport = {
     },
   ],
 };
+/** PayHere's list as listSubscriptions answers it: one page, the last. */
+function subscriptionPage(found: { status: number; msg: string; data: unknown }) {
+  return { ...found, data: { subscriptions: found.data, next_cursor: null } };
+}
 
 export const EXAMPLES = {
   charge: {
@@ -267,7 +284,7 @@ export const EXAMPLES = {
       data: [],
     },
   },
-  listSubscriptions: { found: state.listSubscriptions() },
+  listSubscriptions: { found: subscriptionPage(state.listSubscriptions()) },
   getSubscription: { id: SEED.subscriptions.active, found: state.getSubscription(SEED.subscriptions.active) },
   subscriptionPayments: {
     id: SEED.subscriptions.active,
@@ -276,9 +293,26 @@ export const EXAMPLES = {
   retrySubscription: { id: SEED.subscriptions.failed, retried: state.retry(SEED.subscriptions.failed) },
   cancelSubscription: { id: SEED.subscriptions.active, cancelled: state.cancel(SEED.subscriptions.active) },
   createCheckout: {
-    requests: { payment: checkoutRequest, preapproval: preapprovalRequest },
+    requests: { payment: checkoutRequest, preapproval: preapprovalRequest, recurring: recurringRequest },
     created: ok('Checkout created', checkoutParameters),
     again: ok('Checkout already exists', checkoutParameters),
+    recurring: ok('Checkout created', {
+      ...checkoutParameters,
+      order_id: recurringRequest.order_id,
+      kind: 'recurring',
+      items: recurringRequest.items,
+      amount: recurringRequest.amount,
+      hash: checkoutHash({
+        merchantId: SANDBOX_CREDENTIALS.merchantId,
+        merchantSecret: SANDBOX_CREDENTIALS.merchantSecret,
+        orderId: recurringRequest.order_id,
+        amountCents: recurringRequest.amount * 100,
+        currency: 'LKR',
+      }),
+      recurrence: recurringRequest.recurrence,
+      duration: recurringRequest.duration,
+      startup_fee: recurringRequest.startup_fee,
+    }),
     preapproval: ok('Checkout created', {
       ...checkoutParameters,
       order_id: preapprovalOrder,
@@ -310,6 +344,13 @@ export const EXAMPLES = {
       card: null,
       verified: null,
       duplicate_payment_ids: [],
+      item_list: [{ name: 'Door bell', number: 'DB-1', quantity: 1, unit_amount: 1000 }],
+      custom_1: null,
+      custom_2: null,
+      customer_details: { first_name: 'Saman', last_name: 'Perera', email: 'saman@example.com' },
+      metadata: { crm_id: 'C-1042' },
+      startup_fee: null,
+      next_installment: null,
       updated_at: '2026-01-15T04:30:00.000Z',
     }),
     savedCard: ok(`Order ${preapprovalOrder}`, {
@@ -326,6 +367,13 @@ export const EXAMPLES = {
       card: { method: 'VISA', card_no: '************1234', card_expiry: '12/29' },
       verified: null,
       duplicate_payment_ids: [],
+      item_list: null,
+      custom_1: null,
+      custom_2: null,
+      customer_details: null,
+      metadata: null,
+      startup_fee: null,
+      next_installment: null,
       updated_at: '2026-01-15T04:31:12.000Z',
     }),
     unverifiedHold: ok('Order Hold-3001', {
@@ -342,6 +390,13 @@ export const EXAMPLES = {
       card: { method: 'VISA', card_no: '************1234', card_expiry: '12/27' },
       verified: false,
       duplicate_payment_ids: [],
+      item_list: null,
+      custom_1: null,
+      custom_2: null,
+      customer_details: null,
+      metadata: null,
+      startup_fee: null,
+      next_installment: null,
       updated_at: '2026-01-15T04:32:40.000Z',
     }),
   },
@@ -359,6 +414,12 @@ export const EXAMPLES = {
           amount: 250,
           payment_id: 320040000012,
           subscription_id: null,
+          custom_1: 'ride-88',
+          custom_2: null,
+          customer_details: { first_name: 'Alice', email: 'alice@example.com' },
+          metadata: { crm_id: 'C-2001' },
+          startup_fee: null,
+          next_installment: null,
           created_at: '2026-01-15T04:31:02.000Z',
           updated_at: '2026-01-15T04:31:03.000Z',
         },
@@ -373,6 +434,12 @@ export const EXAMPLES = {
           amount: 1000,
           payment_id: 320040000011,
           subscription_id: null,
+          custom_1: null,
+          custom_2: null,
+          customer_details: null,
+          metadata: null,
+          startup_fee: null,
+          next_installment: null,
           created_at: '2026-01-15T04:30:00.000Z',
           updated_at: '2026-01-15T04:31:12.000Z',
         },

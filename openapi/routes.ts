@@ -21,7 +21,7 @@ import { CaptureRequest } from '../lib/schemas/capture.ts';
 import { ChargeRequest } from '../lib/schemas/charge.ts';
 import { CheckoutRequest } from '../lib/schemas/checkout.ts';
 import { Notification } from '../lib/schemas/notification.ts';
-import { OrdersQuery } from '../lib/schemas/orders.ts';
+import { OrdersQuery, SubscriptionsQuery } from '../lib/schemas/orders.ts';
 import { CheckoutPath, OrderPath, PaymentPath, SubscriptionPath } from '../lib/schemas/paths.ts';
 import { RefundRequest } from '../lib/schemas/refund.ts';
 import { ReconciliationQuery } from '../lib/schemas/reports.ts';
@@ -32,6 +32,7 @@ import {
   PaymentRefundsSchema,
   ReconciliationReportSchema,
   RefundAnswer,
+  SubscriptionListSchema,
 } from './data.ts';
 import { EXAMPLES } from './examples.ts';
 
@@ -177,7 +178,9 @@ export const ROUTE_TABLE = {
       'order the merchant priced for it (a `charge` checkout) at exactly that price. An order has at most one ' +
       'successful, pending or unknown payment.\n\n' +
       'PayHere does not deduplicate: a repeat with the same Idempotency-Key never charges again, and a charge whose ' +
-      "answer was lost is settled from the order's payments.",
+      "answer was lost is settled from the order's payments.\n\n" +
+      '`itemList`, `custom_1/2`, `customer_details` and `metadata` are kept on the order (getCheckout shows them); ' +
+      "`customer_details` and `metadata` (the merchant's own, refused from a customer) are never sent to PayHere.",
     scope: 'payments:charge',
     body: ChargeRequest,
     bodyExamples: [
@@ -318,18 +321,29 @@ export const ROUTE_TABLE = {
     path: '/gateway/api/subscriptions',
     tag: 'Subscriptions',
     summary: 'List subscriptions',
-    description: "The merchant's subscriptions, or a customer's own; `msg` is `Found <n> subscriptions`.",
+    description:
+      "The merchant's subscriptions, or a customer's own, newest first (by subscription id), a page at a time; " +
+      '`msg` is `Found <n> subscriptions` (this page).\n\n' +
+      '`next_cursor` is null on the last page; otherwise pass it as `cursor` for the next page. A cursor is opaque ' +
+      'and bound to its caller: altered, or used by another caller, it is refused (400). PayHere answers its list ' +
+      'only whole: one fetch of it is kept as a snapshot that every page of a listing is cut from (for 10 minutes), ' +
+      'so its pages cost PayHere one call, and `Age` says how old the snapshot is. Each subscription is listed once ' +
+      'across the pages of a listing.',
     scope: 'subscriptions:read',
+    queryParameters: SubscriptionsQuery,
+    queryDescriptions: {
+      limit: 'Subscriptions per page, 1 to 100; 100 when not given.',
+      cursor: "The last page's `next_cursor`.",
+    },
+    queryExample: { limit: '20' },
     upstream: 'payhere',
     shared: true,
     answers: [
-      ok('The subscription records.', { listOf: SubscriptionRecord }, [
+      ok('A page of subscription records.', SubscriptionListSchema, [
         { summary: 'Found', value: EXAMPLES.listSubscriptions.found },
       ]),
     ],
-    invalid: new InvalidRequestError([
-      { path: 'body', message: 'must be empty: this route takes no request body' },
-    ]),
+    invalid: invalid(SubscriptionsQuery, { limit: '101' }, 'query'),
     failures: [],
   },
   getSubscription: {
@@ -446,13 +460,18 @@ export const ROUTE_TABLE = {
     body: CheckoutRequest,
     bodyRules:
       '`amount` is required except for `preapproval`; `recurrence` and `duration` are required for `recurring` and ' +
-      'allowed only there.',
+      'allowed only there, as is `startup_fee` (charged once, with the first payment: PayHere notifies that payment ' +
+      'as `amount` + `startup_fee`). `itemList` (at most 100 lines), `customer_details` and `custom_1/2` are kept ' +
+      "on the order and shown to the merchant and the order's own customer. `metadata` is the merchant's own: at " +
+      'most 20 keys of 1 to 40 characters of `A-Za-z0-9_.:-`, each value a string of at most 255 characters; ' +
+      'never sent to PayHere, never shown to a customer, refused (400) from a customer.',
     bodyExamples: [
       { summary: 'A payment checkout (the merchant)', value: EXAMPLES.createCheckout.requests.payment },
       {
         summary: "Save a card (a customer's pre-approval)",
         value: EXAMPLES.createCheckout.requests.preapproval,
       },
+      { summary: 'A subscription with a startup fee', value: EXAMPLES.createCheckout.requests.recurring },
     ],
     createsOrders: true,
     upstream: 'ledger',
@@ -465,6 +484,7 @@ export const ROUTE_TABLE = {
         examples: [
           { summary: 'Payment checkout', value: EXAMPLES.createCheckout.created },
           { summary: 'Pre-approval', value: EXAMPLES.createCheckout.preapproval },
+          { summary: 'Subscription with a startup fee', value: EXAMPLES.createCheckout.recurring },
         ],
       },
       ok('The same order was created before: the same parameters.', CheckoutParametersSchema, [
@@ -513,7 +533,10 @@ export const ROUTE_TABLE = {
       '`subscription_id` only for a subscription; `card` is masked as PayHere sends it. `verified` (holds only): ' +
       "whether the hold's token is proven (placed through the charge route, or used by a capture or release " +
       'through the service) or known only from a notification, which anyone holding one genuine notification ' +
-      'could have altered: check an unverified hold before shipping goods (a capture proves it).',
+      'could have altered: check an unverified hold before shipping goods (a capture proves it).\n\n' +
+      'What the order keeps for a back office: `item_list`, `customer_details` and `custom_1/2` given at checkout ' +
+      "or charge; `metadata`, the merchant's own (null to a customer); a subscription's `startup_fee` and " +
+      "`next_installment` (`YYYY-MM-DD`, from PayHere's notification of the last installment its records confirmed).",
     scope: 'payments:read',
     pathParameters: CheckoutPath,
     pathDescription: 'The order id: 1 to 64 printable characters.',
@@ -542,7 +565,8 @@ export const ROUTE_TABLE = {
       'page. A cursor is opaque and bound to its filters and caller: altered, or used with other filters or by ' +
       'another caller, it is refused (400). A page may hold fewer than `limit` orders and still have a next one ' +
       "when filters drop many. `status` is the ledger's state, as `status` filters it; `charge_in_flight` says a " +
-      'charge of the order is in flight (getCheckout shows such an order `pending`).',
+      'charge of the order is in flight (getCheckout shows such an order `pending`). Each order carries what ' +
+      'getCheckout shows a back office but its `item_list` (`metadata` null to a customer).',
     scope: 'payments:read',
     queryParameters: OrdersQuery,
     queryDescriptions: {

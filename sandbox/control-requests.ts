@@ -37,6 +37,8 @@ const checkoutSchema = z.strictObject({
   custom_2: optionalText,
   recurrence: z.optional(z.string()),
   duration: z.optional(z.string()),
+  // A subscription's fee charged once, with its first payment (not covered by the hash).
+  startup_fee: z.optional(z.number()),
   // The JavaScript SDK's flag for PayHere's sandbox; this one is always a sandbox.
   sandbox: z.optional(z.boolean()),
   delivery: z.optional(deliverySchema),
@@ -125,6 +127,9 @@ export function verifyCheckout(body: unknown, merchant: Signer): Result<Checkout
   }
   if (recurring ? !isDuration(checkout.duration ?? '') : checkout.duration !== undefined) {
     return refused('Invalid request parameter: duration');
+  }
+  if (checkout.startup_fee !== undefined && (!recurring || !isValidAmount(checkout.startup_fee))) {
+    return refused('Invalid request parameter: startup_fee');
   }
   if (recurring && checkout.outcome === 'pending') {
     return refused('A recurring checkout cannot end pending: its first installment is charged at once');

@@ -17,6 +17,11 @@ export function centsOf(amount: number): number {
   return Math.round(amount * 100);
 }
 
+/** Two amounts added in whole cents (1000 + 0.1 is 1000.1, not a binary near miss). */
+export function addAmounts(a: number, b: number): number {
+  return (centsOf(a) + centsOf(b)) / 100;
+}
+
 /** Notifications and signatures carry amounts with exactly two decimals. */
 export function formatAmount(amount: number): string {
   return amount.toFixed(2);

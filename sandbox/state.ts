@@ -5,7 +5,7 @@
 // transition to deliver, after answering.
 import { ChargeBook, type PendingChargeView } from './charge-book.ts';
 import type { CheckoutKind, CheckoutOutcome, CheckoutRequest, Result } from './control-requests.ts';
-import { centsOf, isValidAmount } from './money.ts';
+import { addAmounts, centsOf, isValidAmount } from './money.ts';
 import type { Notification } from './notifications.ts';
 import { failed, ok, PaymentBook, type StateOptions } from './payment-book.ts';
 import type { Envelope, RefundStatus } from './records.ts';
@@ -181,6 +181,8 @@ export class GatewayState {
     };
 
     if (checkout.kind === 'recurring') {
+      // The first payment carries the startup fee; the installments after it do not.
+      notification.amount = addAmounts(amount, checkout.startup_fee ?? 0);
       const subscription = succeeded ? this.#subscriptions.add(checkout, payer, paymentId) : undefined;
       result.subscription_id = subscription?.record.subscription_id ?? null;
       notification.subscription = subscription

@@ -1,5 +1,5 @@
 import { type CheckoutRequest, type Result, refused } from './control-requests.ts';
-import { amountDetail } from './money.ts';
+import { addAmounts, amountDetail } from './money.ts';
 import {
   type MessageType,
   type Notification,
@@ -246,19 +246,22 @@ export class SubscriptionBook {
       custom2: checkout.custom_2 ?? null,
     });
     this.#subscriptions.set(id, subscription);
-    this.#payInstallment(subscription, paymentId);
+    this.#payInstallment(subscription, paymentId, addAmounts(amount, checkout.startup_fee ?? 0));
     return subscription;
   }
 
-  /** One more payment of the subscription; after the last its terms allow, it is COMPLETED. */
-  #payInstallment(subscription: StoredSubscription, paymentId: number): void {
+  /**
+   * One more payment of the subscription (of `amount`: the first carries the startup fee); after
+   * the last its terms allow, it is COMPLETED.
+   */
+  #payInstallment(subscription: StoredSubscription, paymentId: number, amount?: number): void {
     const { record } = subscription;
     this.#payments.addPayment({
       paymentId,
       orderId: record.order_id,
       description: record.description,
       currency: record.currency,
-      amount: record.amount,
+      amount: amount ?? record.amount,
       payer: subscription.payer,
       items: record.items,
       subscriptionId: record.subscription_id,

@@ -85,8 +85,13 @@ export interface TransportOptions {
   now?: () => number;
 }
 
-/** Answers larger than this are abandoned: no PayHere answer comes close. */
-const MAX_RESPONSE_BYTES = 4 * 1024 * 1024;
+/**
+ * Answers larger than this are abandoned. Every PayHere answer is one order's, one payment's or one
+ * subscription's, but one: its list of every subscription grows with the merchant and comes whole
+ * (PayHere does not page it), so this is sized for a merchant with tens of thousands of them, read
+ * once per listing and paged by the service (docs/contract.md "Subscription lists").
+ */
+const MAX_RESPONSE_BYTES = 16 * 1024 * 1024;
 
 function statusMetric(status: number): CountMetric {
   if (status === 429) return 'UpstreamStatus429';

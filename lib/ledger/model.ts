@@ -28,15 +28,56 @@ export interface Price {
   amountCents: number | null;
 }
 
-export interface Order extends Price {
+/** One line of what an order sells, as PayHere's charge takes its `itemList`. */
+export interface LineItem {
+  name: string;
+  number: string;
+  quantity: number;
+  unit_amount: number;
+}
+
+/**
+ * The customer's personal fields as PayHere's checkout form takes them. Personal data: shown only
+ * to the merchant and the order's own customer, never logged (lib/log/redact.ts).
+ */
+export interface CustomerDetails {
+  first_name?: string;
+  last_name?: string;
+  email?: string;
+  phone?: string;
+  address?: string;
+  city?: string;
+  country?: string;
+}
+
+/** What a back office keeps of an order besides its price: given at checkout or charge, never sent to PayHere but `custom_1/2`. */
+export interface OrderDetails {
+  custom1: string | null;
+  custom2: string | null;
+  /** The line items given at checkout or charge; null when none were. */
+  lineItems: LineItem[] | null;
+  customerDetails: CustomerDetails | null;
+  /** The merchant's own key/value pairs (lib/schemas/fields.ts bounds them); null when none. */
+  metadata: Record<string, string> | null;
+}
+
+export interface Order extends Price, OrderDetails {
   orderId: string;
   owner: string;
   kind: OrderKind;
   state: OrderState;
-  custom1: string | null;
-  custom2: string | null;
   recurrence: string | null;
   duration: string | null;
+  /**
+   * A recurring order's startup fee in cents, charged once with the first payment (PayHere's
+   * `startup_fee`): that payment is `amountCents` + this; null when none.
+   */
+  startupFeeCents: number | null;
+  /**
+   * A recurring order's next installment date (`YYYY-MM-DD`, PayHere's `item_rec_date_next`), from
+   * the notification of an installment PayHere's records confirmed; null when unknown or none is due.
+   */
+  nextInstallment: string | null;
   paymentId: string | null;
   customerToken: string | null;
   authorizationToken: string | null;
@@ -123,6 +164,8 @@ export interface OrderMove {
   subscriptionId?: string;
   card?: Card;
   holdVerified?: boolean;
+  /** A subscription's next installment date, from the notification of its first payment PayHere's records confirmed. */
+  nextInstallment?: string;
   /** A success PayHere's records do not show yet: kept as reported, and settled by `settleAt`. */
   report?: { paymentId: string | null; subscriptionId: string | null; at: number; settleAt: number };
   /** The report is settled (confirmed, or refuted by the settle job): cleared. */
@@ -174,6 +217,7 @@ export type NewOrder = Omit<
   | 'paymentsCopy'
   | 'failedAttempts'
   | 'duplicatePayments'
+  | 'nextInstallment'
 >;
 
 /** How a charge wants to take an order's payment slot (see claimCharge). */
@@ -186,6 +230,10 @@ export interface ChargeClaim {
   price: Price;
   custom1: string | null;
   custom2: string | null;
+  /** Kept, with `custom1/2`, on an order the charge creates or prices (not one the merchant priced for a customer). */
+  lineItems?: LineItem[] | null;
+  customerDetails?: CustomerDetails | null;
+  metadata?: Record<string, string> | null;
   slot: Omit<ChargeSlot, 'inflight' | 'nothingAt'>;
   /**
    * Epoch ms: when the settle job looks at the order if the charge's request has not finished it

@@ -1,6 +1,8 @@
 import type { AttributeValue } from '../dynamodb/index.ts';
 import {
   type Card,
+  type CustomerDetails,
+  type LineItem,
   ORDER_KINDS,
   ORDER_STATES,
   type Order,
@@ -37,6 +39,11 @@ export const ATTRIBUTES = [
   'amount',
   'custom1',
   'custom2',
+  'lineItems',
+  'customerDetails',
+  'metadata',
+  'startupFee',
+  'nextInstallment',
   'inflight',
   'chargeKey',
   'chargeSentAt',
@@ -99,6 +106,11 @@ export function toOrderItem(order: Order): Record<string, AttributeValue> {
     ...(order.amountCents === null ? {} : { amount: number(order.amountCents) }),
     ...optional('custom1', order.custom1),
     ...optional('custom2', order.custom2),
+    ...optional('lineItems', jsonOrNull(order.lineItems)),
+    ...optional('customerDetails', jsonOrNull(order.customerDetails)),
+    ...optional('metadata', jsonOrNull(order.metadata)),
+    ...(order.startupFeeCents === null ? {} : { startupFee: number(order.startupFeeCents) }),
+    ...optional('nextInstallment', order.nextInstallment),
     ...optional('recurrence', order.recurrence),
     ...optional('duration', order.duration),
     ...optional('customerToken', order.customerToken),
@@ -133,8 +145,13 @@ export function fromOrderItem(item: Record<string, AttributeValue>): Order {
     amountCents: optionalNumber(item, 'amount'),
     custom1: optionalText(item, 'custom1'),
     custom2: optionalText(item, 'custom2'),
+    lineItems: jsonOf<LineItem[]>(item, 'lineItems'),
+    customerDetails: jsonOf<CustomerDetails>(item, 'customerDetails'),
+    metadata: jsonOf<Record<string, string>>(item, 'metadata'),
     recurrence: optionalText(item, 'recurrence'),
     duration: optionalText(item, 'duration'),
+    startupFeeCents: optionalNumber(item, 'startupFee'),
+    nextInstallment: optionalText(item, 'nextInstallment'),
     paymentId: optionalText(item, 'paymentId'),
     customerToken: optionalText(item, 'customerToken'),
     authorizationToken: optionalText(item, 'authorizationToken'),
@@ -170,6 +187,16 @@ export function fromOrderItem(item: Record<string, AttributeValue>): Order {
       }),
     ),
   };
+}
+
+/** A back-office field as the item keeps it: JSON text, absent when there is none. */
+export function jsonOrNull(value: object | null): string | null {
+  return value === null ? null : JSON.stringify(value);
+}
+
+function jsonOf<T>(item: Record<string, AttributeValue>, name: string): T | null {
+  const value = optionalText(item, name);
+  return value === null ? null : (JSON.parse(value) as T);
 }
 
 export function paymentsCopyOf(item: Record<string, AttributeValue>): PaymentsCopy | null {

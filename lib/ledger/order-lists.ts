@@ -42,6 +42,13 @@ export const LISTED_ATTRIBUTES = [
   'inflight',
   'createdAt',
   'updatedAt',
+  // What a back office reads of each order, but its line items (up to 100 lines: getCheckout shows them).
+  'custom1',
+  'custom2',
+  'customerDetails',
+  'metadata',
+  'startupFee',
+  'nextInstallment',
 ] as const;
 
 /** Where a list is read from: one partition of one index. */

@@ -17,7 +17,16 @@ import type {
   UnmatchedNotification,
 } from './model.ts';
 import { type KeptNotification, LedgerNotifications } from './notifications.ts';
-import { fromOrderItem, LISTED, listedAt, namesIn, orderKey, toOrderItem, valuesIn } from './order-item.ts';
+import {
+  fromOrderItem,
+  jsonOrNull,
+  LISTED,
+  listedAt,
+  namesIn,
+  orderKey,
+  toOrderItem,
+  valuesIn,
+} from './order-item.ts';
 import { LedgerOrderLists, type OrderListPage, type OrderListQuery } from './order-lists.ts';
 import { LedgerReferences } from './references.ts';
 import { LedgerRefunds, type PaymentRefunds, type RefundRecord, type RefundSlot } from './refunds.ts';
@@ -126,6 +135,7 @@ export class LedgerStore extends LedgerTable {
       paymentsCopy: null,
       failedAttempts: {},
       duplicatePayments: [],
+      nextInstallment: null,
     };
     const written = await this.conditional(
       new PutItemCommand({
@@ -175,10 +185,21 @@ export class LedgerStore extends LedgerTable {
     const creates =
       '#orderId = :orderId, #owner = if_not_exists(#owner, :owner), #kind = if_not_exists(#kind, :kind), ' +
       '#listed = :listed, #listedAt = if_not_exists(#listedAt, :listedAt)';
-    const prices =
+    // The back office's line items, customer details and metadata go with the price, when the
+    // charge gives them (an order's checkout may have given them before).
+    let prices =
       '#items = :items, #currency = :currency, #amount = :amount, #custom1 = :custom1, #custom2 = :custom2';
     values[':custom1'] = nullableString(claim.custom1);
     values[':custom2'] = nullableString(claim.custom2);
+    for (const [name, value] of [
+      ['lineItems', claim.lineItems],
+      ['customerDetails', claim.customerDetails],
+      ['metadata', claim.metadata],
+    ] as const) {
+      if (value === undefined || value === null) continue;
+      prices += `, #${name} = :${name}`;
+      values[`:${name}`] = { S: jsonOrNull(value)! };
+    }
     values[':kind'] = { S: claim.kind };
     if (claim.rule !== 'customer-priced') {
       // A new order joins the order lists at its creation (order-lists.ts); an existing one keeps its place.
@@ -302,6 +323,7 @@ export class LedgerStore extends LedgerTable {
     if (move.subscriptionId) put('subscriptionId', { S: move.subscriptionId });
     if (move.card) put('card', { S: JSON.stringify(move.card) });
     if (move.holdVerified !== undefined) put('holdVerified', { BOOL: move.holdVerified });
+    if (move.nextInstallment) put('nextInstallment', { S: move.nextInstallment });
     if (move.report) {
       put('reportedAt', number(move.report.at));
       if (move.report.paymentId) put('reportedPaymentId', { S: move.report.paymentId });
@@ -328,14 +350,27 @@ export class LedgerStore extends LedgerTable {
    * Record the installments PayHere's payments of the order's subscription show as paid (only
    * upwards), clearing a report of them.
    */
-  async confirmInstallments(orderId: string, installmentsPaid: number): Promise<boolean> {
+  async confirmInstallments(
+    orderId: string,
+    installmentsPaid: number,
+    nextInstallment?: string | null,
+  ): Promise<boolean> {
+    // The next installment's date goes with the installment that brought it (null: none is due).
+    const next =
+      nextInstallment === undefined
+        ? { set: '', remove: '' }
+        : nextInstallment === null
+          ? { set: '', remove: ', #nextInstallment' }
+          : { set: ', #nextInstallment = :next', remove: '' };
     const update =
-      'SET #updatedAt = :now, #installmentsPaid = :installments REMOVE #reportedInstallmentsPaid';
+      `SET #updatedAt = :now, #installmentsPaid = :installments${next.set} ` +
+      `REMOVE #reportedInstallmentsPaid${next.remove}`;
     const condition =
       'attribute_exists(pk) AND (attribute_not_exists(#installmentsPaid) OR #installmentsPaid < :installments)';
     return this.#updateOrder(orderId, update, condition, {
       ':now': number(this.now()),
       ':installments': number(installmentsPaid),
+      ...(typeof nextInstallment === 'string' ? { ':next': { S: nextInstallment } } : {}),
     });
   }
 

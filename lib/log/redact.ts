@@ -1,7 +1,8 @@
 /**
  * What the log must never hold, removed from every line however it got there: by field name
- * (secrets, tokens, bodies) and by the look of a value (bearer tokens, JWTs, card numbers,
- * emails, phone numbers). Field names come first because a UUID token looks like any UUID.
+ * (secrets, tokens, bodies, a customer's personal fields, the merchant's metadata) and by the look
+ * of a value (bearer tokens, JWTs, card numbers, emails, phone numbers). Field names come first
+ * because a UUID token looks like any UUID.
  */
 
 const REDACTED = '[redacted]';
@@ -16,6 +17,21 @@ const BODY_NAMES = new Set(['body', 'rawbody', 'requestbody', 'responsebody']);
 const CARD_NAMES = new Set(['cardno', 'cardnumber', 'pan']);
 const EMAIL_NAMES = new Set(['email', 'emailaddress']);
 const PHONE_NAMES = new Set(['phone', 'mobile', 'telephone', 'phonenumber']);
+/**
+ * A customer's personal fields (an order's `customer_details`, PayHere's checkout form and
+ * notifications) and the merchant's own `metadata`, which may hold anything: never in a log.
+ */
+const PERSONAL_NAMES = new Set([
+  'customerdetails',
+  'firstname',
+  'lastname',
+  'cardholdername',
+  'address',
+  'deliveryaddress',
+  'city',
+  'deliverycity',
+  'metadata',
+]);
 
 const CREDENTIAL = /\b(Bearer|Basic)\s+[A-Za-z0-9._~+/=-]+/gi;
 const JWT = /\beyJ[A-Za-z0-9_-]*\.[A-Za-z0-9_-]+\.[A-Za-z0-9_-]*/g;
@@ -60,7 +76,8 @@ export function redactText(text: string): string {
 function redactField(name: string, value: unknown, depth: number): unknown {
   const key = name.toLowerCase().replace(/[^a-z0-9]/g, '');
   if (value === null || value === undefined) return value;
-  if (BODY_NAMES.has(key) || (SECRET_NAME.test(key) && !PUBLIC_NAMES.has(key))) return REDACTED;
+  if (BODY_NAMES.has(key) || PERSONAL_NAMES.has(key) || (SECRET_NAME.test(key) && !PUBLIC_NAMES.has(key)))
+    return REDACTED;
   if (typeof value === 'string') {
     if (CARD_NAMES.has(key)) return maskCard(value);
     if (EMAIL_NAMES.has(key)) return maskEmail(value).includes('***') ? maskEmail(value) : REDACTED;

@@ -11,7 +11,13 @@ import { describeError, log } from '../log/log.ts';
 import { countMetric } from '../log/metrics.ts';
 import { maskCard } from '../log/redact.ts';
 import type { Confirmations } from '../orders/confirmations.ts';
-import { type Applied, applyEvidence, type Evidence, type Recorded } from '../orders/evidence.ts';
+import {
+  type Applied,
+  applyEvidence,
+  type Evidence,
+  notifiedAmountFits,
+  type Recorded,
+} from '../orders/evidence.ts';
 import { sameTerms, termsOf } from '../orders/terms.ts';
 import { forgetWithin, type ReadInvalidation } from '../reads/invalidation.ts';
 import type { Notification } from '../schemas/notification.ts';
@@ -111,6 +117,7 @@ const ACTED_ON = [
   'item_recurrence',
   'item_duration',
   'item_rec_install_paid',
+  'item_rec_date_next',
   'method',
   'card_no',
   'card_expiry',
@@ -242,8 +249,7 @@ export class NotificationReceiver {
     deadline: number,
   ): Promise<Outcome | 'raced'> {
     if (!order) return this.#unmatched('unknown_order', notification);
-    const amountMatches =
-      order.amountCents === null || cents(notification.payhere_amount) === order.amountCents;
+    const amountMatches = notifiedAmountFits(order, cents(notification.payhere_amount));
     if (notification.payhere_currency !== order.currency || !amountMatches) {
       return this.#unmatched('amount_mismatch', notification);
     }
@@ -328,7 +334,12 @@ export class NotificationReceiver {
       if (found === 'other_terms') return 'terms_mismatch';
       if (typeof found === 'object' && (await this.#ledger.link('subscription', subscriptionId, reference))) {
         await this.#ledger.addSubscription(order.owner, subscriptionId);
-        return { evidence: 'records_show_subscription', recorded: { subscriptionId } };
+        // The first payment's notification, the subscription confirmed: its next installment's date.
+        const next = nextInstallmentOf(notification);
+        return {
+          evidence: 'records_show_subscription',
+          recorded: { subscriptionId, ...(next ? { nextInstallment: next } : {}) },
+        };
       }
       const report = { paymentId: null, subscriptionId, at: reportedAt, settleAt };
       return { evidence: 'notified_success', recorded: { report } };
@@ -493,8 +504,16 @@ export class NotificationReceiver {
       ? await this.#confirmations.installmentsPaid(order, subscriptionId, deadline)
       : undefined;
     if (paid !== undefined) {
-      if (await this.#ledger.confirmInstallments(order.orderId, paid)) {
-        auditNotification(order, { outcome: 'recorded', subscriptionId, installmentsPaid: paid });
+      // Unsigned, so taken only with an installment PayHere's records confirm: a replay that
+      // changes it alone changes nothing.
+      const next = nextInstallmentOf(notification);
+      if (await this.#ledger.confirmInstallments(order.orderId, paid, next)) {
+        auditNotification(order, {
+          outcome: 'recorded',
+          subscriptionId,
+          installmentsPaid: paid,
+          nextInstallment: next ?? null,
+        });
         await this.#forget(order.orderId, subscriptionId);
       }
       return;
@@ -578,6 +597,18 @@ function auditNotification(
     kind: order.kind,
     ...change,
   });
+}
+
+/**
+ * The next installment's date a subscription's notification gives (`item_rec_date_next`): a date,
+ * null when it is empty (nothing more falls due), undefined when absent or not a date.
+ */
+function nextInstallmentOf(notification: Notification): string | null | undefined {
+  const next = notification.item_rec_date_next;
+  if (next === undefined) return undefined;
+  if (next === '') return null;
+  const date = /^([0-9]{4}-[0-9]{2}-[0-9]{2})(?:[ T][0-9:]{5,8})?$/.exec(next)?.[1];
+  return date !== undefined && !Number.isNaN(Date.parse(date)) ? date : undefined;
 }
 
 /** The card as PayHere sends it (already masked), for the order's owner to recognise. */

@@ -1,4 +1,4 @@
-import { GatewayUnavailableError, NotFoundError, notSent } from '../envelope/errors.ts';
+import { GatewayUnavailableError, InvalidRequestError, NotFoundError, notSent } from '../envelope/errors.ts';
 import type { Order, Reference, ReferenceKind } from '../ledger/model.ts';
 import type { LedgerStore } from '../ledger/store.ts';
 import { log } from '../log/log.ts';
@@ -113,4 +113,9 @@ export function visibleTo<T>(actor: Actor, value: T): T {
   if (Array.isArray(value)) return value.map((item) => visibleTo(actor, item)) as T;
   if (typeof value !== 'object' || value === null) return value;
   return Object.fromEntries(Object.entries(value).filter(([name]) => !MERCHANT_ONLY.has(name))) as T;
+}
+
+/** Metadata is the merchant's own: a customer's request carrying it is refused, nothing recorded or sent. */
+export function metadataRefused(): InvalidRequestError {
+  return new InvalidRequestError([{ path: 'metadata', message: 'is the merchant’s own: leave it out' }]);
 }

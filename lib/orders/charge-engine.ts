@@ -22,7 +22,7 @@ import { describeError, log } from '../log/log.ts';
 import { countMetric } from '../log/metrics.ts';
 import { forgetWithin, type ReadInvalidation } from '../reads/invalidation.ts';
 import type { ChargeRequest } from '../schemas/charge.ts';
-import { type Actor, countRefusal, Ownership, readLedger, visibleTo } from './access.ts';
+import { type Actor, countRefusal, metadataRefused, Ownership, readLedger, visibleTo } from './access.ts';
 import { NOTIFY_PATH, type OrdersConfig } from './config.ts';
 import { CHARGEABLE, chargeEvidence, chargeMove, type Evidence } from './evidence.ts';
 
@@ -84,7 +84,11 @@ export class ChargeEngine {
 
   async charge(input: ChargeInput): Promise<ChargeAnswer> {
     const { actor, body } = input;
-    const upstream = { ...body, ...this.#notifyUrl(body.notify_url) };
+    // The merchant's metadata and the customer's details are the ledger's, never PayHere's (and
+    // metadata is not a customer's to give).
+    if (body.metadata !== undefined && actor.role === 'customer') throw notSent(metadataRefused());
+    const { metadata: _metadata, customer_details: _details, ...sent } = body;
+    const upstream = { ...sent, ...this.#notifyUrl(body.notify_url) };
     // A customer charges only a card it saved itself (a pre-approval the ledger recorded for it).
     await this.#ownership.require(actor, 'customer_token', body.customer_token, TOKEN_NOT_FOUND);
     const window = { sentAt: Date.now(), until: chargeDeadline(input.deadline) };
@@ -319,6 +323,9 @@ export class ChargeEngine {
       price,
       custom1: body.custom_1 ?? null,
       custom2: body.custom_2 ?? null,
+      lineItems: body.itemList ?? null,
+      customerDetails: body.customer_details ?? null,
+      metadata: body.metadata ?? null,
       slot: { key: input.chargeKey, ...window },
       chargeable: CHARGEABLE,
       // Card testing: an order refuses new charges after too many declined ones in a window.

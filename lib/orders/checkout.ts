@@ -7,12 +7,12 @@ import {
   NotFoundError,
   OrderConflictError,
 } from '../envelope/errors.ts';
-import type { NewOrder, Order } from '../ledger/model.ts';
+import type { CustomerDetails, LineItem, NewOrder, Order } from '../ledger/model.ts';
 import type { LedgerStore } from '../ledger/store.ts';
 import { describeError, log } from '../log/log.ts';
 import { countMetric } from '../log/metrics.ts';
 import type { CheckoutRequest } from '../schemas/checkout.ts';
-import { type Actor, Ownership, readLedger } from './access.ts';
+import { type Actor, metadataRefused, Ownership, readLedger } from './access.ts';
 import { NOTIFY_PATH, type OrdersConfig } from './config.ts';
 
 /** What the app hands PayHere's SDK or checkout (docs/contract.md "createCheckout"). */
@@ -26,10 +26,29 @@ export interface CheckoutParameters {
   notify_url: string;
   hash: string;
   sandbox: boolean;
+  /** A recurring checkout's startup fee, for PayHere's form: its first payment is `amount` + this. */
+  startup_fee?: number;
+}
+
+/**
+ * What a back office reads of an order besides its state (docs/contract.md "What an order keeps"). The
+ * merchant sees all of it; the order's own customer all but the merchant's `metadata` (null to it);
+ * nobody else sees the order at all.
+ */
+export interface OrderDetailsView {
+  custom_1: string | null;
+  custom_2: string | null;
+  item_list: LineItem[] | null;
+  customer_details: CustomerDetails | null;
+  metadata: Record<string, string> | null;
+  /** A recurring order's startup fee, paid once with its first payment. */
+  startup_fee: number | null;
+  /** A recurring order's next installment date (`YYYY-MM-DD`), as PayHere's notification of its last one said. */
+  next_installment: string | null;
 }
 
 /** The order as the ledger knows it, for its owner or the merchant (docs/contract.md "getCheckout"). */
-export interface CheckoutView {
+export interface CheckoutView extends OrderDetailsView {
   order_id: string;
   kind: Order['kind'];
   status: Order['state'];
@@ -141,6 +160,7 @@ export class Checkouts {
         ]);
       }
     }
+    if (actor.role === 'customer' && body.metadata !== undefined) throw metadataRefused();
     if (body.kind === 'preapproval') await this.#refuseCardTesting(input.owner);
     const order: NewOrder = {
       orderId: body.order_id ?? `ORD-${randomUUID()}`,
@@ -151,8 +171,12 @@ export class Checkouts {
       amountCents: body.amount === undefined ? null : Math.round(body.amount * 100),
       custom1: body.custom_1 ?? null,
       custom2: body.custom_2 ?? null,
+      lineItems: body.itemList ?? null,
+      customerDetails: body.customer_details ?? null,
+      metadata: body.metadata ?? null,
       recurrence: body.recurrence ?? null,
       duration: body.duration ?? null,
+      startupFeeCents: body.startup_fee === undefined ? null : Math.round(body.startup_fee * 100),
       customerToken: null,
       authorizationToken: null,
       subscriptionId: null,
@@ -181,6 +205,7 @@ export class Checkouts {
         sandbox: this.#sandbox,
         ...(order.recurrence === null ? {} : { recurrence: order.recurrence }),
         ...(order.duration === null ? {} : { duration: order.duration }),
+        ...(order.startupFeeCents === null ? {} : { startup_fee: order.startupFeeCents / 100 }),
       },
     };
   }
@@ -198,7 +223,7 @@ export class Checkouts {
       // What the ledger knows is still the truth as far as it goes: shown, not replaced by a 5xx.
       log.warn('could not refresh an order from the gateway', { orderId, error: describeError(error) });
     }
-    return checkoutView(current);
+    return checkoutView(current, actor);
   }
 }
 
@@ -220,12 +245,32 @@ function refuseUnlessSame(wanted: NewOrder, existing: Order | undefined): void {
     recurrence: 'recurrence',
     duration: 'duration',
   } as const;
-  const errors = (Object.keys(fields) as (keyof typeof fields)[])
-    .filter((field) => existing[field] !== wanted[field])
-    .map((field) => ({ path: fields[field], message: 'differs from the existing order' }));
+  const kept = {
+    lineItems: 'itemList',
+    customerDetails: 'customer_details',
+    metadata: 'metadata',
+    startupFeeCents: 'startup_fee',
+  } as const;
+  const errors = [
+    ...(Object.keys(fields) as (keyof typeof fields)[])
+      .filter((field) => existing[field] !== wanted[field])
+      .map((field) => fields[field]),
+    ...(Object.keys(kept) as (keyof typeof kept)[])
+      .filter((field) => canonical(existing[field]) !== canonical(wanted[field]))
+      .map((field) => kept[field]),
+  ].map((path) => ({ path, message: 'differs from the existing order' }));
   if (errors.length > 0) {
     throw new OrderConflictError(`${conflict} with other ${errors.map((e) => e.path).join(', ')}.`, errors);
   }
+}
+
+/** A value as JSON with every object's keys sorted: the same fields given in another order are the same. */
+function canonical(value: unknown): string {
+  return JSON.stringify(value, (_, inner: unknown) =>
+    inner !== null && typeof inner === 'object' && !Array.isArray(inner)
+      ? Object.fromEntries(Object.entries(inner).sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)))
+      : inner,
+  );
 }
 
 /** PayHere's ids are 12-digit numbers: shown as numbers, as PayHere shows them. */
@@ -234,7 +279,20 @@ export function gatewayId(id: string | null): number | string | null {
   return /^[0-9]+$/.test(id) && Number.isSafeInteger(Number(id)) ? Number(id) : id;
 }
 
-export function checkoutView(order: Order): CheckoutView {
+/** An order's back-office fields as `actor` (its owner or the merchant) may see them. */
+export function detailsView(order: Order, actor: Actor): OrderDetailsView {
+  return {
+    custom_1: order.custom1,
+    custom_2: order.custom2,
+    item_list: order.lineItems,
+    customer_details: order.customerDetails,
+    metadata: actor.role === 'merchant' ? order.metadata : null,
+    startup_fee: order.startupFeeCents === null ? null : order.startupFeeCents / 100,
+    next_installment: order.nextInstallment,
+  };
+}
+
+export function checkoutView(order: Order, actor: Actor): CheckoutView {
   const succeeded = order.state === 'succeeded';
   // A charge in flight is not final yet, whatever the order's last state was.
   const status = order.charge?.inflight ? 'pending' : order.state;
@@ -253,6 +311,7 @@ export function checkoutView(order: Order): CheckoutView {
     verified:
       order.kind === 'authorize' && order.authorizationToken !== null ? order.holdVerified === true : null,
     duplicate_payment_ids: order.duplicatePayments,
+    ...detailsView(order, actor),
     updated_at: new Date(order.updatedAt).toISOString(),
   };
 }

@@ -166,6 +166,26 @@ export function chargeEvidence(statusCode: number, hold: boolean): Evidence {
   return 'charge_pending';
 }
 
+/**
+ * Whether a notification's signed amount (in cents) is one PayHere charges for `order`: its amount,
+ * except that a subscription with a startup fee (PayHere's `startup_fee`, which its checkout hash
+ * does not cover) charges amount + fee with its first payment. Until the order has succeeded, a
+ * notification can only be about that first payment, so only amount + fee fits: a checkout whose
+ * fee was dropped or altered in the SDK is kept apart, never the customer's subscription. Once it
+ * has, both fit (an installment's amount, or the first payment's notified again or charged back).
+ * A pre-approval created without an amount takes any.
+ */
+export function notifiedAmountFits(
+  order: Pick<Order, 'state' | 'amountCents' | 'startupFeeCents'>,
+  cents: number,
+): boolean {
+  if (order.amountCents === null) return true;
+  if (order.startupFeeCents === null) return cents === order.amountCents;
+  const first = order.amountCents + order.startupFeeCents;
+  const running = order.state === 'succeeded' || order.state === 'chargedback';
+  return cents === first || (running && cents === order.amountCents);
+}
+
 /** What applying evidence to an order did. */
 export type Applied = { moved: OrderState } | { unchanged: Refusal | 'same' | 'raced' };
 

@@ -15,6 +15,7 @@ import {
   sharedReadStoreFromEnvironment,
 } from '../reads/from-environment.ts';
 import { SharedReads } from '../reads/shared-reads.ts';
+import { SubscriptionPages } from '../reads/subscription-pages.ts';
 import { Ownership } from './access.ts';
 import { Captures } from './captures.ts';
 import { ChargeEngine } from './charge-engine.ts';
@@ -31,6 +32,7 @@ import { RefundRecords } from './refund-records.ts';
 import { Refunds } from './refunds.ts';
 import { OrderReports } from './reports.ts';
 import { SubscriptionRetries } from './retries.ts';
+import { SubscriptionLists } from './subscription-lists.ts';
 import { SubscriptionCancels } from './subscriptions.ts';
 
 /** Cancelling subscriptions over the container's PayHere client: what cannot change anything costs PayHere nothing. */
@@ -190,4 +192,12 @@ function reconciliationChecks(env: NodeJS.ProcessEnv): number {
   if (checks > MAX_CHECKS)
     throw new ConfigError(`Invalid configuration: RECONCILIATION_CHECKS must be at most ${MAX_CHECKS}.`);
   return checks;
+}
+
+/** The subscription lists, a page at a time, over the container's shared reads of PayHere's list. */
+export function subscriptionListsFromEnvironment(reads: SharedReads): SubscriptionLists {
+  return new SubscriptionLists({
+    ownership: ownershipFromEnvironment(),
+    pages: new SubscriptionPages({ reads, store: sharedReadStoreFromEnvironment() }),
+  });
 }

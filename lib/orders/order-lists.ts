@@ -4,10 +4,10 @@ import type { OrderKind, OrderState } from '../ledger/model.ts';
 import type { ListedOrder as LedgerListedOrder, LedgerStore, OrderListQuery } from '../ledger/store.ts';
 import { DEFAULT_PAGE, type OrdersQuery } from '../schemas/orders.ts';
 import { type Actor, readLedger } from './access.ts';
-import { gatewayId } from './checkout.ts';
+import { detailsView, gatewayId, type OrderDetailsView } from './checkout.ts';
 
-/** One order as a list shows it. */
-export interface ListedOrder {
+/** One order as a list shows it: its back-office fields but its line items (getCheckout shows those). */
+export interface ListedOrder extends Omit<OrderDetailsView, 'item_list'> {
   order_id: string;
   kind: OrderKind;
   status: OrderState;
@@ -72,7 +72,7 @@ export class OrderLists {
     };
     const page = await readLedger(() => this.#ledger.listOrders(list));
     return {
-      orders: page.orders.map(listed),
+      orders: page.orders.map((order) => listed(order, actor)),
       next_cursor: page.next === null ? null : cursorOf(page.next, binding),
     };
   }
@@ -82,7 +82,8 @@ function timeOf(value: string | undefined): number | undefined {
   return value === undefined ? undefined : Date.parse(value);
 }
 
-function listed(order: LedgerListedOrder): ListedOrder {
+function listed(order: LedgerListedOrder, actor: Actor): ListedOrder {
+  const { item_list: _lines, ...details } = detailsView(order, actor);
   return {
     order_id: order.orderId,
     kind: order.kind,
@@ -95,6 +96,7 @@ function listed(order: LedgerListedOrder): ListedOrder {
     amount: order.amountCents === null ? null : order.amountCents / 100,
     payment_id: gatewayId(order.paymentId),
     subscription_id: order.kind === 'recurring' ? gatewayId(order.subscriptionId) : null,
+    ...details,
     created_at: new Date(order.createdAt).toISOString(),
     updated_at: new Date(order.updatedAt).toISOString(),
   };

@@ -123,6 +123,37 @@ export class SharedReads {
     );
   }
 
+  /**
+   * The merchant's subscriptions, unless `instead`, looked up beside them, finds what the caller
+   * needs (a subscription list's snapshot: lib/reads/subscription-pages.ts): the shared list while
+   * fresh, else PayHere's, its call's share and slot taken beside the lookups as #shared takes them.
+   */
+  async listSubscriptionsUnless<T>(
+    instead: Promise<T | undefined>,
+    deadline: number,
+  ): Promise<{ instead: T } | Served<Result<SubscriptionRecord[]>>> {
+    const read = SHARED_READS.subscriptions;
+    let reservation: Reservation | undefined;
+    if (this.#likelyShared(read) || this.#inFlight.has(read.key)) this.#payhere.prepare();
+    else reservation = this.#payhere.reserve(deadline);
+    const [found, stored] = await Promise.all([instead, this.#lookup(read, SubscriptionsAnswer, deadline)]);
+    if (found !== undefined || stored?.fresh || this.#inFlight.has(read.key)) reservation?.cancel();
+    if (found !== undefined) return { instead: found };
+    if (stored?.fresh) {
+      this.#seen.set(read.key, stored.fetchedAt);
+      return { answer: stored.answer, fetchedAt: stored.fetchedAt, shared: true };
+    }
+    const running = this.#inFlight.get(read.key) as Promise<Served<Result<SubscriptionRecord[]>>> | undefined;
+    if (running) return running;
+    return this.#once(read.key, async () => {
+      const fetchedAt = this.#now();
+      const answer = await this.#payhere.listSubscriptions(deadline, reserved(reservation));
+      this.#keepLater(read, answer, fetchedAt, deadline);
+      this.#seen.set(read.key, fetchedAt);
+      return { answer, fetchedAt, shared: false };
+    });
+  }
+
   /** A subscription's payments, or PayHere's not-found (30 s). */
   async subscriptionPayments(id: string, deadline: number): Promise<Served<Result<PaymentRecord[]>>> {
     const served = await this.#shared<PaymentsOrMissing>(

@@ -18,6 +18,9 @@ import type { ReadInvalidation } from './invalidation.ts';
  *   read#subscription#<id>                 one subscription (30 s)
  *   read#subscription-payments#<id>        a subscription's payments (30 s)
  *   read#one-subscription-missing          PayHere has no one-subscription endpoint (an hour)
+ *   read#subscriptions-latest              the snapshot of the list a first page reads (30 s)
+ *   read#subscriptions@<fetchedAt>[#<n>]   a snapshot of the list, in parts (10 minutes;
+ *                                          lib/reads/subscription-pages.ts)
  *
  * Each holds PayHere's unfiltered answer (callers filter it for their caller after reading it) and
  * when it was fetched. The service's own money call on an object replaces its items with a
@@ -45,6 +48,8 @@ export const SHARED_READS = {
     key: `read#subscription-payments#${subscriptionId(id)}`,
     windowMs: 30_000,
   }),
+  /** Which snapshot of the list a first page reads (lib/reads/subscription-pages.ts): as fresh as the list. */
+  subscriptionsLatest: { key: 'read#subscriptions-latest', windowMs: 30_000 } as SharedRead,
   /** PayHere answered the one-subscription endpoint with a bare 404: go to the list for an hour. */
   oneSubscriptionMissing: { key: 'read#one-subscription-missing', windowMs: 3_600_000 } as SharedRead,
 };
@@ -163,6 +168,8 @@ export class SharedReadStore implements ReadInvalidation {
       SHARED_READS.subscription(id),
       SHARED_READS.subscriptionPayments(id),
       SHARED_READS.subscriptions,
+      // A first page reads a new snapshot; a paging under way keeps the one its cursor names.
+      SHARED_READS.subscriptionsLatest,
     ];
     return this.#dropQuietly(reads, { subscriptionId: subscriptionId(id) });
   }

@@ -1,12 +1,5 @@
 import * as z from 'zod/mini';
-import { CURRENCIES, money, printable, text } from './fields.ts';
-
-const itemLine = z.strictObject({
-  name: text(1, 255),
-  number: text(1, 64),
-  quantity: z.int().check(z.gte(1)),
-  unit_amount: money({ positive: false }),
-});
+import { CURRENCIES, customerDetails, itemList, metadata, money, printable, text } from './fields.ts';
 
 export const ChargeRequest = z.strictObject({
   type: z.enum(['PAYMENT', 'AUTHORIZE']),
@@ -23,6 +16,10 @@ export const ChargeRequest = z.strictObject({
       // The URL parser also accepts "https:host"; PayHere gets the text as written.
       .check(z.maxLength(2048), z.regex(/^https:\/\//, { message: 'must be an https URL' })),
   ),
-  itemList: z.optional(z.array(itemLine).check(z.maxLength(100))),
+  itemList: z.optional(itemList()),
+  /** Kept on the order; never sent to PayHere (its charge takes no customer fields: the card is the customer's). */
+  customer_details: z.optional(customerDetails()),
+  /** The merchant's own, kept on the order; never sent to PayHere. */
+  metadata: z.optional(metadata()),
 });
 export type ChargeRequest = z.infer<typeof ChargeRequest>;

@@ -1,6 +1,6 @@
 import * as z from 'zod/mini';
 import { ORDER_KINDS } from '../ledger/model.ts';
-import { CURRENCIES, money, printable, text } from './fields.ts';
+import { CURRENCIES, customerDetails, itemList, metadata, money, printable, text } from './fields.ts';
 
 /** PayHere's recurrence and duration forms: `1 Month`, `2 Week`, `1 Year`; a duration may be `Forever`. */
 const PERIOD = /^[1-9][0-9]{0,2} (Day|Week|Month|Year)$/;
@@ -23,6 +23,12 @@ export const CheckoutRequest = z
     duration: z.optional(period(true)),
     custom_1: z.optional(z.nullable(text(0, 255))),
     custom_2: z.optional(z.nullable(text(0, 255))),
+    /** A recurring checkout's fee charged once, with the first payment (PayHere's `startup_fee`). */
+    startup_fee: z.optional(money({ positive: true })),
+    itemList: z.optional(itemList()),
+    customer_details: z.optional(customerDetails()),
+    /** The merchant's own, kept on the order; never sent to PayHere. */
+    metadata: z.optional(metadata()),
   })
   .check(
     z.superRefine((body, ctx) => {
@@ -35,6 +41,8 @@ export const CheckoutRequest = z
         if (body.kind !== 'recurring' && body[field] !== undefined)
           issue(field, 'is only allowed for a recurring checkout');
       }
+      if (body.kind !== 'recurring' && body.startup_fee !== undefined)
+        issue('startup_fee', 'is only allowed for a recurring checkout');
     }),
   );
 export type CheckoutRequest = z.infer<typeof CheckoutRequest>;

@@ -211,6 +211,12 @@ const listed = (hash: string) => ({
       'inflight',
       'createdAt',
       'updatedAt',
+      'custom1',
+      'custom2',
+      'customerDetails',
+      'metadata',
+      'startupFee',
+      'nextInstallment',
     ].filter((attribute) => attribute !== hash),
   },
 });

@@ -209,6 +209,26 @@ const runHere: Record<string, () => Promise<void>> = {
     );
   },
 
+  'docs/app.md "The back office: what an order keeps"': async () => {
+    const lines = await runLines(documented('docs/app.md "The back office: what an order keeps"'), 60_000);
+    const [created, erins, merchants, refused, subscription] = lines.map((line) => JSON.parse(line));
+
+    expect(created).toMatchObject({ status: 1, data: { order_id: 'Order-7001' } });
+    const kept = {
+      item_list: [{ name: 'Door bell', number: 'DB-1', quantity: 1, unit_amount: 1500 }],
+      customer_details: { first_name: 'Erin', email: 'erin@example.com' },
+    };
+    expect(erins.data).toMatchObject({ ...kept, metadata: null });
+    expect(merchants.data).toMatchObject({ ...kept, metadata: { crm_id: 'C-7001' } });
+    expect(refused).toMatchObject({ status: -1, data: { code: 'invalid_request' } });
+    expect(JSON.stringify(refused.data.errors)).toContain('a_key_of_forty_one_characters_is_too_long');
+    expect(subscription.data).toMatchObject({
+      status: 'succeeded',
+      startup_fee: 1000,
+      next_installment: expect.stringMatching(/^[0-9]{4}-[0-9]{2}-[0-9]{2}$/),
+    });
+  },
+
   // The pre-approval flow: saves Alice's card through the sandbox's checkout and notification, and charges it.
   'docs/app.md "Notifications: saving a card, holds, payments in the app, subscriptions"': async () => {
     const lines = await runLines(

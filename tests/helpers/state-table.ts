@@ -3,7 +3,12 @@ import type { AddressInfo } from 'node:net';
 import { connect, createServer, type Server, type Socket } from 'node:net';
 import { inject } from 'vitest';
 import { SharedStateTable } from '../../lib/budget/state-table.ts';
-import { DeleteItemCommand, DynamoDBClient, ScanCommand } from '../../lib/dynamodb/index.ts';
+import {
+  type AttributeValue,
+  DeleteItemCommand,
+  DynamoDBClient,
+  ScanCommand,
+} from '../../lib/dynamodb/index.ts';
 import { backgroundSettled } from '../../lib/net/background.ts';
 import { createTable, LOCAL_AWS_ENVIRONMENT } from '../../scripts/local-dynamodb.ts';
 
@@ -31,16 +36,22 @@ export function dynamoDbAt(endpoint: string, maxAttempts = 1): DynamoDBClient {
 export async function forgetSharedReads(table = process.env.STATE_TABLE!): Promise<void> {
   await backgroundSettled();
   const client = dynamoDbAt(inject('dynamodbEndpoint'));
-  const { Items = [] } = await client.send(
-    new ScanCommand({
-      TableName: table,
-      FilterExpression: 'begins_with(pk, :read)',
-      ExpressionAttributeValues: { ':read': { S: 'read#' } },
-    }),
-  );
-  await Promise.all(
-    Items.map((item) => client.send(new DeleteItemCommand({ TableName: table, Key: { pk: item.pk! } }))),
-  );
+  let from: Record<string, AttributeValue> | undefined;
+  do {
+    // A scan reads at most 1 MB a call, and a subscription list's snapshot is larger.
+    const { Items = [], LastEvaluatedKey } = await client.send(
+      new ScanCommand({
+        TableName: table,
+        FilterExpression: 'begins_with(pk, :read)',
+        ExpressionAttributeValues: { ':read': { S: 'read#' } },
+        ...(from ? { ExclusiveStartKey: from } : {}),
+      }),
+    );
+    await Promise.all(
+      Items.map((item) => client.send(new DeleteItemCommand({ TableName: table, Key: { pk: item.pk! } }))),
+    );
+    from = LastEvaluatedKey;
+  } while (from);
 }
 
 /** A new, empty state table in the test run's dynalite, and the name it has. */

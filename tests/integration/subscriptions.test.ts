@@ -1,7 +1,12 @@
 import { describe, expect, it } from 'vitest';
+import { ScanCommand } from '../../lib/dynamodb/index.ts';
+import { backgroundSettled } from '../../lib/net/background.ts';
 import { SEED } from '../../sandbox/server.ts';
 import { call, useTestGateway } from '../helpers/gateway.ts';
+import { localClient } from '../idempotency/fixtures.ts';
 
+// A loaded test machine: the list is kept in the table, and read from it, whatever else runs.
+process.env.STATE_TABLE_TIMEOUT_MS = '3000';
 const sandbox = useTestGateway({ beforeEachTest: 'keepTokens' });
 
 const ids = {
@@ -18,10 +23,49 @@ describe('listSubscriptions', () => {
 
     expect(answer.statusCode).toBe(200);
     expect(answer.body.status).toBe(1);
-    expect(answer.body.msg).toBe(`Found ${answer.body.data.length} subscriptions`);
-    expect(answer.body.data.map((s: { status: string }) => s.status)).toEqual(
+    expect(answer.body.msg).toBe(`Found ${answer.body.data.subscriptions.length} subscriptions`);
+    expect(answer.body.data.next_cursor).toBeNull();
+    expect(answer.body.data.subscriptions.map((s: { status: string }) => s.status)).toEqual(
       expect.arrayContaining(['ACTIVE', 'FAILED', 'COMPLETED', 'CANCELLED']),
     );
+  });
+});
+
+/** The keys of the snapshots of the list the state table holds (lib/reads/subscription-pages.ts). */
+async function snapshotKeys(): Promise<string[]> {
+  await backgroundSettled();
+  const { Items = [] } = await localClient().send(
+    new ScanCommand({
+      TableName: process.env.STATE_TABLE!,
+      FilterExpression: 'begins_with(pk, :snapshot)',
+      ExpressionAttributeValues: { ':snapshot': { S: 'read#subscriptions@' } },
+    }),
+  );
+  return Items.map((item) => item.pk!.S!);
+}
+
+describe('listSubscriptions, a page at a time (docs/contract.md "Subscription lists")', () => {
+  it('keeps no snapshot of a list one page holds (the shared reads keep it whole), and one for a list of pages', async () => {
+    const whole = await call('listSubscriptions');
+    const kept = await snapshotKeys();
+    const first = await call('listSubscriptions', { query: { limit: '3' } });
+    const paged = await snapshotKeys();
+    const second = await call('listSubscriptions', {
+      query: { limit: '3', cursor: first.body.data.next_cursor },
+    });
+
+    expect(whole.body.data.next_cursor).toBeNull();
+    expect(kept).toEqual([]);
+    expect(first.body.data.subscriptions).toHaveLength(3);
+    // The index and its one part: the next page is read from them.
+    expect(paged).toHaveLength(2);
+    expect(second.body.data.next_cursor).toBeNull();
+    expect(
+      [...first.body.data.subscriptions, ...second.body.data.subscriptions].map(
+        (s: { subscription_id: number }) => s.subscription_id,
+      ),
+    ).toEqual(whole.body.data.subscriptions.map((s: { subscription_id: number }) => s.subscription_id));
+    expect(sandbox.counters().listSubscriptions).toBe(1);
   });
 });
 

@@ -251,6 +251,13 @@ describe('getCheckout', () => {
         card: null,
         verified: null,
         duplicate_payment_ids: [],
+        item_list: null,
+        custom_1: null,
+        custom_2: null,
+        customer_details: null,
+        metadata: null,
+        startup_fee: null,
+        next_installment: null,
         updated_at: expect.stringMatching(/^\d{4}-\d{2}-\d{2}T/),
       },
     });

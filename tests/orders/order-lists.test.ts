@@ -32,6 +32,14 @@ const fixtures: Fixture[] = Array.from({ length: 120 }, (_, i) => ({
   // Orders 40 and 41 are created in the same millisecond.
   createdAt: START + (i === 41 ? 40 : i) * 60_000,
 }));
+/** What the newest order keeps for a back office (docs/contract.md "What an order keeps"). */
+const NEWEST_DETAILS = {
+  custom1: 'ride-88',
+  custom2: null,
+  lineItems: [{ name: 'Hire', number: 'H-1', quantity: 1, unit_amount: 345.67 }],
+  customerDetails: { first_name: 'Nimali', email: 'nimali@example.com', phone: '+94771234567' },
+  metadata: { crm_id: 'C-119', channel: 'app' },
+};
 const newestFirst = (list: Fixture[]) =>
   [...list]
     .sort((a, b) => b.createdAt - a.createdAt || (a.orderId < b.orderId ? 1 : -1))
@@ -46,7 +54,12 @@ beforeAll(async () => {
       now: () => fixture.createdAt,
     });
     await ledger.createOrder(
-      newOrder({ orderId: fixture.orderId, owner: fixture.owner, kind: fixture.kind }),
+      newOrder({
+        orderId: fixture.orderId,
+        owner: fixture.owner,
+        kind: fixture.kind,
+        ...(fixture === fixtures[119] ? NEWEST_DETAILS : {}),
+      }),
     );
     if (fixture.state !== 'created') {
       await client.send(
@@ -109,6 +122,13 @@ describe('the merchant’s order list', () => {
       amount: 345.67,
       payment_id: null,
       subscription_id: null,
+      // What it keeps for a back office, but its line items (getCheckout shows those).
+      custom_1: 'ride-88',
+      custom_2: null,
+      customer_details: NEWEST_DETAILS.customerDetails,
+      metadata: NEWEST_DETAILS.metadata,
+      startup_fee: null,
+      next_installment: null,
       created_at: new Date(newest.createdAt).toISOString(),
       updated_at: new Date(newest.createdAt).toISOString(),
     });
@@ -193,6 +213,25 @@ describe('a customer’s order list', () => {
     expect(named.ids).toEqual(all.ids);
     // Another customer's orders: an empty list, as for a customer with none.
     expect(other.ids).toEqual([]);
+  });
+
+  it('shows its own order’s details but the merchant’s metadata; another customer never sees them', async () => {
+    const newest = fixtures[119]!;
+    const other = CUSTOMERS.find((sub) => sub !== newest.owner)!;
+
+    const own = await call('listOrders', {
+      query: { limit: '1' },
+      headers: await customerHeaders(newest.owner),
+    });
+    const others = await listAll({ customer: newest.owner }, await customerHeaders(other));
+
+    expect(own.body.data.orders[0]).toMatchObject({
+      order_id: newest.orderId,
+      custom_1: 'ride-88',
+      customer_details: NEWEST_DETAILS.customerDetails,
+      metadata: null,
+    });
+    expect(others.ids).not.toContain(newest.orderId);
   });
 
   it('cannot use the merchant’s cursor, nor another customer’s', async () => {

@@ -14,6 +14,7 @@ import { createPayHere } from '../../lib/gateway/index.ts';
 import { backgroundSettled } from '../../lib/net/background.ts';
 import { SharedReads } from '../../lib/reads/shared-reads.ts';
 import { SharedReadStore } from '../../lib/reads/store.ts';
+import { SubscriptionPages } from '../../lib/reads/subscription-pages.ts';
 import { useTestGateway } from '../helpers/gateway.ts';
 import { dynamoDbAt, freshStateTable } from '../helpers/state-table.ts';
 import { chargeBody, newOrderId } from '../resilience/fixtures.ts';
@@ -158,6 +159,70 @@ describe('a read whose answer this container has not seen', () => {
     expect(budgetAfterSecond.busyUntil).toEqual(budgetAfterFirst.busyUntil);
     expect(budgetAfterSecond.pausedUntil).toEqual(budgetAfterFirst.pausedUntil);
     expect(takeSlot.mock.calls.length).toBe(1);
+  });
+});
+
+describe('a first page of the subscription list (lib/reads/subscription-pages.ts)', () => {
+  it('takes its slot beside its lookups (the latest snapshot, the shared list) when neither is there', async () => {
+    // Prepare: lookups that take 150 ms each.
+    const { table, name, shares } = await setUp();
+    const { store, reads } = container(table, name, shares);
+    const pages = new SubscriptionPages({ reads, store });
+    const get = store.get.bind(store);
+    let lookedUpAt = 0;
+    vi.spyOn(store, 'get').mockImplementation(async (...args) => {
+      await sleep(150);
+      lookedUpAt = performance.now();
+      return get(...args);
+    });
+    const takeSlot = table.takeSlot.bind(table);
+    const slotsAt: number[] = [];
+    vi.spyOn(table, 'takeSlot').mockImplementation((...args) => {
+      slotsAt.push(performance.now());
+      return takeSlot(...args);
+    });
+    sandbox.resetCounters();
+
+    // Act
+    const page = await callers.run(alice, () => pages.page({ limit: 100, deadline: deadline() }));
+
+    // Assess: one slot, taken before the lookups answered; one list; one call counted.
+    expect(page.shared).toBe(false);
+    expect(page.records.length).toBeGreaterThan(0);
+    expect(slotsAt).toHaveLength(1);
+    expect(slotsAt[0]!).toBeLessThan(lookedUpAt);
+    expect(sandbox.counters().listSubscriptions).toBe(1);
+    expect(await shareCounts(name)).toBe(1);
+  });
+
+  it('gives the slot back when another container’s snapshot is there, and reads its pages from it', async () => {
+    // Prepare: another container listed the first of several pages, and kept the snapshot.
+    const { table, name, shares } = await setUp();
+    const other = container(table, name, shares);
+    await callers.run(alice, () =>
+      new SubscriptionPages({ reads: other.reads, store: other.store }).page({
+        limit: 1,
+        deadline: deadline(),
+      }),
+    );
+    await backgroundSettled();
+    const budgetBefore = await table.readBudget();
+    sandbox.resetCounters();
+
+    // Act: a container that never saw the list asks its first page.
+    const { store, reads } = container(table, name, shares);
+    const page = await callers.run(alice, () =>
+      new SubscriptionPages({ reads, store }).page({ limit: 1, deadline: deadline() }),
+    );
+    await backgroundSettled();
+
+    // Assess: from the snapshot; the budget as it was.
+    expect(page.shared).toBe(true);
+    expect(page.next).not.toBeNull();
+    expect(sandbox.counters().listSubscriptions ?? 0).toBe(0);
+    const { takenBy: _takenBy, ...budgetAfter } = await table.readBudget();
+    const { takenBy: _before, ...before } = budgetBefore;
+    expect(budgetAfter).toEqual(before);
   });
 });
 

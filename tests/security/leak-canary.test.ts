@@ -32,6 +32,16 @@ const CUSTOMER_TOKEN = `CANARYCUSTOMER${tag()}`;
 /** docs/contract.md "Logs": full request bodies are never logged; this rides in every charge body. */
 const BODY_MARKER = `CANARY-BODY-${tag()}`;
 const CARD_NUMBER = '4916217501611292';
+/** docs/contract.md "What an order keeps": a customer's personal fields and the merchant's metadata, never logged. */
+const PERSON = {
+  first_name: `CANARY-FIRST-${tag()}`,
+  last_name: `CANARY-LAST-${tag()}`,
+  email: 'canary.person@example.com',
+  phone: '+94 77 765 4321',
+  address: `CANARY-ADDRESS-${tag()}`,
+  city: `CANARY-CITY-${tag()}`,
+};
+const METADATA = { crm_note: `CANARY-METADATA-${tag()}` };
 const SUBJECT = 'canary-client';
 const CUSTOMER = 'canary-customer';
 
@@ -140,12 +150,13 @@ const charge = (overrides: Record<string, unknown> = {}) => ({
   amount: 345.67,
   customer_token: SEED.customerTokens.success,
   custom_1: BODY_MARKER,
+  customer_details: PERSON,
   ...overrides,
 });
 
 describe('the flows, run with canaries', () => {
   it('moves money and reads it back', async () => {
-    const paid = await send('charge', { body: charge() });
+    const paid = await send('charge', { body: charge({ metadata: METADATA }) });
     const held = await send('charge', { body: charge({ type: 'AUTHORIZE', amount: 100 }) });
     const captured = await send('capture', {
       body: {
@@ -186,6 +197,8 @@ describe('the flows, run with canaries', () => {
         currency: 'LKR',
         amount: 20,
         custom_1: BODY_MARKER,
+        customer_details: PERSON,
+        metadata: METADATA,
       },
       headers: { 'On-Behalf-Of': CUSTOMER },
     });
@@ -307,6 +320,8 @@ describe('what was written and sent', () => {
       .filter((t): t is string => typeof t === 'string'),
     'samanperera@gmail.com',
     '+94771234567',
+    ...Object.values(PERSON),
+    METADATA.crm_note,
   ];
 
   it('ran: log lines at every level, access tokens issued, tokens and responses collected', () => {

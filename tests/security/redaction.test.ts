@@ -16,6 +16,14 @@ describe('redact: by field name', () => {
     'md5sig',
     'body',
     'rawBody',
+    // A customer's personal fields and the merchant's metadata (docs/contract.md "What an order keeps").
+    'customer_details',
+    'first_name',
+    'last_name',
+    'address',
+    'city',
+    'card_holder_name',
+    'metadata',
   ])('removes %s entirely, at any depth', (name) => {
     const value = { [name]: 'VALUE-123', nested: { list: [{ [name]: { deep: 'VALUE-456' } }] } };
 

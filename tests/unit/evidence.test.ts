@@ -4,6 +4,7 @@ import {
   type Decision,
   decide,
   type Evidence,
+  notifiedAmountFits,
   type OrderFacts,
   TRANSITIONS,
 } from '../../lib/orders/evidence.ts';
@@ -190,5 +191,39 @@ describe('evidence for another kind of order moves nothing', () => {
   it('a payment or a subscription is never paid by a notification alone, only reported', () => {
     for (const kind of ['payment', 'charge', 'recurring'] as const)
       expect(decide(facts('created', kind), 'notified_success')).toEqual({ to: 'pending', from: 'created' });
+  });
+});
+
+describe('a notification’s signed amount (docs/contract.md "What an order keeps": startup_fee)', () => {
+  const order = (state: OrderState, startupFeeCents: number | null) => ({
+    state,
+    amountCents: 250_000,
+    startupFeeCents,
+  });
+
+  it.each(ORDER_STATES)('without a startup fee, is the order’s amount only (%s)', (state) => {
+    expect(notifiedAmountFits(order(state, null), 250_000)).toBe(true);
+    expect(notifiedAmountFits(order(state, null), 350_000)).toBe(false);
+  });
+
+  it.each(['created', 'pending', 'failed', 'cancelled', 'unknown'] as const)(
+    'with a startup fee, is amount + fee until the subscription has succeeded (%s): a first payment without it is no fit',
+    (state) => {
+      expect(notifiedAmountFits(order(state, 100_000), 350_000)).toBe(true);
+      expect(notifiedAmountFits(order(state, 100_000), 250_000)).toBe(false);
+    },
+  );
+
+  it.each(['succeeded', 'chargedback'] as const)(
+    'with a startup fee, is an installment’s amount or the first payment’s once it has (%s), nothing else',
+    (state) => {
+      expect(notifiedAmountFits(order(state, 100_000), 250_000)).toBe(true);
+      expect(notifiedAmountFits(order(state, 100_000), 350_000)).toBe(true);
+      expect(notifiedAmountFits(order(state, 100_000), 100_000)).toBe(false);
+    },
+  );
+
+  it('takes any amount for a pre-approval created without one', () => {
+    expect(notifiedAmountFits({ state: 'created', amountCents: null, startupFeeCents: null }, 1)).toBe(true);
   });
 });
