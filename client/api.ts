@@ -480,11 +480,17 @@ export interface Operations {
   };
   listSubscriptions: {
     answers: {
-      '200': {
-        status: 1;
-        msg: string;
-        data: SubscriptionList;
-      };
+      '200':
+        | {
+            status: 1;
+            msg: string;
+            data: SubscriptionRecord[];
+          }
+        | {
+            status: 1;
+            msg: string;
+            data: SubscriptionList;
+          };
       '400': {
         status: -1;
         msg: string;
@@ -1441,6 +1447,18 @@ export interface PaymentRecord {
 }
 /**
  * This interface was referenced by `Operations`'s JSON-Schema
+ * via the `definition` "SubscriptionRecord".
+ */
+export interface SubscriptionRecord {
+  subscription_id: number | string;
+  order_id: string;
+  status: string;
+  currency: string;
+  amount: number;
+  [k: string]: unknown;
+}
+/**
+ * This interface was referenced by `Operations`'s JSON-Schema
  * via the `definition` "SubscriptionList".
  */
 export interface SubscriptionList {
@@ -1453,18 +1471,6 @@ export interface SubscriptionList {
     [k: string]: unknown;
   }[];
   next_cursor: string | null;
-}
-/**
- * This interface was referenced by `Operations`'s JSON-Schema
- * via the `definition` "SubscriptionRecord".
- */
-export interface SubscriptionRecord {
-  subscription_id: number | string;
-  order_id: string;
-  status: string;
-  currency: string;
-  amount: number;
-  [k: string]: unknown;
 }
 /**
  * This interface was referenced by `Operations`'s JSON-Schema

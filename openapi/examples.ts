@@ -284,7 +284,7 @@ export const EXAMPLES = {
       data: [],
     },
   },
-  listSubscriptions: { found: subscriptionPage(state.listSubscriptions()) },
+  listSubscriptions: { found: state.listSubscriptions(), page: subscriptionPage(state.listSubscriptions()) },
   getSubscription: { id: SEED.subscriptions.active, found: state.getSubscription(SEED.subscriptions.active) },
   subscriptionPayments: {
     id: SEED.subscriptions.active,

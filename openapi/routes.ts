@@ -322,8 +322,9 @@ export const ROUTE_TABLE = {
     tag: 'Subscriptions',
     summary: 'List subscriptions',
     description:
-      "The merchant's subscriptions, or a customer's own, newest first (by subscription id), a page at a time; " +
-      '`msg` is `Found <n> subscriptions` (this page).\n\n' +
+      "The merchant's subscriptions, or a customer's own, newest first (by subscription id): with `limit` or " +
+      '`cursor`, a page at a time (`data` = `{subscriptions, next_cursor}`); with neither, every one as an array, ' +
+      'as the route answered before it paged. `msg` is `Found <n> subscriptions` (of this answer).\n\n' +
       '`next_cursor` is null on the last page; otherwise pass it as `cursor` for the next page. A cursor is opaque ' +
       'and bound to its caller: altered, or used by another caller, it is refused (400). PayHere answers its list ' +
       'only whole: one fetch of it is kept as a snapshot that every page of a listing is cut from (for 10 minutes), ' +
@@ -332,15 +333,19 @@ export const ROUTE_TABLE = {
     scope: 'subscriptions:read',
     queryParameters: SubscriptionsQuery,
     queryDescriptions: {
-      limit: 'Subscriptions per page, 1 to 100; 100 when not given.',
+      limit:
+        'Subscriptions per page, 1 to 100; 100 when only `cursor` is given. Without `limit` and `cursor`, every subscription, as an array.',
       cursor: "The last page's `next_cursor`.",
     },
     queryExample: { limit: '20' },
     upstream: 'payhere',
     shared: true,
     answers: [
-      ok('A page of subscription records.', SubscriptionListSchema, [
+      ok('Every subscription record (no `limit`, no `cursor`).', { listOf: SubscriptionRecord }, [
         { summary: 'Found', value: EXAMPLES.listSubscriptions.found },
+      ]),
+      ok('A page of subscription records (`limit` or `cursor` given).', SubscriptionListSchema, [
+        { summary: 'A page', value: EXAMPLES.listSubscriptions.page },
       ]),
     ],
     invalid: invalid(SubscriptionsQuery, { limit: '101' }, 'query'),

@@ -33,7 +33,11 @@ export class SubscriptionLists {
     query: SubscriptionsQuery,
     deadline: number,
   ): Promise<Served<SubscriptionList> | { none: true }> {
-    const limit = query.limit === undefined ? DEFAULT_SUBSCRIPTIONS_PAGE : Number(query.limit);
+    const limit = isPaged(query)
+      ? query.limit === undefined
+        ? DEFAULT_SUBSCRIPTIONS_PAGE
+        : Number(query.limit)
+      : Number.POSITIVE_INFINITY;
     const binding = bindingOf(actor);
     const after = query.cursor === undefined ? undefined : positionOf(query.cursor, binding);
     const allowed = await this.#ownership.subscriptions(actor);
@@ -54,6 +58,15 @@ export class SubscriptionLists {
       shared: page.shared,
     };
   }
+}
+
+/**
+ * A listing asked a page at a time (`limit` or `cursor` given); without either, the whole list is
+ * answered as the route answered it before it paged (an array), so that an app built then keeps
+ * working.
+ */
+export function isPaged(query: SubscriptionsQuery): boolean {
+  return query.limit !== undefined || query.cursor !== undefined;
 }
 
 /** What a cursor is bound to: its caller (the list has no filters, and the page size may change). */

@@ -221,7 +221,7 @@ describe('a read', () => {
 
   it('repeats after a lost answer, and honours Retry-After on 503', async () => {
     const unavailable = { status: -1, msg: 'later', data: { code: 'gateway_unavailable' } };
-    const list = { status: 1, msg: 'Found 0 subscriptions', data: { subscriptions: [], next_cursor: null } };
+    const list = { status: 1, msg: 'Found 0 subscriptions', data: [] };
     const { api, waits } = client([
       lost,
       { status: 503, body: unavailable, headers: { 'Retry-After': '1' } },

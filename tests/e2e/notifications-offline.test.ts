@@ -149,7 +149,7 @@ describe('each flow ends where the app can see it', () => {
     const bobs = await request(bob, 'GET', `/subscriptions/${id}`);
 
     expect(order.body.data).toMatchObject({ status: 'succeeded', subscription_id: id });
-    expect(hers.body.data.subscriptions.map((s: any) => s.subscription_id)).toEqual([id]);
+    expect(hers.body.data.map((s: any) => s.subscription_id)).toEqual([id]);
     expect(payments.body.data).toHaveLength(2);
     expect((await ledger.getOrder(data.order_id))?.installmentsPaid).toBe(2);
     expect(bobs.status).toBe(404);

@@ -23,9 +23,10 @@ describe('listSubscriptions', () => {
 
     expect(answer.statusCode).toBe(200);
     expect(answer.body.status).toBe(1);
-    expect(answer.body.msg).toBe(`Found ${answer.body.data.subscriptions.length} subscriptions`);
-    expect(answer.body.data.next_cursor).toBeNull();
-    expect(answer.body.data.subscriptions.map((s: { status: string }) => s.status)).toEqual(
+    // Without limit or cursor, every subscription as an array, as the route answered before it paged.
+    expect(Array.isArray(answer.body.data)).toBe(true);
+    expect(answer.body.msg).toBe(`Found ${answer.body.data.length} subscriptions`);
+    expect(answer.body.data.map((s: { status: string }) => s.status)).toEqual(
       expect.arrayContaining(['ACTIVE', 'FAILED', 'COMPLETED', 'CANCELLED']),
     );
   });
@@ -46,7 +47,7 @@ async function snapshotKeys(): Promise<string[]> {
 
 describe('listSubscriptions, a page at a time (docs/contract.md "Subscription lists")', () => {
   it('keeps no snapshot of a list one page holds (the shared reads keep it whole), and one for a list of pages', async () => {
-    const whole = await call('listSubscriptions');
+    const whole = await call('listSubscriptions', { query: { limit: '100' } });
     const kept = await snapshotKeys();
     const first = await call('listSubscriptions', { query: { limit: '3' } });
     const paged = await snapshotKeys();

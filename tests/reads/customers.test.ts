@@ -88,9 +88,9 @@ function expectOnlyOwn({ customer, list, one, payments }: Visit): void {
     for (const name of MERCHANT_ONLY) expect(answer.raw).not.toContain(`"${name}"`);
   }
   expect(list.body.msg).toBe('Found 1 subscriptions');
-  expect(
-    list.body.data.subscriptions.map((s: { subscription_id: number }) => String(s.subscription_id)),
-  ).toEqual([customer.subscriptionId]);
+  expect(list.body.data.map((s: { subscription_id: number }) => String(s.subscription_id))).toEqual([
+    customer.subscriptionId,
+  ]);
   expect(String(one.body.data.subscription_id)).toBe(customer.subscriptionId);
   expect(payments.body.data.map((p: { order_id: string }) => p.order_id)).toEqual([customer.orderId]);
 }

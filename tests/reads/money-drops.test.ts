@@ -146,7 +146,7 @@ describe('a money call drops the shared answer of its object', () => {
     expect(cancelled.statusCode, cancelled.raw).toBe(200);
     expect(one.body.data.status).toBe('CANCELLED');
     expect(
-      list.body.data.subscriptions.find((s: { subscription_id: number }) => String(s.subscription_id) === id),
+      list.body.data.find((s: { subscription_id: number }) => String(s.subscription_id) === id),
     ).toMatchObject({
       status: 'CANCELLED',
     });

@@ -124,13 +124,24 @@ describe('the merchant’s subscription list, page by page', { timeout: 60_000 }
     for (const answer of answers.slice(1)) expect(answer.headers?.Age).toMatch(/^[0-9]+$/);
   });
 
-  it('holds 100 a page unless told, and pages of another size as well', async () => {
-    const first = await call('listSubscriptions');
+  it('holds 100 a page when only a cursor is given, and pages of another size as well', async () => {
+    const start = await call('listSubscriptions', { query: { limit: '1' } });
+    const next = await call('listSubscriptions', { query: { cursor: start.body.data.next_cursor } });
     const { ids } = await listAll({ limit: '37' });
 
-    expect(first.body.data.subscriptions).toHaveLength(100);
-    expect(first.body.data.next_cursor).toEqual(expect.any(String));
+    expect(next.body.data.subscriptions).toHaveLength(100);
+    expect(next.body.data.next_cursor).toEqual(expect.any(String));
     expect(ids).toEqual(allIds);
+  });
+
+  it('answers every subscription as an array without limit or cursor, as before it paged, from the same one fetch', async () => {
+    const whole = await call('listSubscriptions');
+    const { ids } = await listAll({ limit: '100' });
+
+    expect(whole.body.msg).toBe(`Found ${allIds.length} subscriptions`);
+    expect(whole.body.data.map((s: { subscription_id: number }) => s.subscription_id)).toEqual(allIds);
+    expect(ids).toEqual(allIds);
+    expect(sandbox.counters().listSubscriptions).toBe(1);
   });
 
   it('goes on after the last one shown when the snapshot a cursor names is gone: each still once', async () => {
