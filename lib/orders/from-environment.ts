@@ -14,6 +14,7 @@ import {
   paymentSnapshotsFromEnvironment,
   sharedReadStoreFromEnvironment,
 } from '../reads/from-environment.ts';
+import { RefundStatuses } from '../reads/refund-statuses.ts';
 import { SharedReads } from '../reads/shared-reads.ts';
 import { Ownership } from './access.ts';
 import { Captures } from './captures.ts';
@@ -74,9 +75,10 @@ export function chargesFromEnvironment(): Charges {
 /** retrievePayments' reads, and what a refund drops, over the container's PayHere client. */
 export function orderPaymentsFromEnvironment(payhere: PayHere): OrderPayments {
   const store = sharedReadStoreFromEnvironment();
+  const ledger = ledgerFromEnvironment();
   return new OrderPayments({
-    reads: new SharedReads({ payhere, store }),
-    ledger: ledgerFromEnvironment(),
+    reads: new SharedReads({ payhere, store, refundStatuses: new RefundStatuses({ ledger }) }),
+    ledger,
     invalidation: store,
   });
 }
