@@ -177,8 +177,10 @@ export function reconciliationReportsFromEnvironment(
   payhere: PayHere,
   env = process.env,
 ): ReconciliationReports {
+  const ledger = reconciliationReadsFromEnvironment(env);
   return new ReconciliationReports({
-    ledger: reconciliationReadsFromEnvironment(env),
+    ledger,
+    refundStatuses: new RefundStatuses({ ledger }),
     snapshots: paymentSnapshotsFromEnvironment(env),
     payhere,
     checks: reconciliationChecks(env),

@@ -43,7 +43,7 @@ export class RefundStatuses {
    * `REFUND REQUESTED`). Never throws: a status not kept is kept by a later read.
    */
   async seen(
-    records: readonly PaymentRecord[],
+    records: ReadonlyArray<Pick<PaymentRecord, 'payment_id' | 'status'>>,
     readAt: number,
     refunds?: ReadonlyMap<string, PaymentRefunds>,
   ): Promise<void> {
