@@ -1639,6 +1639,8 @@ export interface PaymentRefunds {
   refunded: number | null;
   left: number | null;
   undetermined: number;
+  payhere_status: string | null;
+  payhere_status_at: string | null;
   refunds: {
     id: string;
     payment_id: number | string;

@@ -132,6 +132,8 @@ export const PaymentRefundsSchema = z.strictObject({
   refunded: amount,
   left: amount,
   undetermined: z.number(),
+  payhere_status: z.nullable(z.string()),
+  payhere_status_at: z.nullable(z.string()),
   refunds: z.array(
     z.strictObject({
       id: z.string(),

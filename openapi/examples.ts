@@ -457,6 +457,8 @@ export const EXAMPLES = {
       refunded: 1000,
       left: 0,
       undetermined: 0,
+      payhere_status: 'REFUND PROCESSING',
+      payhere_status_at: '2026-01-15T05:10:00.000Z',
       refunds: [
         {
           id: 'k3VJ0m3b9H2s4tq6Q1x8Zw',

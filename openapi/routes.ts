@@ -607,7 +607,13 @@ export const ROUTE_TABLE = {
       'or being sent, its outcome not known yet); `by` is who sent it (to a customer, `merchant` for anyone but ' +
       "itself). `undetermined` counts refunds whose answer was lost and that PayHere's records could not show " +
       "either way: they may have been made. Refunds made outside the service (PayHere's portal) are not known " +
-      'here. A refund above `left` is refused before PayHere (refund: 409 `conflict`).',
+      'here. A refund above `left` is refused before PayHere (refund: 409 `conflict`).\n\n' +
+      "`payhere_status` is the payment's status in PayHere's records (`REFUND REQUESTED`, `REFUND PROCESSING`, " +
+      '`REFUNDED`, `CHARGEBACK`, ...), the only refund state PayHere shows (it has no refund lookup), as the ' +
+      'service last read it after a refund PayHere accepted: kept from the reads the service makes anyway ' +
+      '(retrievePayments, the reconciliation report), never by a call of its own. `payhere_status_at` is when ' +
+      "that read was sent; a later read showing the same status leaves it. Both are null until PayHere's " +
+      'records were read after a refund; the status may be older than the latest refund (compare the times).',
     scope: 'payments:read',
     pathParameters: PaymentPath,
     pathDescription: 'A PayHere payment id: digits only (leading zeros are ignored).',

@@ -1,8 +1,14 @@
 import { type AttributeValue, batchGet, QueryCommand } from '../dynamodb/index.ts';
 import { fromOrderItem, LISTED, timeKey } from './order-item.ts';
 import { type ListedOrder, ORDER_LIST_INDEXES } from './order-lists.ts';
-import { type PaymentRefunds, refundsKey, refundsOfItem } from './refunds.ts';
-import { LedgerTable } from './table.ts';
+import {
+  LedgerRefunds,
+  type PayHereStatus,
+  type PaymentRefunds,
+  refundsKey,
+  refundsOfItem,
+} from './refunds.ts';
+import { type LedgerStoreOptions, LedgerTable } from './table.ts';
 
 /** The orders of a time range, as the reconciliation report reads them. */
 export interface OrdersInRange {
@@ -15,9 +21,22 @@ export interface OrdersInRange {
 /**
  * What the reconciliation report (lib/orders/reconciliation.ts) reads of the ledger, and nothing
  * else: the orders created in a range, from the order list of every order (the `orders` index, by
- * creation time: never a scan), and the refund items of their payments, 100 to a BatchGetItem.
+ * creation time: never a scan), and the refund items of their payments, 100 to a BatchGetItem;
+ * and PayHere's status of the refunded payments its searches read, kept on their refund items.
  */
 export class LedgerReconciliationReads extends LedgerTable {
+  readonly #refunds: LedgerRefunds;
+
+  constructor(options: LedgerStoreOptions) {
+    super(options);
+    this.#refunds = new LedgerRefunds(options);
+  }
+
+  /** lib/ledger/refunds.ts keepPayHereStatus. */
+  keepPayHereStatus(paymentId: string, seen: PayHereStatus): Promise<boolean> {
+    return this.#refunds.keepPayHereStatus(paymentId, seen);
+  }
+
   /** The orders created at or after `from` and before `before` (epoch ms), oldest first: at most `max`. */
   async ordersCreated(from: number, before: number, max: number): Promise<OrdersInRange> {
     const items: Record<string, AttributeValue>[] = [];

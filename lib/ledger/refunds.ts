@@ -42,6 +42,17 @@ export interface PaymentRefunds {
   refundedCents: number;
   /** Refunds whose outcome could not be determined: they may have been made. */
   undetermined: number;
+  /**
+   * The payment's status in PayHere's records as a read of them after its first accepted refund
+   * showed it (the only refund state PayHere exposes), and when that read was sent; null until one was kept.
+   */
+  payhere: PayHereStatus | null;
+}
+
+/** A payment's status in PayHere's records, and when the read that showed it was sent (epoch ms). */
+export interface PayHereStatus {
+  status: string;
+  at: number;
 }
 
 /** Who sent the refund under `key`: an attribute of its own, written with the slot, read with the refunds. */
@@ -63,6 +74,9 @@ const NAMES = {
   '#refundedCents': 'refundedCents',
   '#undetermined': 'undetermined',
   '#settledKeys': 'settledKeys',
+  '#payhereStatus': 'payhereStatus',
+  '#payhereStatusAt': 'payhereStatusAt',
+  '#at': 'at',
 };
 type Name = keyof typeof NAMES;
 
@@ -167,6 +181,23 @@ export class LedgerRefunds extends LedgerTable {
     return this.#update(paymentId, `${set}ADD ${add}`, notYet, values);
   }
 
+  /**
+   * Keep PayHere's status of a payment with refunds, as a read of PayHere's records sent at
+   * `seen.at` showed it. Written only where the payment has a refund PayHere accepted that the
+   * service had learned of by then (a read sent earlier shows nothing of it), and only over nothing
+   * kept yet, or over an older read showing another status: a read showing what is kept already
+   * writes nothing, an older read never replaces a newer one, and a write repeated after its answer
+   * was lost finds itself there. False when nothing was written.
+   */
+  keepPayHereStatus(paymentId: string, seen: PayHereStatus): Promise<boolean> {
+    return this.#update(
+      paymentId,
+      'SET #payhereStatus = :status, #payhereStatusAt = :at',
+      'attribute_exists(#refunds) AND #refunds[0].#at <= :at AND (attribute_not_exists(#payhereStatusAt) OR (#payhereStatusAt < :at AND #payhereStatus <> :status))',
+      { ':status': { S: seen.status }, ':at': number(seen.at) },
+    );
+  }
+
   #update(
     paymentId: string,
     update: string,
@@ -231,5 +262,12 @@ export function refundsOfItem(
     }),
     refundedCents: (item && optionalNumber(item, 'refundedCents')) ?? 0,
     undetermined: (item && optionalNumber(item, 'undetermined')) ?? 0,
+    payhere: payhereOf(item),
   };
+}
+
+function payhereOf(item: Record<string, AttributeValue> | undefined): PayHereStatus | null {
+  const status = item && optionalText(item, 'payhereStatus');
+  const at = item && optionalNumber(item, 'payhereStatusAt');
+  return status && at !== null && at !== undefined ? { status, at } : null;
 }

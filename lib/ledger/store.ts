@@ -29,7 +29,13 @@ import {
 } from './order-item.ts';
 import { LedgerOrderLists, type OrderListPage, type OrderListQuery } from './order-lists.ts';
 import { LedgerReferences } from './references.ts';
-import { LedgerRefunds, type PaymentRefunds, type RefundRecord, type RefundSlot } from './refunds.ts';
+import {
+  LedgerRefunds,
+  type PayHereStatus,
+  type PaymentRefunds,
+  type RefundRecord,
+  type RefundSlot,
+} from './refunds.ts';
 import {
   type LedgerStoreOptions,
   LedgerTable,
@@ -41,7 +47,7 @@ import {
 
 export type { KeptNotification } from './notifications.ts';
 export type { ListedOrder, OrderListPage, OrderListQuery, OrderListSource } from './order-lists.ts';
-export type { AcceptedRefund, PaymentRefunds, RefundRecord, RefundSlot } from './refunds.ts';
+export type { AcceptedRefund, PayHereStatus, PaymentRefunds, RefundRecord, RefundSlot } from './refunds.ts';
 export type { LedgerStoreOptions } from './table.ts';
 
 /**
@@ -654,5 +660,9 @@ export class LedgerStore extends LedgerTable {
 
   finishRefund(paymentId: string, key: string, record: RefundRecord): Promise<boolean> {
     return this.#refunds.finishRefund(paymentId, key, record);
+  }
+
+  keepPayHereStatus(paymentId: string, seen: PayHereStatus): Promise<boolean> {
+    return this.#refunds.keepPayHereStatus(paymentId, seen);
   }
 }

@@ -14,6 +14,7 @@ import {
   paymentSnapshotsFromEnvironment,
   sharedReadStoreFromEnvironment,
 } from '../reads/from-environment.ts';
+import { RefundStatuses } from '../reads/refund-statuses.ts';
 import { SharedReads } from '../reads/shared-reads.ts';
 import { SubscriptionPages } from '../reads/subscription-pages.ts';
 import { Ownership } from './access.ts';
@@ -76,9 +77,10 @@ export function chargesFromEnvironment(): Charges {
 /** retrievePayments' reads, and what a refund drops, over the container's PayHere client. */
 export function orderPaymentsFromEnvironment(payhere: PayHere): OrderPayments {
   const store = sharedReadStoreFromEnvironment();
+  const ledger = ledgerFromEnvironment();
   return new OrderPayments({
-    reads: new SharedReads({ payhere, store }),
-    ledger: ledgerFromEnvironment(),
+    reads: new SharedReads({ payhere, store, refundStatuses: new RefundStatuses({ ledger }) }),
+    ledger,
     invalidation: store,
   });
 }
@@ -177,8 +179,10 @@ export function reconciliationReportsFromEnvironment(
   payhere: PayHere,
   env = process.env,
 ): ReconciliationReports {
+  const ledger = reconciliationReadsFromEnvironment(env);
   return new ReconciliationReports({
-    ledger: reconciliationReadsFromEnvironment(env),
+    ledger,
+    refundStatuses: new RefundStatuses({ ledger }),
     snapshots: paymentSnapshotsFromEnvironment(env),
     payhere,
     checks: reconciliationChecks(env),

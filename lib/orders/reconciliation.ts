@@ -6,6 +6,8 @@ import type { OrderKind, OrderState } from '../ledger/model.ts';
 import type { LedgerReconciliationReads } from '../ledger/reconciliation.ts';
 import type { ListedOrder, PaymentRefunds } from '../ledger/store.ts';
 import { describeError, log } from '../log/log.ts';
+import { inBackground } from '../net/background.ts';
+import type { RefundStatuses } from '../reads/refund-statuses.ts';
 import type { CheckedPayment, PaymentSnapshot, PaymentSnapshots } from '../reads/snapshots.ts';
 import { MAX_REPORT_DAYS, type ReconciliationQuery } from '../schemas/reports.ts';
 import { type Actor, readLedger } from './access.ts';
@@ -146,6 +148,8 @@ export interface ReconciliationOptions {
   checks: number;
   /** A comparison older than this is read again when a request has calls to spare (RECONCILIATION_MAX_AGE_SECONDS). */
   maxAgeMs: number;
+  /** Where PayHere's status of the refunded payments its searches read is kept (none: not kept). */
+  refundStatuses?: RefundStatuses;
   now?: () => number;
 }
 
@@ -173,6 +177,7 @@ export class ReconciliationReports {
   readonly #payhere: PayHere;
   readonly #checks: number;
   readonly #maxAgeMs: number;
+  readonly #refundStatuses: RefundStatuses | undefined;
   readonly #now: () => number;
 
   constructor(options: ReconciliationOptions) {
@@ -181,6 +186,7 @@ export class ReconciliationReports {
     this.#payhere = options.payhere;
     this.#checks = options.checks;
     this.#maxAgeMs = options.maxAgeMs;
+    this.#refundStatuses = options.refundStatuses;
     this.#now = options.now ?? Date.now;
   }
 
@@ -201,12 +207,26 @@ export class ReconciliationReports {
     // Pre-approvals never have a payment: nothing of theirs to compare.
     const compared = range.orders.filter((order) => order.kind !== 'preapproval');
     const snapshots = await readLedger(() => this.#snapshots.get(compared.map((order) => order.orderId)));
-    const checkedNow = await this.#check(this.#due(compared, snapshots), snapshots, deadline);
+    const readNow = await this.#check(this.#due(compared, snapshots), snapshots, deadline);
     const paidPayments = compared.flatMap((order) =>
       PAID.has(order.state) && order.paymentId !== null ? [order.paymentId] : [],
     );
     const refunds = await readLedger(() => this.#ledger.refundsOf(paidPayments));
-    return this.#build(query, range.orders, compared, snapshots, refunds, checkedNow);
+    this.#refundsRead(readNow, refunds);
+    return this.#build(query, range.orders, compared, snapshots, refunds, readNow.length);
+  }
+
+  /**
+   * PayHere's status of the refunded payments this request's searches read, kept on their refund
+   * items after the answer (lib/reads/refund-statuses.ts): the ledger's refund items were read
+   * after the searches, so only a status that changes what is kept is written.
+   */
+  #refundsRead(readNow: readonly PaymentSnapshot[], refunds: ReadonlyMap<string, PaymentRefunds>): void {
+    const statuses = this.#refundStatuses;
+    if (!statuses || readNow.length === 0) return;
+    inBackground(() =>
+      Promise.all(readNow.map((snapshot) => statuses.seen(snapshot.payments, snapshot.checkedAt, refunds))),
+    );
   }
 
   /** The orders to read from PayHere now, most needed first: never compared, changed since, then the oldest. */
@@ -232,15 +252,15 @@ export class ReconciliationReports {
   /**
    * Read `due` from PayHere, all at once (at most `checks` of them), as the merchant's calls: each
    * answer kept as the order's snapshot. An order PayHere could not answer for now (its budget, a
-   * pending answer, a failure) stays as it was, for a later request. Returns how many were read.
+   * pending answer, a failure) stays as it was, for a later request. Returns the snapshots read.
    */
   async #check(
     due: readonly ListedOrder[],
     snapshots: Map<string, PaymentSnapshot>,
     deadline: number,
-  ): Promise<number> {
+  ): Promise<PaymentSnapshot[]> {
     const until = Math.min(deadline - ANSWER_RESERVE_MS, this.#now() + CHECK_WAIT_MS);
-    let read = 0;
+    const read: PaymentSnapshot[] = [];
     await Promise.all(
       due.map(async (order) => {
         const checkedAt = this.#now();
@@ -267,7 +287,7 @@ export class ReconciliationReports {
           payments,
         };
         snapshots.set(order.orderId, snapshot);
-        read++;
+        read.push(snapshot);
         try {
           await this.#snapshots.put(snapshot);
         } catch (error) {

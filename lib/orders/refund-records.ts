@@ -36,6 +36,14 @@ export interface PaymentRefundsView {
   left: number | null;
   /** Refunds whose outcome could not be determined: they may have been made (check PayHere's portal). */
   undetermined: number;
+  /**
+   * The payment's status in PayHere's records (`REFUND REQUESTED`, `REFUND PROCESSING`, `REFUNDED`,
+   * `CHARGEBACK`, ...) as the service last read it after a refund PayHere accepted: PayHere has no
+   * refund lookup, and this is the only refund state it shows. Null until a read after a refund.
+   */
+  payhere_status: string | null;
+  /** When the read that showed `payhere_status` was sent to PayHere; null with it. */
+  payhere_status_at: string | null;
   refunds: RefundRecordView[];
 }
 
@@ -142,6 +150,8 @@ export class RefundRecords {
       refunded: cents(balance.refundedCents),
       left: cents(balance.leftCents),
       undetermined: refunds.undetermined,
+      payhere_status: refunds.payhere?.status ?? null,
+      payhere_status_at: refunds.payhere ? new Date(refunds.payhere.at).toISOString() : null,
       refunds: [
         ...accepted,
         ...(inflight

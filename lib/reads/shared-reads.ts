@@ -7,6 +7,7 @@ import { PaymentList, type PaymentRecord, SubscriptionList, SubscriptionRecord }
 import { describeError, log } from '../log/log.ts';
 import { LruMap } from '../memory/lru-map.ts';
 import { inBackground } from '../net/background.ts';
+import type { RefundStatuses } from './refund-statuses.ts';
 import { SHARED_READS, type SharedRead, type SharedReadStore, type StoredAnswer } from './store.ts';
 
 /** An answer, and whether it came from data shared earlier rather than from PayHere just now. */
@@ -92,12 +93,20 @@ export class SharedReads {
   readonly #seen = new LruMap<number>(SEEN_KEPT);
   /** Answers being written to the table, by key: this container's next lookup of one waits for it. */
   readonly #keeping = new Map<string, Promise<void>>();
+  /** Where payments PayHere's answers show refunded have their status kept (none: not kept). */
+  readonly #refundStatuses: RefundStatuses | undefined;
   #tableDownUntil = 0;
 
-  constructor(options: { payhere: PayHere; store: SharedReadStore; now?: () => number }) {
+  constructor(options: {
+    payhere: PayHere;
+    store: SharedReadStore;
+    now?: () => number;
+    refundStatuses?: RefundStatuses;
+  }) {
     this.#payhere = options.payhere;
     this.#store = options.store;
     this.#now = options.now ?? Date.now;
+    this.#refundStatuses = options.refundStatuses;
   }
 
   /** An order's payments, or PayHere's "no payments" (10 s); a pending answer is served but never kept. */
@@ -108,7 +117,10 @@ export class SharedReads {
       deadline,
       (reservation) =>
         this.#payhere.paymentsOfOrder(orderId, deadline, reserved(reservation)).catch(missingOf),
-      { storable: (answer) => !('pending' in answer && answer.pending) },
+      {
+        storable: (answer) => !('pending' in answer && answer.pending),
+        fetched: (answer, fetchedAt) => this.#refundsRead(answer, fetchedAt),
+      },
     );
     return found<Result<PaymentRecord[]>>(served, NoPaymentsError);
   }
@@ -226,9 +238,13 @@ export class SharedReads {
     schema: Schema<T>,
     deadline: number,
     fetch: (reservation: Reservation | undefined) => Promise<T>,
-    options: { storable?: (answer: T) => boolean; refresh?: boolean } = {},
+    options: {
+      storable?: (answer: T) => boolean;
+      refresh?: boolean;
+      fetched?: (answer: T, fetchedAt: number) => void;
+    } = {},
   ): Promise<Served<T>> {
-    const { storable = () => true, refresh = false } = options;
+    const { storable = () => true, refresh = false, fetched } = options;
     return this.#once(read.key, async () => {
       // An answer this container has not seen within its window is probably missing: the call's
       // share and slot are taken beside the lookup (given back if it finds the answer after all).
@@ -244,12 +260,24 @@ export class SharedReads {
       }
       const fetchedAt = this.#now();
       const answer = await fetch(reservation);
+      fetched?.(answer, fetchedAt);
       if (storable(answer)) {
         this.#keepLater(read, answer, fetchedAt, deadline);
         this.#seen.set(read.key, fetchedAt);
       }
       return { answer, fetchedAt, shared: false };
     });
+  }
+
+  /**
+   * PayHere's payments just read: the refunded ones' statuses kept on their refund items after the
+   * answer (lib/reads/refund-statuses.ts), never holding it up. Only answers fetched now: a shared
+   * one was seen when it was fetched.
+   */
+  #refundsRead(answer: PaymentsOrMissing, fetchedAt: number): void {
+    const statuses = this.#refundStatuses;
+    if (!statuses || 'missing' in answer) return;
+    inBackground(() => statuses.seen(answer.data, fetchedAt));
   }
 
   /** This container saw `read`'s answer (stored, or fetched to be stored) within its window. */

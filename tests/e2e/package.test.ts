@@ -145,9 +145,10 @@ const ACCESS: Record<
   // Reads a payment's reference, refund item and order: never PayHere, no secret.
   paymentRefunds: { ledger: ['GetItem'], secret: false },
   // The range's orders from the list of every order (that index only), refund items in batches;
-  // PayHere's snapshots in the state table beside the budget. Writes nothing to the ledger.
+  // PayHere's snapshots in the state table beside the budget; PayHere's status of a refunded
+  // payment its searches read, on the payment's refund item (its one ledger write).
   reconciliationReport: {
-    ledger: ['BatchGetItem'],
+    ledger: ['BatchGetItem', 'UpdateItem'],
     state: ['BatchGetItem', 'GetItem', 'PutItem', 'UpdateItem'],
     secret: true,
     indexQueries: ['LedgerTable'],

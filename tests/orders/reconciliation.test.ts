@@ -7,6 +7,7 @@ import { createPayHere } from '../../lib/gateway/index.ts';
 import type { OrderKind, OrderState } from '../../lib/ledger/model.ts';
 import { LedgerReconciliationReads } from '../../lib/ledger/reconciliation.ts';
 import { LedgerStore } from '../../lib/ledger/store.ts';
+import { backgroundSettled } from '../../lib/net/background.ts';
 import { ReconciliationReports } from '../../lib/orders/reconciliation.ts';
 import { PaymentSnapshots } from '../../lib/reads/snapshots.ts';
 import { SEED, sandboxGatewayEnv } from '../../sandbox/server.ts';
@@ -333,7 +334,7 @@ describe('the reconciliation report', () => {
     expect(Date.parse(second.body.data.oldest_check)).toBeGreaterThan(twoDaysAgo);
   });
 
-  it('shows the refunds sent through the service, and their totals', async () => {
+  it('shows the refunds sent through the service, and their totals; the refunded payment’s status at PayHere is kept from its search', async () => {
     const orderId = ids('Refunded');
     const charged = await call('charge', {
       body: {
@@ -352,10 +353,23 @@ describe('the reconciliation report', () => {
     });
     expect(refund.statusCode, refund.raw).toBe(200);
     const today = new Date().toISOString().slice(0, 10);
+    sandbox.resetCounters();
+    const sentFrom = Date.now();
 
     const answer = await reconcile(today);
+    const answeredBy = Date.now();
+    await backgroundSettled();
+    const records = await call('paymentRefunds', { id: String(paymentId) });
 
     const day = answer.body.data.days.find((d: { date: string }) => d.date === today);
+    // PayHere's status of the refunded payment, kept from the report's own search of its order.
+    expect(records.body.data.payhere_status).toBe('REFUND REQUESTED');
+    const statusAt = Date.parse(records.body.data.payhere_status_at);
+    expect(statusAt).toBeGreaterThanOrEqual(sentFrom);
+    expect(statusAt).toBeLessThanOrEqual(answeredBy);
+    const searches = sandbox.arrivals().map((arrival) => arrival.endpoint);
+    expect(searches.length).toBeLessThanOrEqual(CHECKS);
+    expect(new Set(searches)).toEqual(new Set(['search']));
     expect(day.refunds).toEqual([
       {
         order_id: orderId,

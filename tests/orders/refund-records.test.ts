@@ -1,9 +1,16 @@
 import { randomUUID } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
+import { GetItemCommand } from '../../lib/dynamodb/index.ts';
+import { LedgerStore } from '../../lib/ledger/store.ts';
+import { backgroundSettled } from '../../lib/net/background.ts';
+import { RefundStatuses } from '../../lib/reads/refund-statuses.ts';
 import { SEED } from '../../sandbox/server.ts';
 import { testToken } from '../helpers/auth.ts';
+import { injectDynamoDbFault } from '../helpers/dynamodb-faults.ts';
 import { call, useTestGateway } from '../helpers/gateway.ts';
 import { customer, testLedger } from '../helpers/orders.ts';
+import { forgetSharedReads } from '../helpers/state-table.ts';
+import { localClient } from '../idempotency/fixtures.ts';
 
 /**
  * A payment's refunds as records (GET /gateway/api/payments/{id}/refunds) and what is left of it:
@@ -20,10 +27,15 @@ const bearer = async (sub: string) => ({
 
 /** A payment of 1,000 LKR the merchant charged for Alice through the service (the ledger links it to its order). */
 async function alicePaid(): Promise<number> {
+  return (await alicePaidOrder()).paymentId;
+}
+
+async function alicePaidOrder(): Promise<{ paymentId: number; orderId: string }> {
+  const orderId = `Refunds-${randomUUID().slice(0, 8)}`;
   const charged = await call('charge', {
     body: {
       type: 'PAYMENT',
-      order_id: `Refunds-${randomUUID().slice(0, 8)}`,
+      order_id: orderId,
       items: 'Door bell',
       currency: 'LKR',
       amount: 1000,
@@ -33,7 +45,7 @@ async function alicePaid(): Promise<number> {
   });
   expect(charged.statusCode, charged.raw).toBe(200);
   sandbox.resetCounters();
-  return charged.body.data.payment_id as number;
+  return { paymentId: charged.body.data.payment_id as number, orderId };
 }
 
 const refund = (paymentId: number, amount?: number) =>
@@ -70,6 +82,8 @@ describe('a payment’s refunds', () => {
       refunded: 1000,
       left: 0,
       undetermined: 0,
+      payhere_status: null,
+      payhere_status_at: null,
       refunds: [
         {
           id: expect.any(String),
@@ -185,3 +199,157 @@ describe('a refund in flight', () => {
     ]);
   });
 });
+
+/** retrievePayments of `orderId` by the merchant, and its writes after the answer landed. */
+async function retrieved(orderId: string) {
+  const answer = await call('retrievePayments', { id: orderId });
+  expect(answer.statusCode, answer.raw).toBe(200);
+  await backgroundSettled();
+  return answer;
+}
+
+const refundsOf = async (paymentId: number) =>
+  (await call('paymentRefunds', { id: String(paymentId) })).body.data as {
+    payhere_status: string | null;
+    payhere_status_at: string | null;
+  };
+
+describe('PayHere’s status of a refunded payment', () => {
+  it('is kept from the retrieve reads after a refund, with when each was sent, and costs PayHere no call of its own', async () => {
+    const { paymentId, orderId } = await alicePaidOrder();
+    await refund(paymentId, 250);
+    const beforeAnyRead = await refundsOf(paymentId);
+    sandbox.resetCounters();
+    // The first status's write lands and its answer is lost: the client's repeat finds it kept.
+    await injectDynamoDbFault({
+      operation: 'UpdateItem',
+      keyPrefix: `refund#${paymentId}`,
+      fault: { kind: 'applyAndLose' },
+    });
+
+    const statuses: Array<{ status: string | null; at: number; sentFrom: number; answeredBy: number }> = [];
+    for (const step of [undefined, 'REFUND PROCESSING', 'REFUNDED'] as const) {
+      if (step) {
+        sandbox.advanceRefunds(paymentId, { status: step });
+        await forgetSharedReads();
+      }
+      const sentFrom = Date.now();
+      const answer = await retrieved(orderId);
+      const answeredBy = Date.now();
+      const records = await refundsOf(paymentId);
+      expect(answer.body.data[0].status).toBe(records.payhere_status);
+      statuses.push({
+        status: records.payhere_status,
+        at: Date.parse(records.payhere_status_at ?? ''),
+        sentFrom,
+        answeredBy,
+      });
+    }
+    // The read shared for its window again: PayHere not asked, nothing kept anew.
+    await retrieved(orderId);
+    const last = await refundsOf(paymentId);
+
+    expect(beforeAnyRead).toMatchObject({ payhere_status: null, payhere_status_at: null });
+    expect(statuses.map((s) => s.status)).toEqual(['REFUND REQUESTED', 'REFUND PROCESSING', 'REFUNDED']);
+    for (const { at, sentFrom, answeredBy } of statuses) {
+      expect(at).toBeGreaterThanOrEqual(sentFrom);
+      expect(at).toBeLessThanOrEqual(answeredBy);
+    }
+    expect(last.payhere_status_at).toBe(new Date(statuses[2]!.at).toISOString());
+    // Three reads, three searches; the refund records and the statuses kept asked PayHere nothing.
+    expect(sandbox.arrivals().map((arrival) => arrival.endpoint)).toEqual(Array(3).fill('search'));
+  });
+
+  it('never takes an older read over a newer one, nor a read sent before the refund; one unchanged writes nothing', async () => {
+    const paymentId = await alicePaid();
+    const id = String(paymentId);
+    const ledger = testLedger();
+    const beforeRefund = Date.now() - 1;
+    const inFlightOnly = await ledger.keepPayHereStatus(id, { status: 'RECEIVED', at: Date.now() });
+    await refund(paymentId, 100);
+    const { accepted } = await ledger.paymentRefunds(id);
+    const at = accepted[0]!.at;
+
+    const kept = [
+      await ledger.keepPayHereStatus(id, { status: 'RECEIVED', at: beforeRefund }),
+      await ledger.keepPayHereStatus(id, { status: 'REFUND PROCESSING', at: at + 2_000 }),
+      // The same write again (its answer lost): it finds itself there.
+      await ledger.keepPayHereStatus(id, { status: 'REFUND PROCESSING', at: at + 2_000 }),
+      // Two reads raced: the older one lands last.
+      await ledger.keepPayHereStatus(id, { status: 'REFUND REQUESTED', at: at + 1_000 }),
+      // A later read showing the same: the time kept stays the first read's.
+      await ledger.keepPayHereStatus(id, { status: 'REFUND PROCESSING', at: at + 3_000 }),
+    ];
+    const afterRace = (await ledger.paymentRefunds(id)).payhere;
+    const newer = await ledger.keepPayHereStatus(id, { status: 'REFUNDED', at: at + 4_000 });
+
+    expect(inFlightOnly).toBe(false);
+    expect(kept).toEqual([false, true, false, false, false]);
+    expect(afterRace).toEqual({ status: 'REFUND PROCESSING', at: at + 2_000 });
+    expect(newer).toBe(true);
+    expect(await refundsOf(paymentId)).toMatchObject({
+      payhere_status: 'REFUNDED',
+      payhere_status_at: new Date(at + 4_000).toISOString(),
+    });
+  });
+
+  it('sends no write for a read of a payment that shows no refund, and keeps nothing for one refunded outside the service', async () => {
+    const { paymentId, orderId } = await alicePaidOrder();
+    // A write of the payment's refund item would meet this fault: it is still there after the read.
+    await injectDynamoDbFault({
+      operation: 'UpdateItem',
+      keyPrefix: `refund#${paymentId}`,
+      fault: { kind: 'status500' },
+    });
+    const read = await retrieved(orderId);
+    const oneAttempt = new LedgerStore({
+      client: localClient({ maxAttempts: 1 }),
+      table: process.env.LEDGER_TABLE!,
+    });
+    const faultLeft = await oneAttempt
+      .keepPayHereStatus(String(paymentId), { status: 'RECEIVED', at: Date.now() })
+      .then(
+        () => false,
+        () => true,
+      );
+
+    const sent: string[] = [];
+    const statuses = new RefundStatuses({
+      ledger: {
+        keepPayHereStatus: (id, seen) => {
+          sent.push(`${id} ${seen.status}`);
+          return testLedger().keepPayHereStatus(id, seen);
+        },
+      },
+    });
+    const record = (payment_id: number, status: string) => ({
+      payment_id,
+      order_id: 'Order-1',
+      status,
+      currency: 'LKR',
+      amount: 10,
+    });
+    // A payment the service never refunded.
+    const refundable = 320099999977;
+    await statuses.seen([record(paymentId, 'RECEIVED'), record(refundable, 'REFUNDED')], Date.now());
+
+    expect(read.body.data[0].status).toBe('RECEIVED');
+    expect(faultLeft).toBe(true);
+    expect(await rawRefundItem(paymentId)).toBeUndefined();
+    // Refunded in PayHere's portal: the write is sent, and its condition keeps nothing.
+    expect(sent).toEqual([`${refundable} REFUNDED`]);
+    expect(await rawRefundItem(refundable)).toBeUndefined();
+  });
+});
+
+/** The payment's refund item as the ledger's table holds it (undefined: none was ever written). */
+async function rawRefundItem(paymentId: number) {
+  const { Item } = await localClient().send(
+    new GetItemCommand({
+      TableName: process.env.LEDGER_TABLE!,
+      Key: { pk: { S: `refund#${paymentId}` } },
+      ConsistentRead: true,
+    }),
+  );
+  return Item;
+}
