@@ -146,6 +146,8 @@ export interface Reported {
   paymentId: string | null;
   subscriptionId: string | null;
   installmentsPaid: number | null;
+  /** A subscription's next installment date the reported notification gave: taken when PayHere's records confirm it. */
+  nextInstallment: string | null;
 }
 
 /**
@@ -167,7 +169,13 @@ export interface OrderMove {
   /** A subscription's next installment date, from the notification of its first payment PayHere's records confirmed. */
   nextInstallment?: string;
   /** A success PayHere's records do not show yet: kept as reported, and settled by `settleAt`. */
-  report?: { paymentId: string | null; subscriptionId: string | null; at: number; settleAt: number };
+  report?: {
+    paymentId: string | null;
+    subscriptionId: string | null;
+    nextInstallment?: string;
+    at: number;
+    settleAt: number;
+  };
   /** The report is settled (confirmed, or refuted by the settle job): cleared. */
   clearReport?: boolean;
 }

@@ -87,6 +87,7 @@ const REPORT_ATTRIBUTES = [
   '#reportedAt',
   '#reportedPaymentId',
   '#reportedSubscriptionId',
+  '#reportedNextInstallment',
   '#settleQueue',
   '#settleAt',
 ] as const;
@@ -134,7 +135,7 @@ export class LedgerStore extends LedgerTable {
       updatedAt: now,
       charge: null,
       installmentsPaid: null,
-      reported: { paymentId: null, subscriptionId: null, installmentsPaid: null },
+      reported: { paymentId: null, subscriptionId: null, installmentsPaid: null, nextInstallment: null },
       reportedAt: null,
       settleAt: null,
       holdVerified: null,
@@ -334,6 +335,7 @@ export class LedgerStore extends LedgerTable {
       put('reportedAt', number(move.report.at));
       if (move.report.paymentId) put('reportedPaymentId', { S: move.report.paymentId });
       if (move.report.subscriptionId) put('reportedSubscriptionId', { S: move.report.subscriptionId });
+      if (move.report.nextInstallment) put('reportedNextInstallment', { S: move.report.nextInstallment });
       put('settleQueue', { S: SETTLE_REPORTED });
       put('settleAt', number(move.report.settleAt));
     } else if (move.clearReport) {

@@ -341,7 +341,15 @@ export class NotificationReceiver {
           recorded: { subscriptionId, ...(next ? { nextInstallment: next } : {}) },
         };
       }
-      const report = { paymentId: null, subscriptionId, at: reportedAt, settleAt };
+      // Its next installment's date, taken with the subscription once PayHere's records show it.
+      const next = nextInstallmentOf(notification);
+      const report = {
+        paymentId: null,
+        subscriptionId,
+        ...(next ? { nextInstallment: next } : {}),
+        at: reportedAt,
+        settleAt,
+      };
       return { evidence: 'notified_success', recorded: { report } };
     }
     const found =

@@ -87,7 +87,12 @@ export class OrderReports {
         const reference = { orderId: order.orderId, owner: order.owner };
         if (await this.#ledger.link('subscription', subscriptionId, reference)) {
           await this.#ledger.addSubscription(order.owner, subscriptionId);
-          return this.#apply(order, 'records_show_subscription', { subscriptionId });
+          // The reported notification's next installment date, now that PayHere's records confirm it.
+          const next = order.reported.nextInstallment;
+          return this.#apply(order, 'records_show_subscription', {
+            subscriptionId,
+            ...(next ? { nextInstallment: next } : {}),
+          });
         }
       }
       if (found === 'other_terms') {

@@ -222,7 +222,7 @@ const runHere: Record<string, () => Promise<void>> = {
     expect(merchants.data).toMatchObject({ ...kept, metadata: { crm_id: 'C-7001' } });
     expect(refused).toMatchObject({ status: -1, data: { code: 'invalid_request' } });
     expect(JSON.stringify(refused.data.errors)).toContain('a_key_of_forty_one_characters_is_too_long');
-    expect(subscription.data).toMatchObject({
+    expect(subscription.data, JSON.stringify(subscription.data)).toMatchObject({
       status: 'succeeded',
       startup_fee: 1000,
       next_installment: expect.stringMatching(/^[0-9]{4}-[0-9]{2}-[0-9]{2}$/),

@@ -343,6 +343,25 @@ describe('a subscription’s startup fee and next installment (docs/contract.md 
     expect(form.item_rec_date_next).toMatch(/^[0-9]{4}-[0-9]{2}-[0-9]{2}$/);
   });
 
+  it('takes the next installment date when PayHere’s records confirm a subscription later than its notification came', async () => {
+    const orderId = `Gym-${randomUUID()}`;
+    const { completed, form } = await subscribe(orderId);
+    // The order was confirmed a moment ago: the notification may not ask PayHere now, and is kept as reported.
+    await checkedSecondsAgo(orderId, 'notification', 0);
+    await notify(form);
+    const reported = await ledger.getOrder(orderId);
+    // The customer's view asks PayHere's records, which show the subscription.
+    const viewed = await call('getCheckout', { id: orderId, headers: await asCustomer(alice) });
+
+    expect(reported).toMatchObject({ state: 'pending', nextInstallment: null });
+    expect(reported?.reported).toMatchObject({ subscriptionId: String(completed.subscription_id) });
+    expect(viewed.body.data).toMatchObject({
+      status: 'succeeded',
+      subscription_id: completed.subscription_id,
+      next_installment: form.item_rec_date_next,
+    });
+  });
+
   it('keeps apart a first payment without the fee (dropped in the SDK): never the customer’s subscription', async () => {
     const orderId = `Gym-${randomUUID()}`;
     // The app's user removed startup_fee from the unsigned form: PayHere charged 2,500 only.

@@ -47,7 +47,7 @@ function order(fields: {
     updatedAt: CHECKED_AT - 3_600_000,
     charge: null,
     installmentsPaid: null,
-    reported: { paymentId: null, subscriptionId: null, installmentsPaid: null },
+    reported: { paymentId: null, subscriptionId: null, installmentsPaid: null, nextInstallment: null },
     reportedAt: null,
     settleAt: null,
     holdVerified: null,
