@@ -35,7 +35,9 @@ const store = await ownIdempotencyTable();
 let ahead = 0;
 const sandbox = useTestGateway({ beforeEachTest: 'nothing', now: () => Date.now() + ahead });
 const ledger = testLedger();
-const RUNS = propertyRuns(500);
+/** The cases CI runs, shared by the property's test files (two, so that two workers run them at once). */
+const CASES = propertyRuns(500);
+const PARTS = 2;
 const MINUTE = 60_000;
 const LATER = 12 * MINUTE;
 const DAY = 24 * 60 * MINUTE;
@@ -153,232 +155,238 @@ async function paymentsAtPayHere(
   return answer.json.status === 1 ? answer.json.data : [];
 }
 
-describe('an order’s state follows PayHere’s evidence', () => {
-  it('over random charges, payments, notifications, faults and settle runs', async () => {
-    let scenarios = 0;
-    await fc.assert(
-      fc.asyncProperty(fc.array(step, { minLength: 1, maxLength: 7 }), async (steps) => {
-        scenarios++;
-        sandbox.faults.clear();
-        const run = randomUUID().slice(0, 8);
-        const orderIds: string[] = [];
-        for (const [index, kind] of (['charge', 'payment', 'recurring'] as const).entries()) {
-          const created = await call('createCheckout', {
-            body: {
-              kind,
-              order_id: `Prop-${run}-${index}`,
-              items: 'Property',
-              currency: 'LKR',
-              amount: Number(AMOUNTS[index]),
-              ...(kind === 'recurring' ? { recurrence: '1 Month', duration: '1 Year' } : {}),
-            },
-          });
-          orderIds.push(created.body.data.order_id);
-        }
-        const keys: string[] = [];
-        const paid: Array<number | undefined> = [undefined, undefined, undefined];
-        let subscriptionId: number | undefined;
-        let lastForm: Record<string, string> | undefined;
-        let search: 'up' | 'down' | 'pending' = 'up';
-        sandbox.setClockOffset(0);
-        let later = 0;
-
-        const faults = (charge?: ChargeFault) => {
+/** Registers the property's share `part` (1 or 2) of its cases: a test file of its own runs each. */
+export function evidenceProperty(part: number): void {
+  const RUNS = Math.ceil(CASES / PARTS);
+  describe('an order’s state follows PayHere’s evidence', () => {
+    it(`over random charges, payments, notifications, faults and settle runs (part ${part} of ${PARTS}, ${RUNS} cases)`, async () => {
+      let scenarios = 0;
+      await fc.assert(
+        fc.asyncProperty(fc.array(step, { minLength: 1, maxLength: 7 }), async (steps) => {
+          scenarios++;
           sandbox.faults.clear();
-          if (search === 'down')
-            sandbox.faults.inject('search', { kind: 'status', status: 503 }, Number.POSITIVE_INFINITY);
-          if (search === 'pending')
-            sandbox.faults.inject('search', { kind: 'searchPending' }, Number.POSITIVE_INFINITY);
-          if (charge === 'late') sandbox.faults.inject('charge', { kind: 'processLate', ms: 26_000 });
-          if (charge === 'lostProcessed') sandbox.faults.inject('charge', { kind: 'reset' });
-          if (charge === 'lostUnprocessed')
-            sandbox.faults.inject('charge', { kind: 'resetBeforeProcessing' });
-          if (charge === 'refused')
-            sandbox.faults.inject('charge', {
-              kind: 'status',
-              status: 200,
-              contentType: 'application/json',
-              body: '{"status":-2,"msg":"Customer authentication failed","data":null}',
-            });
-        };
-
-        // What the ledger holds before each step: the orders as the last step left them.
-        let before = await Promise.all(orderIds.map((id) => ledger.getOrder(id)));
-        for (const s of steps) {
-          faults(s.kind === 'charge' ? s.fault : undefined);
-          if (s.kind === 'charge') {
-            const key = s.newKey || keys.length === 0 ? randomUUID() : keys.at(-1)!;
-            if (!keys.includes(key)) keys.push(key);
-            const token =
-              s.fault === 'declined'
-                ? SEED.customerTokens.declined
-                : s.fault === 'pending'
-                  ? SEED.customerTokens.pending
-                  : SEED.customerTokens.success;
-            const order = { table: process.env.LEDGER_TABLE!, keyPrefix: `order#${orderIds[0]}` } as const;
-            // The claim's write applied and its answer lost; or the claim through and every write
-            // after it failing (bounded: a later step's write may meet what is left of it).
-            if (s.fault === 'dbLostClaim')
-              await injectDynamoDbFault({
-                operation: 'UpdateItem',
-                ...order,
-                fault: { kind: 'applyAndLose' },
-              });
-            if (s.fault === 'dbFailedOutcome') {
-              await injectDynamoDbFault({
-                operation: 'UpdateItem',
-                ...order,
-                fault: { kind: 'slow', ms: 0 },
-              });
-              await injectDynamoDbFault({
-                operation: 'UpdateItem',
-                ...order,
-                fault: { kind: 'status500' },
-                times: DYNAMODB_ATTEMPTS,
-              });
-            }
-            const answer = await call('charge', {
-              idempotencyKey: key,
+          const run = randomUUID().slice(0, 8);
+          const orderIds: string[] = [];
+          for (const [index, kind] of (['charge', 'payment', 'recurring'] as const).entries()) {
+            const created = await call('createCheckout', {
               body: {
-                type: 'PAYMENT',
-                order_id: orderIds[0],
+                kind,
+                order_id: `Prop-${run}-${index}`,
                 items: 'Property',
                 currency: 'LKR',
-                amount: Number(AMOUNTS[0]),
-                customer_token: token,
+                amount: Number(AMOUNTS[index]),
+                ...(kind === 'recurring' ? { recurrence: '1 Month', duration: '1 Year' } : {}),
               },
             });
-            if (answer.statusCode === 200) paid[0] = answer.body.data.payment_id;
-            // What the charge left of its faults (it stopped before writing) is used up here, by
-            // writes whose condition never holds, so that the next step meets a healthy ledger.
-            if (s.fault === 'dbFailedOutcome') await drainFaults(orderIds[0]!);
-          } else if (s.kind === 'sdkPay') {
-            const done = await sandbox.completeCheckout(
-              checkoutRequest(NOWHERE, {
-                order_id: orderIds[1],
-                items: 'Property',
-                amount: Number(AMOUNTS[1]),
-              }),
-            );
-            paid[1] = done.payment_id ?? undefined;
-          } else if (s.kind === 'subscribe') {
-            const [recurrence, duration] = TERMS[s.terms];
-            const done = await sandbox.completeCheckout(
-              checkoutRequest(NOWHERE, {
-                kind: 'recurring',
-                order_id: orderIds[2],
-                items: 'Property',
-                amount: Number(AMOUNTS[2]),
-                recurrence,
-                duration,
-              }),
-            );
-            subscriptionId = done.subscription_id ?? undefined;
-            paid[2] = done.payment_id ?? undefined;
-          } else if (s.kind === 'notify') {
-            const [recurrence, duration] = TERMS[s.terms];
-            const paymentId =
-              s.paymentId === 'real'
-                ? paid[s.order]
-                : s.paymentId === 'other'
-                  ? 320099000000 + scenarios
-                  : undefined;
-            lastForm = signed({
-              order_id: orderIds[s.order]!,
-              payhere_amount: AMOUNTS[s.order],
-              status_code: s.status,
-              ...(paymentId === undefined ? {} : { payment_id: String(paymentId) }),
-              ...(s.flow === 'preapproval' ? { customer_token: `${run}`.toUpperCase().padEnd(32, 'A') } : {}),
-              ...(s.flow === 'hold' ? { authorization_token: randomUUID() } : {}),
-              ...(s.flow === 'subscription'
-                ? {
-                    subscription_id: String(subscriptionId ?? 420099999999),
-                    message_type: 'RECURRING_INSTALLMENT_SUCCESS',
-                    recurring: '1',
-                    item_recurrence: recurrence,
-                    item_duration: duration,
-                  }
-                : {}),
-            });
-            expect((await notify(lastForm)).statusCode).toBe(200);
-          } else if (s.kind === 'replay') {
-            if (lastForm) expect((await notify(lastForm)).statusCode).toBe(200);
-          } else if (s.kind === 'search') {
-            search = s.state;
-          } else if (s.kind === 'clock') {
-            sandbox.setClockOffset(s.behind ? -3_000 : 0);
-          } else {
-            if (s.advance) {
-              later += LATER;
-              ahead += LATER;
-            }
-            await settleJob(store, ledger, later).run();
+            orderIds.push(created.body.data.order_id);
           }
+          const keys: string[] = [];
+          const paid: Array<number | undefined> = [undefined, undefined, undefined];
+          let subscriptionId: number | undefined;
+          let lastForm: Record<string, string> | undefined;
+          let search: 'up' | 'down' | 'pending' = 'up';
+          sandbox.setClockOffset(0);
+          let later = 0;
+
+          const faults = (charge?: ChargeFault) => {
+            sandbox.faults.clear();
+            if (search === 'down')
+              sandbox.faults.inject('search', { kind: 'status', status: 503 }, Number.POSITIVE_INFINITY);
+            if (search === 'pending')
+              sandbox.faults.inject('search', { kind: 'searchPending' }, Number.POSITIVE_INFINITY);
+            if (charge === 'late') sandbox.faults.inject('charge', { kind: 'processLate', ms: 26_000 });
+            if (charge === 'lostProcessed') sandbox.faults.inject('charge', { kind: 'reset' });
+            if (charge === 'lostUnprocessed')
+              sandbox.faults.inject('charge', { kind: 'resetBeforeProcessing' });
+            if (charge === 'refused')
+              sandbox.faults.inject('charge', {
+                kind: 'status',
+                status: 200,
+                contentType: 'application/json',
+                body: '{"status":-2,"msg":"Customer authentication failed","data":null}',
+              });
+          };
+
+          // What the ledger holds before each step: the orders as the last step left them.
+          let before = await Promise.all(orderIds.map((id) => ledger.getOrder(id)));
+          for (const s of steps) {
+            faults(s.kind === 'charge' ? s.fault : undefined);
+            if (s.kind === 'charge') {
+              const key = s.newKey || keys.length === 0 ? randomUUID() : keys.at(-1)!;
+              if (!keys.includes(key)) keys.push(key);
+              const token =
+                s.fault === 'declined'
+                  ? SEED.customerTokens.declined
+                  : s.fault === 'pending'
+                    ? SEED.customerTokens.pending
+                    : SEED.customerTokens.success;
+              const order = { table: process.env.LEDGER_TABLE!, keyPrefix: `order#${orderIds[0]}` } as const;
+              // The claim's write applied and its answer lost; or the claim through and every write
+              // after it failing (bounded: a later step's write may meet what is left of it).
+              if (s.fault === 'dbLostClaim')
+                await injectDynamoDbFault({
+                  operation: 'UpdateItem',
+                  ...order,
+                  fault: { kind: 'applyAndLose' },
+                });
+              if (s.fault === 'dbFailedOutcome') {
+                await injectDynamoDbFault({
+                  operation: 'UpdateItem',
+                  ...order,
+                  fault: { kind: 'slow', ms: 0 },
+                });
+                await injectDynamoDbFault({
+                  operation: 'UpdateItem',
+                  ...order,
+                  fault: { kind: 'status500' },
+                  times: DYNAMODB_ATTEMPTS,
+                });
+              }
+              const answer = await call('charge', {
+                idempotencyKey: key,
+                body: {
+                  type: 'PAYMENT',
+                  order_id: orderIds[0],
+                  items: 'Property',
+                  currency: 'LKR',
+                  amount: Number(AMOUNTS[0]),
+                  customer_token: token,
+                },
+              });
+              if (answer.statusCode === 200) paid[0] = answer.body.data.payment_id;
+              // What the charge left of its faults (it stopped before writing) is used up here, by
+              // writes whose condition never holds, so that the next step meets a healthy ledger.
+              if (s.fault === 'dbFailedOutcome') await drainFaults(orderIds[0]!);
+            } else if (s.kind === 'sdkPay') {
+              const done = await sandbox.completeCheckout(
+                checkoutRequest(NOWHERE, {
+                  order_id: orderIds[1],
+                  items: 'Property',
+                  amount: Number(AMOUNTS[1]),
+                }),
+              );
+              paid[1] = done.payment_id ?? undefined;
+            } else if (s.kind === 'subscribe') {
+              const [recurrence, duration] = TERMS[s.terms];
+              const done = await sandbox.completeCheckout(
+                checkoutRequest(NOWHERE, {
+                  kind: 'recurring',
+                  order_id: orderIds[2],
+                  items: 'Property',
+                  amount: Number(AMOUNTS[2]),
+                  recurrence,
+                  duration,
+                }),
+              );
+              subscriptionId = done.subscription_id ?? undefined;
+              paid[2] = done.payment_id ?? undefined;
+            } else if (s.kind === 'notify') {
+              const [recurrence, duration] = TERMS[s.terms];
+              const paymentId =
+                s.paymentId === 'real'
+                  ? paid[s.order]
+                  : s.paymentId === 'other'
+                    ? 320099000000 + scenarios
+                    : undefined;
+              lastForm = signed({
+                order_id: orderIds[s.order]!,
+                payhere_amount: AMOUNTS[s.order],
+                status_code: s.status,
+                ...(paymentId === undefined ? {} : { payment_id: String(paymentId) }),
+                ...(s.flow === 'preapproval'
+                  ? { customer_token: `${run}`.toUpperCase().padEnd(32, 'A') }
+                  : {}),
+                ...(s.flow === 'hold' ? { authorization_token: randomUUID() } : {}),
+                ...(s.flow === 'subscription'
+                  ? {
+                      subscription_id: String(subscriptionId ?? 420099999999),
+                      message_type: 'RECURRING_INSTALLMENT_SUCCESS',
+                      recurring: '1',
+                      item_recurrence: recurrence,
+                      item_duration: duration,
+                    }
+                  : {}),
+              });
+              expect((await notify(lastForm)).statusCode).toBe(200);
+            } else if (s.kind === 'replay') {
+              if (lastForm) expect((await notify(lastForm)).statusCode).toBe(200);
+            } else if (s.kind === 'search') {
+              search = s.state;
+            } else if (s.kind === 'clock') {
+              sandbox.setClockOffset(s.behind ? -3_000 : 0);
+            } else {
+              if (s.advance) {
+                later += LATER;
+                ahead += LATER;
+              }
+              await settleJob(store, ledger, later).run();
+            }
+            sandbox.faults.clear();
+
+            // Never two payments for one order through the service.
+            expect((await paymentsAtPayHere(orderIds[0]!)).length).toBeLessThanOrEqual(1);
+            const after = await Promise.all(orderIds.map((id) => ledger.getOrder(id)));
+            for (const [index, order] of after.entries()) {
+              // A payment order succeeded only with PayHere's payment of it.
+              if (index < 2 && order?.state === 'succeeded') {
+                const payments = await paymentsAtPayHere(order.orderId);
+                expect(payments.some((payment) => payment.amount === Number(AMOUNTS[index]))).toBe(true);
+              }
+              // A notification never moves an unknown order to a chargeable state.
+              if (s.kind === 'notify' || s.kind === 'replay') {
+                if (before[index]?.state === 'unknown') expect(CHARGEABLE).not.toContain(order?.state);
+              }
+            }
+            // No recurring order succeeded on other terms than its own.
+            const recurring = after[2];
+            if (recurring?.state === 'succeeded') {
+              const api = apiClient(sandbox, await accessToken(sandbox));
+              const record = (await api.get(`subscription/${recurring.subscriptionId}`)).json.data;
+              expect(record.order_id).toBe(recurring.orderId);
+              expect(record.recurring).toBe('Charged every month for 1 year');
+            }
+            before = after;
+          }
+
+          // Once PayHere's search answers and the settle delay has passed, two runs an interval apart
+          // (the second look "not done" needs) resolve every unknown.
           sandbox.faults.clear();
-
-          // Never two payments for one order through the service.
+          sandbox.setClockOffset(0);
+          // Past every late charge, the settle delay and the pending limit, with second looks.
+          ahead += DAY + LATER;
+          // Runs a settle interval apart, as the schedule makes them, until one finds nothing to look
+          // at (a run the budget cut short leaves its items to the next, as deployed).
+          for (let run = 0; run < 6; run++) {
+            const done = await settleJob(store, ledger, later + DAY + LATER + run * SETTLE_INTERVAL_MS).run();
+            if (run > 0 && done.looked === 0) break;
+          }
+          const settled = await Promise.all(orderIds.map((id) => ledger.getOrder(id)));
+          for (const order of settled) {
+            expect(order?.state).not.toBe('unknown');
+            expect(order?.reportedAt ?? null).toBeNull();
+            expect(order?.charge?.inflight ?? false).toBe(false);
+          }
+          // No charge through the service left pending.
+          if (settled[0]?.charge) expect(settled[0].state).not.toBe('pending');
           expect((await paymentsAtPayHere(orderIds[0]!)).length).toBeLessThanOrEqual(1);
-          const after = await Promise.all(orderIds.map((id) => ledger.getOrder(id)));
-          for (const [index, order] of after.entries()) {
-            // A payment order succeeded only with PayHere's payment of it.
-            if (index < 2 && order?.state === 'succeeded') {
-              const payments = await paymentsAtPayHere(order.orderId);
-              expect(payments.some((payment) => payment.amount === Number(AMOUNTS[index]))).toBe(true);
+          // No key's answer contradicts its order.
+          const charged = settled[0]!;
+          for (const key of keys) {
+            const record = await store.get(recordKey('charge', MERCHANT, key));
+            if (!record) continue; // provably not sent: released
+            expect(record.state).toBe('complete');
+            if (record.response!.statusCode === 200)
+              expect(['succeeded', 'chargedback']).toContain(charged.state);
+            if (charged.charge?.key === record.key) {
+              if (charged.state === 'succeeded') expect(record.response!.statusCode).toBe(200);
+              // (202: PayHere answered pending, and its records later showed no payment.)
+              if (charged.state === 'failed') expect([202, 402, 422]).toContain(record.response!.statusCode);
             }
-            // A notification never moves an unknown order to a chargeable state.
-            if (s.kind === 'notify' || s.kind === 'replay') {
-              if (before[index]?.state === 'unknown') expect(CHARGEABLE).not.toContain(order?.state);
-            }
           }
-          // No recurring order succeeded on other terms than its own.
-          const recurring = after[2];
-          if (recurring?.state === 'succeeded') {
-            const api = apiClient(sandbox, await accessToken(sandbox));
-            const record = (await api.get(`subscription/${recurring.subscriptionId}`)).json.data;
-            expect(record.order_id).toBe(recurring.orderId);
-            expect(record.recurring).toBe('Charged every month for 1 year');
-          }
-          before = after;
-        }
-
-        // Once PayHere's search answers and the settle delay has passed, two runs an interval apart
-        // (the second look "not done" needs) resolve every unknown.
-        sandbox.faults.clear();
-        sandbox.setClockOffset(0);
-        // Past every late charge, the settle delay and the pending limit, with second looks.
-        ahead += DAY + LATER;
-        // Runs a settle interval apart, as the schedule makes them, until one finds nothing to look
-        // at (a run the budget cut short leaves its items to the next, as deployed).
-        for (let run = 0; run < 6; run++) {
-          const done = await settleJob(store, ledger, later + DAY + LATER + run * SETTLE_INTERVAL_MS).run();
-          if (run > 0 && done.looked === 0) break;
-        }
-        const settled = await Promise.all(orderIds.map((id) => ledger.getOrder(id)));
-        for (const order of settled) {
-          expect(order?.state).not.toBe('unknown');
-          expect(order?.reportedAt ?? null).toBeNull();
-          expect(order?.charge?.inflight ?? false).toBe(false);
-        }
-        // No charge through the service left pending.
-        if (settled[0]?.charge) expect(settled[0].state).not.toBe('pending');
-        expect((await paymentsAtPayHere(orderIds[0]!)).length).toBeLessThanOrEqual(1);
-        // No key's answer contradicts its order.
-        const charged = settled[0]!;
-        for (const key of keys) {
-          const record = await store.get(recordKey('charge', MERCHANT, key));
-          if (!record) continue; // provably not sent: released
-          expect(record.state).toBe('complete');
-          if (record.response!.statusCode === 200)
-            expect(['succeeded', 'chargedback']).toContain(charged.state);
-          if (charged.charge?.key === record.key) {
-            if (charged.state === 'succeeded') expect(record.response!.statusCode).toBe(200);
-            // (202: PayHere answered pending, and its records later showed no payment.)
-            if (charged.state === 'failed') expect([202, 402, 422]).toContain(record.response!.statusCode);
-          }
-        }
-      }),
-      { numRuns: RUNS },
-    );
-    expect(scenarios).toBeGreaterThanOrEqual(RUNS);
-  }, 600_000);
-});
+        }),
+        { numRuns: RUNS },
+      );
+      expect(scenarios).toBeGreaterThanOrEqual(RUNS);
+    }, 600_000);
+  });
+}

@@ -5,13 +5,14 @@ import { BaseSequencer, type TestSpecification } from 'vitest/node';
  * started first so that none is left to start last and be the run's tail: vitest starts the
  * longest first only when it has the last run's durations (node_modules/.vite), and CI installs
  * afresh. The 30 s load test leads beside reach-property, which mostly waits out hangs and
- * timeouts, and evidence-property, which takes the CPU the two leave (with readme third instead,
- * a core sat idle for the first minute).
+ * timeouts, and evidence-property's first half, which takes the CPU the two leave (with readme third
+ * instead, a core sat idle for the first minute); its second half follows as the first of them ends.
  */
 const LONG = [
   'tests/e2e/fairness-offline.test.ts',
   'tests/idempotency/reach-property.test.ts',
-  'tests/orders/evidence-property.test.ts',
+  'tests/orders/evidence-property-1.test.ts',
+  'tests/orders/evidence-property-2.test.ts',
   'tests/e2e/readme.test.ts',
   'tests/e2e/invoke-local.test.ts',
   'tests/e2e/package-production.test.ts',

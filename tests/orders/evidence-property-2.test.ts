@@ -1,0 +1,4 @@
+import { evidenceProperty } from './evidence-property.ts';
+
+/** Part 2 of the evidence property's cases (tests/orders/evidence-property.ts says what it checks). */
+evidenceProperty(2);
