@@ -212,7 +212,8 @@ export function ledgerWrites(table: string, orderId: string, key: string) {
       Key,
       UpdateExpression:
         'SET #state = :state, #updatedAt = :now, #paymentId = :paymentId REMOVE #inflight, #chargeQueue, ' +
-        '#chargeDueAt, #reportedAt, #reportedPaymentId, #reportedSubscriptionId, #settleQueue, #settleAt',
+        '#chargeDueAt, #reportedAt, #reportedPaymentId, #reportedSubscriptionId, #reportedNextInstallment, #settleQueue, ' +
+        '#settleAt',
       ConditionExpression: '#chargeKey = :key AND #state IN (:from0, :from1, :from2, :from3, :from4, :from5)',
       ExpressionAttributeNames: names(
         'state',
@@ -224,6 +225,7 @@ export function ledgerWrites(table: string, orderId: string, key: string) {
         'paymentId',
         'reportedPaymentId',
         'reportedSubscriptionId',
+        'reportedNextInstallment',
         'reportedAt',
         'settleQueue',
         'settleAt',
