@@ -19,6 +19,16 @@ function requestOf(input: Parameters<typeof fetch>[0], init?: RequestInit): { me
   return { method: init?.method ?? 'GET', url: new URL(String(input)) };
 }
 
+/**
+ * Where the fetch wrapper records: this file's own recordAnswer. The wrapper is installed once per
+ * worker, and a worker runs file after file (vitest.config.ts), each with its own module of
+ * tests/helpers/contract.ts; a wrapper holding the first file's would check the answers of every
+ * later file against nothing.
+ */
+const RECORDER = Symbol.for('payhere.recordAnswer');
+const worker = globalThis as typeof globalThis & { [RECORDER]?: typeof recordAnswer };
+worker[RECORDER] = recordAnswer;
+
 const original = globalThis.fetch as typeof fetch & { [WRAPPED]?: true };
 if (!original[WRAPPED]) {
   const recording = async (input: Parameters<typeof fetch>[0], init?: RequestInit) => {
@@ -26,7 +36,7 @@ if (!original[WRAPPED]) {
     const { method, url } = requestOf(input, init);
     if (LOOPBACK.has(url.hostname) && url.pathname.startsWith('/gateway/')) {
       const copy = response.clone();
-      recordAnswer(
+      worker[RECORDER]!(
         copy.text().then((body) => ({
           method: method.toUpperCase(),
           path: url.pathname,
