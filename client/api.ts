@@ -438,6 +438,13 @@ export interface Operations {
           code: 'payload_too_large';
         };
       };
+      '422': {
+        status: -1;
+        msg: string;
+        data: {
+          code: 'gateway_rejected';
+        };
+      };
       '429': {
         status: -1;
         msg: string;

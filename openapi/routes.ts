@@ -314,7 +314,13 @@ export const ROUTE_TABLE = {
       },
     ],
     invalid: invalid(OrderPath, { id: 'Ordér-1' }, 'path'),
-    failures: [notFound('No payments were found for order Order00000.')],
+    failures: [
+      notFound('No payments were found for order Order00000.'),
+      {
+        error: new GatewayRejectedError('The gateway refused the payment search: Invalid order id'),
+        when: 'PayHere refused the search with another message than "No payments found": no statement about the order\'s payments, so neither not found nor a copy of its answer.',
+      },
+    ],
   },
   listSubscriptions: {
     method: 'get',

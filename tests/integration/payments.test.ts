@@ -385,6 +385,24 @@ describe('retrievePayments', () => {
     });
   });
 
+  it('answers 422 gateway_rejected when PayHere refuses the search with another message than No payments found', async () => {
+    sandbox.faults.inject('search', {
+      kind: 'status',
+      status: 200,
+      contentType: 'application/json',
+      body: '{"status":-1,"msg":"Invalid order id","data":null}',
+    });
+
+    const answer = await call('retrievePayments', { id: SEED.orders.sample });
+
+    expect(answer.statusCode).toBe(422);
+    expect(answer.body).toEqual({
+      status: -1,
+      msg: 'The gateway refused the payment search: Invalid order id',
+      data: { code: 'gateway_rejected' },
+    });
+  });
+
   it('answers 404 not_found for an order without payments', async () => {
     const answer = await call('retrievePayments', { id: SEED.orders.withoutPayments });
 
