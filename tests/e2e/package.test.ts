@@ -7,6 +7,7 @@ import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { SIGNER_FILES } from '../../bench/build.ts';
 import { readZip } from '../../bench/zip.ts';
+import { LISTED_ATTRIBUTES } from '../../lib/ledger/order-lists.ts';
 import { METRICS_NAMESPACE } from '../../lib/log/metrics.ts';
 import { describedRoutes } from '../../openapi/routes.ts';
 import { ALARMS, actionsOf, alarmsOf } from '../helpers/alarms.ts';
@@ -199,26 +200,7 @@ const listed = (hash: string) => ({
   ],
   Projection: {
     ProjectionType: 'INCLUDE',
-    NonKeyAttributes: [
-      'orderId',
-      'owner',
-      'kind',
-      'state',
-      'items',
-      'currency',
-      'amount',
-      'paymentId',
-      'subscriptionId',
-      'inflight',
-      'createdAt',
-      'updatedAt',
-      'custom1',
-      'custom2',
-      'customerDetails',
-      'metadata',
-      'startupFee',
-      'nextInstallment',
-    ].filter((attribute) => attribute !== hash),
+    NonKeyAttributes: [...LISTED_ATTRIBUTES].filter((attribute) => attribute !== hash),
   },
 });
 const ORDER_LIST_INDEXES = [listed('listed'), listed('owner'), listed('state')];
