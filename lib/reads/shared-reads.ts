@@ -125,13 +125,18 @@ export class SharedReads {
     return found<Result<PaymentRecord[]>>(served, NoPaymentsError);
   }
 
+  /**
+   * The merchant's subscriptions. A list fetched from PayHere is kept before it is answered (not
+   * after, as other answers are): the app's next request after a list is one of its subscriptions,
+   * served by another function, whose container can only find the list in the table.
+   */
   listSubscriptions(deadline: number, refresh = false): Promise<Served<Result<SubscriptionRecord[]>>> {
     return this.#shared(
       SHARED_READS.subscriptions,
       SubscriptionsAnswer,
       deadline,
       (reservation) => this.#payhere.listSubscriptions(deadline, reserved(reservation)),
-      { refresh },
+      { refresh, keepFirst: true },
     );
   }
 
@@ -160,8 +165,8 @@ export class SharedReads {
     return this.#once(read.key, async () => {
       const fetchedAt = this.#now();
       const answer = await this.#payhere.listSubscriptions(deadline, reserved(reservation));
-      this.#keepLater(read, answer, fetchedAt, deadline);
       this.#seen.set(read.key, fetchedAt);
+      await this.#keep(read, answer, fetchedAt, deadline);
       return { answer, fetchedAt, shared: false };
     });
   }
@@ -232,7 +237,10 @@ export class SharedReads {
     return list?.fresh ? findSubscription(list.answer.data, id) : undefined;
   }
 
-  /** The stored answer of `read`, else PayHere's (kept when `storable`); `refresh` skips the stored one. */
+  /**
+   * The stored answer of `read`, else PayHere's (kept when `storable`, after it is answered unless
+   * `keepFirst`); `refresh` skips the stored one.
+   */
   #shared<T>(
     read: SharedRead,
     schema: Schema<T>,
@@ -241,10 +249,11 @@ export class SharedReads {
     options: {
       storable?: (answer: T) => boolean;
       refresh?: boolean;
+      keepFirst?: boolean;
       fetched?: (answer: T, fetchedAt: number) => void;
     } = {},
   ): Promise<Served<T>> {
-    const { storable = () => true, refresh = false, fetched } = options;
+    const { storable = () => true, refresh = false, keepFirst = false, fetched } = options;
     return this.#once(read.key, async () => {
       // An answer this container has not seen within its window is probably missing: the call's
       // share and slot are taken beside the lookup (given back if it finds the answer after all).
@@ -262,8 +271,9 @@ export class SharedReads {
       const answer = await fetch(reservation);
       fetched?.(answer, fetchedAt);
       if (storable(answer)) {
-        this.#keepLater(read, answer, fetchedAt, deadline);
         this.#seen.set(read.key, fetchedAt);
+        if (keepFirst) await this.#keep(read, answer, fetchedAt, deadline);
+        else this.#keepLater(read, answer, fetchedAt, deadline);
       }
       return { answer, fetchedAt, shared: false };
     });

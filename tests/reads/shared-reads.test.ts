@@ -146,6 +146,35 @@ describe('the shared write', () => {
     expect(second).toMatchObject({ shared: true, fetchedAt: T0 });
     expect(count('search')).toBe(1);
   });
+
+  it.each([
+    ['whole', (reads: SharedReads) => reads.listSubscriptions(deadline())],
+    [
+      'for a first page',
+      (reads: SharedReads) => reads.listSubscriptionsUnless(Promise.resolve(undefined), deadline()),
+    ],
+  ] as const)(
+    'of the subscription list (%s) lands before the list is answered: another container’s one-subscription read finds it',
+    async (_, list) => {
+      // Prepare: two containers (listSubscriptions' and getSubscription's) on one table whose writes take 200 ms.
+      const { store, reads } = await sharedReads();
+      const other = new SharedReads({ payhere: createPayHere(loadConfig(process.env)), store, now: clock });
+      const put = store.put.bind(store);
+      vi.spyOn(store, 'put').mockImplementation(async (...args) => {
+        await sleep(200);
+        return put(...args);
+      });
+
+      // Act: the app asks for its subscriptions, then at once for one of them.
+      const listed = await list(reads);
+      const one = await other.getSubscription(active, deadline());
+
+      // Assess
+      expect(listed).toMatchObject({ shared: false });
+      expect(one).toMatchObject({ shared: true, fetchedAt: T0 });
+      expect(sandbox.counters()).toMatchObject({ listSubscriptions: 1, getSubscription: 0 });
+    },
+  );
 });
 
 describe('a not-found, shared like an answer', () => {
