@@ -1348,6 +1348,98 @@ export interface Operations {
       format?: 'json' | 'csv';
     };
   };
+  listEvents: {
+    answers: {
+      '200': {
+        status: 1;
+        msg: string;
+        data: EventPage;
+      };
+      '400': {
+        status: -1;
+        msg: string;
+        data: {
+          code: 'invalid_request';
+          errors?: FieldError[];
+        };
+      };
+      '401': {
+        status: -2;
+        msg: string;
+        data: {
+          code: 'unauthorized';
+        };
+      };
+      '403': {
+        status: -2;
+        msg: string;
+        data: {
+          code: 'forbidden';
+        };
+      };
+      '413': {
+        status: -1;
+        msg: string;
+        data: {
+          code: 'payload_too_large';
+        };
+      };
+      '429': {
+        status: -1;
+        msg: string;
+        data: {
+          code: 'rate_limited';
+        };
+      };
+      '500': {
+        status: -1;
+        msg: string;
+        data: {
+          code: 'internal_error';
+        };
+      };
+      '503': {
+        status: -1;
+        msg: string;
+        data: {
+          code: 'gateway_unavailable';
+        };
+      };
+      '504': {
+        status: -1;
+        msg: string;
+        data: {
+          code: 'gateway_timeout';
+        };
+      };
+    };
+    query?: {
+      type?:
+        | 'order.pending'
+        | 'order.succeeded'
+        | 'order.failed'
+        | 'order.cancelled'
+        | 'order.unknown'
+        | 'order.chargeback'
+        | 'order.possible_duplicate'
+        | 'card.saved'
+        | 'hold.authorized'
+        | 'hold.captured'
+        | 'hold.released'
+        | 'hold.expired'
+        | 'subscription.created'
+        | 'subscription.installment_paid'
+        | 'subscription.cancelled'
+        | 'subscription.completed'
+        | 'refund.requested'
+        | 'refund.settled'
+        | 'refund.refused'
+        | 'refund.undeterminable';
+      object_id?: string;
+      limit?: string;
+      cursor?: string;
+    };
+  };
 }
 /**
  * This interface was referenced by `Operations`'s JSON-Schema
@@ -1739,6 +1831,136 @@ export interface ReconciliationReport {
 }
 /**
  * This interface was referenced by `Operations`'s JSON-Schema
+ * via the `definition` "EventPage".
+ */
+export interface EventPage {
+  events: (
+    | {
+        id: string;
+        type:
+          | 'order.pending'
+          | 'order.succeeded'
+          | 'order.failed'
+          | 'order.cancelled'
+          | 'order.unknown'
+          | 'order.chargeback'
+          | 'card.saved'
+          | 'hold.authorized'
+          | 'hold.expired'
+          | 'subscription.created';
+        created_at: string;
+        object: {
+          type: 'order';
+          id: string;
+        };
+        sequence: number;
+        data: {
+          order_id: string;
+          kind: 'payment' | 'preapproval' | 'authorize' | 'recurring' | 'charge';
+          status: 'created' | 'pending' | 'succeeded' | 'failed' | 'cancelled' | 'chargedback' | 'unknown';
+          amount: number | null;
+          currency: 'LKR' | 'USD' | 'EUR' | 'GBP' | 'AUD';
+          payment_id: string | null;
+          subscription_id: string | null;
+          previous_status?:
+            'created' | 'pending' | 'succeeded' | 'failed' | 'cancelled' | 'chargedback' | 'unknown';
+          evidence: string;
+        };
+      }
+    | {
+        id: string;
+        type: 'order.possible_duplicate';
+        created_at: string;
+        object: {
+          type: 'order';
+          id: string;
+        };
+        sequence: number;
+        data: {
+          order_id: string;
+          kind: 'payment' | 'preapproval' | 'authorize' | 'recurring' | 'charge';
+          status: 'created' | 'pending' | 'succeeded' | 'failed' | 'cancelled' | 'chargedback' | 'unknown';
+          amount: number | null;
+          currency: 'LKR' | 'USD' | 'EUR' | 'GBP' | 'AUD';
+          payment_id: string | null;
+          subscription_id: string | null;
+          duplicate_payment_ids: string[];
+        };
+      }
+    | {
+        id: string;
+        type: 'subscription.installment_paid';
+        created_at: string;
+        object: {
+          type: 'order';
+          id: string;
+        };
+        sequence: number;
+        data: {
+          order_id: string;
+          kind: 'payment' | 'preapproval' | 'authorize' | 'recurring' | 'charge';
+          status: 'created' | 'pending' | 'succeeded' | 'failed' | 'cancelled' | 'chargedback' | 'unknown';
+          amount: number | null;
+          currency: 'LKR' | 'USD' | 'EUR' | 'GBP' | 'AUD';
+          payment_id: string | null;
+          subscription_id: string | null;
+          installments_paid: number;
+          next_installment: string | null;
+        };
+      }
+    | {
+        id: string;
+        type: 'subscription.cancelled' | 'subscription.completed';
+        created_at: string;
+        object: {
+          type: 'order';
+          id: string;
+        };
+        sequence: number;
+        data: {
+          order_id: string;
+          kind: 'recurring';
+          subscription_id: string;
+          subscription_status: 'CANCELLED' | 'COMPLETED';
+        };
+      }
+    | {
+        id: string;
+        type: 'hold.captured' | 'hold.released';
+        created_at: string;
+        object: {
+          type: 'order';
+          id: string;
+        };
+        sequence: number;
+        data: {
+          order_id: string;
+          kind: 'authorize';
+          amount: number | null;
+        };
+      }
+    | {
+        id: string;
+        type: 'refund.requested' | 'refund.settled' | 'refund.refused' | 'refund.undeterminable';
+        created_at: string;
+        object: {
+          type: 'payment';
+          id: string;
+        };
+        sequence: number;
+        data: {
+          payment_id: string;
+          amount: number | null;
+          refund_id?: number | null;
+          evidence?: string;
+        };
+      }
+  )[];
+  next_cursor: string | null;
+  has_more: boolean;
+}
+/**
+ * This interface was referenced by `Operations`'s JSON-Schema
  * via the `definition` "NotifyRequest".
  */
 export interface NotifyRequest {
@@ -1786,4 +2008,5 @@ export const OPERATIONS = {
   listOrders: { method: 'GET', path: '/gateway/api/orders', idempotent: false, onBehalfOf: false },
   paymentRefunds: { method: 'GET', path: '/gateway/api/payments/{id}/refunds', idempotent: false, onBehalfOf: false },
   reconciliationReport: { method: 'GET', path: '/gateway/api/reports/reconciliation', idempotent: false, onBehalfOf: false },
+  listEvents: { method: 'GET', path: '/gateway/api/events', idempotent: false, onBehalfOf: false },
 } as const;

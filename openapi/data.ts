@@ -1,4 +1,5 @@
 import * as z from 'zod/mini';
+import type { EventPage } from '../lib/events/feed.ts';
 import { SubscriptionList } from '../lib/gateway/schemas.ts';
 import { ORDER_KINDS, ORDER_STATES } from '../lib/ledger/model.ts';
 import type { CheckoutParameters, CheckoutView } from '../lib/orders/checkout.ts';
@@ -240,6 +241,88 @@ export const ReconciliationReportSchema = z.strictObject({
   ),
 });
 
+/** An event's envelope (docs/contract.md "Events"), with `type` one of `types` and `data` as they carry it. */
+const event = <T extends readonly [string, ...string[]], D extends z.core.$ZodShape>(
+  types: T,
+  objectType: 'order' | 'payment',
+  data: D,
+) =>
+  z.strictObject({
+    id: z.string(),
+    type: z.enum(types),
+    created_at: z.string(),
+    object: z.strictObject({ type: z.literal(objectType), id: z.string() }),
+    sequence: z.number(),
+    data: z.strictObject(data),
+  });
+
+const orderFacts = {
+  order_id: z.string(),
+  kind: z.enum(ORDER_KINDS),
+  status: z.enum(ORDER_STATES),
+  amount,
+  currency: z.enum(CURRENCIES),
+  payment_id: z.nullable(z.string()),
+  subscription_id: z.nullable(z.string()),
+};
+
+/** Each kind of event, by the types that share its `data`. */
+export const EventSchemas = {
+  OrderMovedEvent: event(
+    [
+      'order.pending',
+      'order.succeeded',
+      'order.failed',
+      'order.cancelled',
+      'order.unknown',
+      'order.chargeback',
+      'card.saved',
+      'hold.authorized',
+      'hold.expired',
+      'subscription.created',
+    ],
+    'order',
+    { ...orderFacts, previous_status: z.optional(z.enum(ORDER_STATES)), evidence: z.string() },
+  ),
+  PossibleDuplicateEvent: event(['order.possible_duplicate'], 'order', {
+    ...orderFacts,
+    duplicate_payment_ids: z.array(z.string()),
+  }),
+  InstallmentPaidEvent: event(['subscription.installment_paid'], 'order', {
+    ...orderFacts,
+    installments_paid: z.number(),
+    next_installment: z.nullable(z.string()),
+  }),
+  SubscriptionEndedEvent: event(['subscription.cancelled', 'subscription.completed'], 'order', {
+    order_id: z.string(),
+    kind: z.literal('recurring'),
+    subscription_id: z.string(),
+    subscription_status: z.enum(['CANCELLED', 'COMPLETED']),
+  }),
+  HoldSettledEvent: event(['hold.captured', 'hold.released'], 'order', {
+    order_id: z.string(),
+    kind: z.literal('authorize'),
+    amount,
+  }),
+  RefundEvent: event(
+    ['refund.requested', 'refund.settled', 'refund.refused', 'refund.undeterminable'],
+    'payment',
+    {
+      payment_id: z.string(),
+      amount,
+      refund_id: z.optional(z.nullable(z.number())),
+      evidence: z.optional(z.string()),
+    },
+  ),
+};
+
+/** listEvents: a page of events, oldest first, and where the next page starts. */
+export const EventPageSchema = z.strictObject({
+  events: z.array(z.union(Object.values(EventSchemas))),
+  next_cursor: z.nullable(z.string()),
+  has_more: z.boolean(),
+});
+
 // A described answer is one the function can return, and it names every field the function's type has
 // (the answers' contract test finds fields the function adds beyond its type).
 type Same<A, B> = [A] extends [B] ? ([B] extends [A] ? true : false) : false;
@@ -275,3 +358,5 @@ const reportDescribed: Same<keyof z.infer<typeof ReconciliationReportSchema>, ke
 void reportDescribed;
 void parametersDescribed;
 void viewDescribed;
+const eventsDescribed: Same<keyof z.infer<typeof EventPageSchema>, keyof EventPage> = true;
+void eventsDescribed;

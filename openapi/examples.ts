@@ -495,4 +495,42 @@ export const EXAMPLES = {
     paid: paidNotification,
     recorded: ok('Notification recorded', null),
   },
+  listEvents: {
+    page: ok('Found 2 events', {
+      events: [
+        {
+          id: 'evt_3f1c0a9e5b7d4c2a8e6f1b3d5a7c9e0f',
+          type: 'order.succeeded',
+          created_at: '2026-01-15T04:31:03.000Z',
+          object: { type: 'order', id: 'Order-1002' },
+          sequence: 1,
+          data: {
+            order_id: 'Order-1002',
+            kind: 'charge',
+            status: 'succeeded',
+            amount: 250,
+            currency: 'LKR',
+            payment_id: '320040000012',
+            subscription_id: null,
+            evidence: 'charge_succeeded',
+          },
+        },
+        {
+          id: 'evt_8a2e4c6b0d1f3a5c7e9b2d4f6a8c0e1b',
+          type: 'refund.settled',
+          created_at: '2026-01-15T05:02:11.000Z',
+          object: { type: 'payment', id: '320040000012' },
+          sequence: 2,
+          data: {
+            payment_id: '320040000012',
+            amount: 50,
+            refund_id: 560034010258,
+            evidence: 'refund_accepted',
+          },
+        },
+      ],
+      next_cursor: 'MDE3Njg0NTMzMzAwMCNldnRfOGEyZTRjNmIwZDFmM2E1YzdlOWIyZDRmNmE4YzBlMWI',
+      has_more: false,
+    }),
+  },
 };

@@ -20,6 +20,7 @@ import { parse } from '../lib/http/validation.ts';
 import { CaptureRequest } from '../lib/schemas/capture.ts';
 import { ChargeRequest } from '../lib/schemas/charge.ts';
 import { CheckoutRequest } from '../lib/schemas/checkout.ts';
+import { EventsQuery } from '../lib/schemas/events.ts';
 import { Notification } from '../lib/schemas/notification.ts';
 import { OrdersQuery, SubscriptionsQuery } from '../lib/schemas/orders.ts';
 import { CheckoutPath, OrderPath, PaymentPath, SubscriptionPath } from '../lib/schemas/paths.ts';
@@ -28,6 +29,7 @@ import { ReconciliationQuery } from '../lib/schemas/reports.ts';
 import {
   CheckoutParametersSchema,
   CheckoutViewSchema,
+  EventPageSchema,
   OrderListSchema,
   PaymentRefundsSchema,
   ReconciliationReportSchema,
@@ -677,6 +679,44 @@ export const ROUTE_TABLE = {
     failures: [
       {
         error: new ForbiddenError('Only the merchant reads reconciliation reports.'),
+        when: 'A customer token (without `merchant`).',
+      },
+    ],
+  },
+  listEvents: {
+    method: 'get',
+    path: '/gateway/api/events',
+    tag: 'Orders',
+    summary: 'List events',
+    description:
+      "Every change of money state the service's ledger recorded, as an event, oldest first in the order the " +
+      'events were published (docs/contract.md "Events" lists the types): for a merchant backend to catch up ' +
+      'after downtime, or to poll instead of receiving webhooks. Merchant tokens only; a customer gets 403. ' +
+      '`msg` is `Found <n> events` (this page).\n\n' +
+      'An event is `{ id, type, created_at, object: { type, id }, sequence, data }`: its `id` is stable (the ' +
+      "webhook delivery's `webhook-id`), `sequence` counts its object's events from 1, `data` is the object as " +
+      'the change left it. Pass `next_cursor` as `cursor` for the next page; it is given whenever an event was ' +
+      'read, also on the last page, where the next poll starts (null only when nothing was listed yet). ' +
+      '`has_more` says more events were there to read. Filters apply after reading: a page may hold fewer ' +
+      'than `limit` events and still have more. An event is listed once it was published 3 s ago, so a cursor ' +
+      'never passes an event still being written. Events are kept 35 days.',
+    scope: 'payments:read',
+    queryParameters: EventsQuery,
+    queryDescriptions: {
+      type: 'Only events of this type.',
+      object_id: 'Only events of this object: an order id, or a payment id for refunds.',
+      limit: 'Events per page, 1 to 100; 20 when not given.',
+      cursor: "A page's `next_cursor`.",
+    },
+    queryExample: { limit: '2' },
+    upstream: 'ledger',
+    answers: [
+      ok('A page of events.', EventPageSchema, [{ summary: 'A page', value: EXAMPLES.listEvents.page }]),
+    ],
+    invalid: invalid(EventsQuery, { limit: '101' }, 'query'),
+    failures: [
+      {
+        error: new ForbiddenError('Only the merchant reads the events.'),
         when: 'A customer token (without `merchant`).',
       },
     ],

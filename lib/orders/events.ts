@@ -1,3 +1,4 @@
+import type { EventType } from '../events/types.ts';
 import type { LedgerEvent, Order, OrderKind, OrderState } from '../ledger/model.ts';
 
 /**
@@ -9,30 +10,6 @@ import type { LedgerEvent, Order, OrderKind, OrderState } from '../ledger/model.
  * An order's events carry its state after the change and the evidence that moved it: an unknown
  * settles as `order.succeeded` or `order.failed`, its `evidence` saying what settled it.
  */
-export const EVENT_TYPES = [
-  'order.pending',
-  'order.succeeded',
-  'order.failed',
-  'order.cancelled',
-  'order.unknown',
-  'order.chargeback',
-  'order.possible_duplicate',
-  'card.saved',
-  'hold.authorized',
-  'hold.captured',
-  'hold.released',
-  'hold.expired',
-  'subscription.created',
-  'subscription.installment_paid',
-  'subscription.cancelled',
-  'subscription.completed',
-  'refund.requested',
-  'refund.settled',
-  'refund.refused',
-  'refund.undeterminable',
-] as const;
-export type EventType = (typeof EVENT_TYPES)[number];
-
 /** What every order event carries: the order as the change left it. */
 type OrderFacts = Pick<Order, 'orderId' | 'kind' | 'currency' | 'amountCents'> &
   Partial<Pick<Order, 'paymentId' | 'subscriptionId'>>;

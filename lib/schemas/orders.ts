@@ -7,7 +7,7 @@ export const MAX_PAGE = 100;
 export const DEFAULT_PAGE = 20;
 
 /** A page size as a query string gives it: a whole number from 1 to MAX_PAGE. */
-const pageLimit = () =>
+export const pageLimit = () =>
   z
     .string()
     .check(z.regex(/^(100|[1-9][0-9]?)$/, { message: `must be a whole number from 1 to ${MAX_PAGE}` }));

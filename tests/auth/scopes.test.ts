@@ -41,6 +41,7 @@ const VALID: Record<RouteName, () => CallOptions> = {
   listOrders: () => ({ query: { limit: '5' } }),
   paymentRefunds: () => ({ id: '320099999999' }),
   reconciliationReport: () => ({ query: { from: '2025-01-01', to: '2025-01-01' } }),
+  listEvents: () => ({}),
   createCheckout: () => ({
     body: { kind: 'payment', items: 'Taxi Hire 123', currency: 'LKR', amount: 345.67 },
   }),
@@ -64,9 +65,9 @@ describe('each route requires exactly its scope', () => {
     ALL_TEST_SCOPES.map((scope) => ({ route, scope, allowed: ROUTE_SCOPES[route] === scope })),
   );
 
-  it('covers fourteen routes and six scopes, one allowed scope per route', () => {
-    expect(matrix).toHaveLength(84);
-    expect(matrix.filter((cell) => cell.allowed)).toHaveLength(14);
+  it('covers fifteen routes and six scopes, one allowed scope per route', () => {
+    expect(matrix).toHaveLength(90);
+    expect(matrix.filter((cell) => cell.allowed)).toHaveLength(15);
   });
 
   it.each(matrix.filter((cell) => cell.allowed))(

@@ -69,8 +69,10 @@ describe('osls package', () => {
     for (const [name, fn] of functions) {
       expect(fn.Properties.Runtime).toBe('nodejs24.x');
       expect(fn.Properties.Architectures).toEqual(['arm64']);
-      // API Gateway gives up on a function sooner; the settle job, on a schedule, ends before its next run.
-      expect(fn.Properties.Timeout).toBeLessThan(name === 'SettleLambdaFunction' ? 120 : 29);
+      // API Gateway gives up on a function sooner; the settle job and the event relay, on a schedule,
+      // end before their next runs.
+      const scheduled: Record<string, number> = { SettleLambdaFunction: 120, RelayEventsLambdaFunction: 60 };
+      expect(fn.Properties.Timeout).toBeLessThan(scheduled[name] ?? 29);
     }
     expect(methods).toEqual([...Object.values(ROUTES), NOTIFY_ROUTE].map((r) => r.method).sort());
   });
@@ -83,12 +85,16 @@ describe('osls package', () => {
  * its budget and token, and reads or drops shared answers with the same actions.
  */
 const STATE = ['GetItem', 'PutItem', 'UpdateItem'];
+/** The events its ledger writes recorded, published after the answer (lib/events/relay.ts). */
+const PUBLISH = ['PutItem'];
 const ACCESS: Record<
   string,
   {
     idempotency?: string[];
     ledger?: string[];
     state?: string[];
+    /** The events table (lib/events/): functions whose ledger writes record events publish them. */
+    events?: string[];
     secret: boolean;
     /** The tables whose indexes (never the table itself) it may Query. */
     indexQueries?: string[];
@@ -100,6 +106,7 @@ const ACCESS: Record<
     idempotency: ['DeleteItem', 'GetItem', 'PutItem', 'UpdateItem'],
     ledger: ['GetItem', 'PutItem', 'UpdateItem'],
     state: STATE,
+    events: PUBLISH,
     secret: true,
   },
   capture: {
@@ -107,6 +114,7 @@ const ACCESS: Record<
     // Proves a captured hold's token.
     ledger: ['GetItem', 'UpdateItem'],
     state: STATE,
+    events: PUBLISH,
     secret: true,
   },
   refund: {
@@ -114,6 +122,7 @@ const ACCESS: Record<
     // Drops a refunded order's kept payments.
     ledger: ['GetItem', 'UpdateItem'],
     state: STATE,
+    events: PUBLISH,
     secret: true,
   },
   retrySubscription: {
@@ -132,11 +141,12 @@ const ACCESS: Record<
     idempotency: ['DeleteItem', 'GetItem', 'PutItem', 'UpdateItem'],
     ledger: ['GetItem', 'UpdateItem'],
     state: STATE,
+    events: PUBLISH,
     secret: true,
   },
   createCheckout: { ledger: ['GetItem', 'PutItem'], secret: true },
-  getCheckout: { ledger: ['GetItem', 'PutItem', 'UpdateItem'], state: STATE, secret: true },
-  notify: { ledger: ['GetItem', 'PutItem', 'UpdateItem'], state: STATE, secret: true },
+  getCheckout: { ledger: ['GetItem', 'PutItem', 'UpdateItem'], state: STATE, events: PUBLISH, secret: true },
+  notify: { ledger: ['GetItem', 'PutItem', 'UpdateItem'], state: STATE, events: PUBLISH, secret: true },
   // Reads the order lists' indexes only: never the table, never PayHere, no secret.
   listOrders: {
     secret: false,
@@ -160,8 +170,19 @@ const ACCESS: Record<
     idempotency: ['GetItem', 'UpdateItem'],
     ledger: ['GetItem', 'PutItem', 'UpdateItem'],
     state: STATE,
+    events: PUBLISH,
     secret: true,
     indexQueries: ['IdempotencyTable', 'LedgerTable'],
+  },
+  // The events' feed: the events table's feed index only; no PayHere, no secret.
+  listEvents: { secret: false, indexQueries: ['EventsTable'], queryIndexes: ['feed'] },
+  // The relay: the ledger's outbox index, each item read and its outbox emptied, each event published.
+  relayEvents: {
+    ledger: ['GetItem', 'UpdateItem'],
+    events: PUBLISH,
+    secret: false,
+    indexQueries: ['LedgerTable'],
+    queryIndexes: ['outbox'],
   },
 };
 
@@ -218,19 +239,39 @@ const queue = (name: string, queue: string, due: string) => ({
 describe('the settle job', () => {
   it('runs on a schedule, every two minutes, and is reached by nothing else', () => {
     const rules = Object.values(template.Resources).filter((r) => r.Type === 'AWS::Events::Rule');
-    const targets = rules.flatMap((rule) => rule.Properties.Targets);
+    const scheduled = (name: string) =>
+      rules.filter((rule) =>
+        rule.Properties.Targets.some((target: any) => target.Arn['Fn::GetAtt'][0] === name),
+      );
     const permissions = Object.values(template.Resources).filter(
       (r) =>
         r.Type === 'AWS::Lambda::Permission' &&
         JSON.stringify(r.Properties.FunctionName).includes('SettleLambdaFunction'),
     );
 
-    expect(rules.map((rule) => [rule.Properties.ScheduleExpression, rule.Properties.State])).toEqual([
-      ['rate(2 minutes)', 'ENABLED'],
-    ]);
-    expect(targets.map((target) => target.Arn['Fn::GetAtt'][0])).toEqual(['SettleLambdaFunction']);
+    expect(
+      scheduled('SettleLambdaFunction').map((rule) => [
+        rule.Properties.ScheduleExpression,
+        rule.Properties.State,
+      ]),
+    ).toEqual([['rate(2 minutes)', 'ENABLED']]);
     expect(permissions.map((permission) => permission.Properties.Principal)).toEqual([
       'events.amazonaws.com',
+    ]);
+  });
+});
+
+describe('the event relay', () => {
+  it('runs on a schedule, every minute', () => {
+    const rules = Object.values(template.Resources).filter((r) => r.Type === 'AWS::Events::Rule');
+    const relays = rules.filter((rule) =>
+      rule.Properties.Targets.some(
+        (target: any) => target.Arn['Fn::GetAtt'][0] === 'RelayEventsLambdaFunction',
+      ),
+    );
+
+    expect(relays.map((rule) => [rule.Properties.ScheduleExpression, rule.Properties.State])).toEqual([
+      ['rate(1 minute)', 'ENABLED'],
     ]);
   });
 });
@@ -368,6 +409,7 @@ describe('each function role', () => {
     );
     expect(onTable('LedgerTable')).toEqual((access.ledger ?? []).map((action) => `dynamodb:${action}`));
     expect(onTable('StateTable')).toEqual((access.state ?? []).map((action) => `dynamodb:${action}`));
+    expect(onTable('EventsTable')).toEqual((access.events ?? []).map((action) => `dynamodb:${action}`));
     const queries = statements.filter((statement) => [statement.Action].flat().includes('dynamodb:Query'));
     expect(queries.map((statement) => statement.Resource)).toEqual(
       (access.indexQueries ?? []).map((table) =>
@@ -382,6 +424,7 @@ describe('each function role', () => {
       (access.idempotency ?? []).length +
         (access.ledger ?? []).length +
         (access.state ?? []).length +
+        (access.events ?? []).length +
         (access.indexQueries ?? []).length,
     );
     expect(secretActions).toEqual(access.secret ? ['secretsmanager:GetSecretValue'] : []);

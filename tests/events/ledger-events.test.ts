@@ -1,4 +1,4 @@
-import { afterEach, describe, expect, it } from 'vitest';
+import { afterEach, describe, expect, it, vi } from 'vitest';
 import { ScanCommand } from '../../lib/dynamodb/index.ts';
 import { EventRelay } from '../../lib/events/relay.ts';
 import { type EventBody, EventStore, FEED_SETTLE_MS, feedKeyOfCursor } from '../../lib/events/store.ts';
@@ -8,7 +8,7 @@ import { SEED } from '../../sandbox/server.ts';
 import { clearDynamoDbFaults, injectDynamoDbFault } from '../helpers/dynamodb-faults.ts';
 import { call, useTestGateway } from '../helpers/gateway.ts';
 import { notify, signed } from '../helpers/notifications.ts';
-import { customer, testLedger } from '../helpers/orders.ts';
+import { customer, customerToken, testLedger } from '../helpers/orders.ts';
 import { localClient } from '../idempotency/fixtures.ts';
 import { chargeBody } from '../resilience/fixtures.ts';
 import { accessToken, apiClient } from '../sandbox/helpers.ts';
@@ -234,5 +234,31 @@ describe('the feed', () => {
       bodies.map((body) => body.order_id),
     );
     expect(ours(failed.events).map((event) => event.object.id)).toEqual([bodies[2]!.order_id]);
+  });
+});
+
+describe('GET /gateway/api/events', () => {
+  it('gives the merchant its events after a cursor, a customer 403, an altered cursor 400', async () => {
+    const body = chargeBody();
+    await call('charge', { body });
+    await backgroundSettled();
+    const customerHeaders = { Authorization: `Bearer ${await customerToken(alice)}` };
+    // The event is listed once published FEED_SETTLE_MS ago: the clock moved on, nothing waited for.
+    vi.useFakeTimers({ toFake: ['Date'], now: Date.now() + FEED_SETTLE_MS });
+    try {
+      const all = await call('listEvents', { query: { object_id: body.order_id } });
+      const after = await call('listEvents', { query: { cursor: all.body.data.next_cursor } });
+      const customerAnswer = await call('listEvents', { headers: customerHeaders });
+      const altered = await call('listEvents', { query: { cursor: `${all.body.data.next_cursor}x` } });
+
+      expect(all.statusCode).toBe(200);
+      expect(all.body.msg).toBe('Found 1 events');
+      expect(all.body.data.events.map((event: EventBody) => event.type)).toEqual(['order.succeeded']);
+      expect(after.body.data.events.map((event: EventBody) => event.object.id)).not.toContain(body.order_id);
+      expect(customerAnswer.statusCode).toBe(403);
+      expect(altered.statusCode).toBe(400);
+    } finally {
+      vi.useRealTimers();
+    }
   });
 });

@@ -29,6 +29,7 @@ export const ROUTE_SCOPES: Record<RouteName, string> = {
   listOrders: 'payments:read',
   paymentRefunds: 'payments:read',
   reconciliationReport: 'payments:read',
+  listEvents: 'payments:read',
 };
 
 /** Every route scope; `merchant` is not one (it grants no route by itself). */

@@ -51,6 +51,7 @@ const SUCCESS: Record<RouteName, () => Promise<CallOptions>> = {
     return { id: String(SEED.payments.refundable) };
   },
   reconciliationReport: async () => ({ query: { from: '2025-01-01', to: '2025-01-01' } }),
+  listEvents: async () => ({}),
 };
 
 function expectAnswerHeaders(answer: Answer): void {
