@@ -7,6 +7,7 @@ import { recordKey } from '../../lib/idempotency/idempotent.ts';
 import type { OrderState } from '../../lib/ledger/model.ts';
 import { SETTLE_INTERVAL_MS } from '../../lib/orders/charge-engine.ts';
 import { SEED } from '../../sandbox/server.ts';
+import { expectEventsReplayOrders } from '../events/replay.ts';
 import { injectDynamoDbFault } from '../helpers/dynamodb-faults.ts';
 import { call, useTestGateway } from '../helpers/gateway.ts';
 import { notify, signed } from '../helpers/notifications.ts';
@@ -28,7 +29,8 @@ import { checkoutRequest } from '../sandbox/signing.ts';
  * a payment order `succeeded` only with PayHere's payment; no recurring order succeeded on other
  * terms; a notification never moves an unknown order to a chargeable state. At the end, once
  * PayHere's search answers and the settle job has run past its delays (the second look, the pending
- * limit), no order is unknown, pending by a charge or claimed, and no key's answer contradicts its order.
+ * limit), no order is unknown, pending by a charge or claimed, no key's answer contradicts its order, and
+ * each order's events, published whatever requests left, replay to its state (tests/events/replay.ts).
  */
 const store = await ownIdempotencyTable();
 /** How far PayHere's time has run ahead of the service's (PayHere finishing a charge late). */
@@ -383,6 +385,8 @@ export function evidenceProperty(part: number): void {
               if (charged.state === 'failed') expect([202, 402, 422]).toContain(record.response!.statusCode);
             }
           }
+          // Every move became one event, in order: they replay to the ledger's state.
+          await expectEventsReplayOrders(settled.filter((order) => order !== undefined));
         }),
         { numRuns: RUNS },
       );
