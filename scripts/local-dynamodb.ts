@@ -32,11 +32,15 @@ export const LOCAL_LEDGER_TABLE = 'payhere-payments-api-local-ledger';
 /** The shared budget's and token's table for `--stage local` (`${self:service}-${sls:stage}-state`). */
 export const LOCAL_STATE_TABLE = 'payhere-payments-api-local-state';
 
+/** The events and their webhook deliveries for `--stage local` (`${self:service}-${sls:stage}-events`). */
+export const LOCAL_EVENTS_TABLE = 'payhere-payments-api-local-events';
+
 /** What the functions read to find the local tables (serverless.yml gives the same names for `--stage local`). */
 export const LOCAL_TABLES_ENVIRONMENT = {
   IDEMPOTENCY_TABLE: LOCAL_IDEMPOTENCY_TABLE,
   LEDGER_TABLE: LOCAL_LEDGER_TABLE,
   STATE_TABLE: LOCAL_STATE_TABLE,
+  EVENTS_TABLE: LOCAL_EVENTS_TABLE,
 } as const;
 
 /**
@@ -103,15 +107,25 @@ export async function startLocalDynamoDB(options: LocalDynamoDBOptions = {}): Pr
 export async function createTable(
   endpoint: string,
   table: string,
-  options: { settleIndex?: boolean; chargesIndex?: boolean; orderLists?: boolean } = {},
+  options: {
+    settleIndex?: boolean;
+    chargesIndex?: boolean;
+    orderLists?: boolean;
+    /** The ledger's items with events not yet relayed (lib/events/relay.ts). */
+    outboxIndex?: boolean;
+    /** The events table's: the feed of events in the order they were published, and the deliveries due. */
+    events?: boolean;
+  } = {},
 ): Promise<void> {
-  // The settle job's sparse indexes, keyed by a queue (S) and a due time (N).
+  // The sparse queues, keyed by a queue (S) and a due time (N).
   const indexes = [
     ...(options.settleIndex ? [['settle', 'settleQueue', 'settleAt'] as const] : []),
     ...(options.chargesIndex ? [['charges', 'chargeQueue', 'chargeDueAt'] as const] : []),
+    ...(options.outboxIndex ? [['outbox', 'outboxQueue', 'outboxAt'] as const] : []),
+    ...(options.events ? [['due', 'dueQueue', 'dueAt'] as const] : []),
   ];
   // The ledger's order lists (lib/ledger/order-lists.ts): a partition (S) each, sorted by position (S).
-  const lists = options.orderLists
+  const lists: Record<string, unknown>[] = options.orderLists
     ? (Object.entries(ORDER_LIST_HASH_KEYS) as [string, string][]).map(([name, hash]) => ({
         IndexName: name,
         KeySchema: [
@@ -124,7 +138,20 @@ export async function createTable(
         },
       }))
     : [];
-  const listKeys = options.orderLists ? ['listed', 'owner', 'state', 'listedAt'] : [];
+  // The events' feed (lib/events/store.ts): one partition, in the order the events were published.
+  if (options.events)
+    lists.push({
+      IndexName: 'feed',
+      KeySchema: [
+        { AttributeName: 'feed', KeyType: 'HASH' },
+        { AttributeName: 'feedKey', KeyType: 'RANGE' },
+      ],
+      Projection: { ProjectionType: 'ALL' },
+    });
+  const listKeys = [
+    ...(options.orderLists ? ['listed', 'owner', 'state', 'listedAt'] : []),
+    ...(options.events ? ['feed', 'feedKey'] : []),
+  ];
   await localRequest(endpoint, 'CreateTable', {
     TableName: table,
     AttributeDefinitions: [
@@ -211,8 +238,14 @@ function localRequest(endpoint: string, operation: string, input: unknown): Prom
 export async function createLocalTables(endpoint: string): Promise<void> {
   await Promise.all([
     createTable(endpoint, LOCAL_IDEMPOTENCY_TABLE, { settleIndex: true }),
-    createTable(endpoint, LOCAL_LEDGER_TABLE, { settleIndex: true, chargesIndex: true, orderLists: true }),
+    createTable(endpoint, LOCAL_LEDGER_TABLE, {
+      settleIndex: true,
+      chargesIndex: true,
+      orderLists: true,
+      outboxIndex: true,
+    }),
     createTable(endpoint, LOCAL_STATE_TABLE),
+    createTable(endpoint, LOCAL_EVENTS_TABLE, { events: true }),
   ]);
 }
 

@@ -205,6 +205,16 @@ const listed = (hash: string) => ({
 });
 const ORDER_LIST_INDEXES = [listed('listed'), listed('owner'), listed('state')];
 
+/** A queue of items by due time (sparse, keys only): the ledger's events not relayed yet, the deliveries due. */
+const queue = (name: string, queue: string, due: string) => ({
+  IndexName: name,
+  KeySchema: [
+    { AttributeName: queue, KeyType: 'HASH' },
+    { AttributeName: due, KeyType: 'RANGE' },
+  ],
+  Projection: { ProjectionType: 'KEYS_ONLY' },
+});
+
 describe('the settle job', () => {
   it('runs on a schedule, every two minutes, and is reached by nothing else', () => {
     const rules = Object.values(template.Resources).filter((r) => r.Type === 'AWS::Events::Rule');
@@ -231,8 +241,13 @@ describe('the tables in the packaged template', () => {
       Object.entries(template.Resources).filter(([, resource]) => resource.Type === 'AWS::DynamoDB::Table'),
     ) as Record<string, { Properties: any; DeletionPolicy?: string; UpdateReplacePolicy?: string }>;
 
-  it('are the idempotency store, the ledger and the shared state, nothing else', () => {
-    expect(Object.keys(tables()).sort()).toEqual(['IdempotencyTable', 'LedgerTable', 'StateTable']);
+  it('are the idempotency store, the ledger, the shared state and the events, nothing else', () => {
+    expect(Object.keys(tables()).sort()).toEqual([
+      'EventsTable',
+      'IdempotencyTable',
+      'LedgerTable',
+      'StateTable',
+    ]);
   });
 
   it('keep idempotency records on demand, keyed by pk, expired by TTL, with point-in-time recovery, retained', () => {
@@ -265,9 +280,34 @@ describe('the tables in the packaged template', () => {
       SETTLE_INDEX,
       CHARGES_INDEX,
       ...ORDER_LIST_INDEXES,
+      queue('outbox', 'outboxQueue', 'outboxAt'),
     ]);
     expect(table.DeletionPolicy).toBe('Retain');
     expect(table.UpdateReplacePolicy).toBe('Retain');
+  });
+
+  it('keep the events on demand, keyed by pk, in a feed and a queue of deliveries, expired by TTL, with point-in-time recovery, retained', () => {
+    const table = tables().EventsTable!;
+
+    expect(table.Properties).toMatchObject({
+      TableName: 'payhere-payments-api-test-events',
+      BillingMode: 'PAY_PER_REQUEST',
+      KeySchema: [{ AttributeName: 'pk', KeyType: 'HASH' }],
+      TimeToLiveSpecification: { AttributeName: 'expiresAt', Enabled: true },
+      PointInTimeRecoverySpecification: { PointInTimeRecoveryEnabled: true },
+    });
+    expect(table.Properties.GlobalSecondaryIndexes).toEqual([
+      {
+        IndexName: 'feed',
+        KeySchema: [
+          { AttributeName: 'feed', KeyType: 'HASH' },
+          { AttributeName: 'feedKey', KeyType: 'RANGE' },
+        ],
+        Projection: { ProjectionType: 'ALL' },
+      },
+      queue('due', 'dueQueue', 'dueAt'),
+    ]);
+    expect(table.DeletionPolicy).toBe('Retain');
   });
 
   it('keep the shared state on demand, keyed by pk, expired by TTL, without backups, not retained', () => {
@@ -291,6 +331,7 @@ describe('the tables in the packaged template', () => {
         IDEMPOTENCY_TABLE: 'payhere-payments-api-test-idempotency',
         LEDGER_TABLE: 'payhere-payments-api-test-ledger',
         STATE_TABLE: 'payhere-payments-api-test-state',
+        EVENTS_TABLE: 'payhere-payments-api-test-events',
       });
       expect(fn.Properties.Environment.Variables.DYNAMODB_ENDPOINT ?? '').toBe('');
     }

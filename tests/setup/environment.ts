@@ -8,19 +8,23 @@
 import { randomUUID } from 'node:crypto';
 import path from 'node:path';
 import { inject } from 'vitest';
-import { createTable, LOCAL_AWS_ENVIRONMENT } from '../../scripts/local-dynamodb.ts';
+import { createTable, LOCAL_AWS_ENVIRONMENT, LOCAL_EVENTS_TABLE } from '../../scripts/local-dynamodb.ts';
 import { GENEROUS_SHARES, LOOK_AGAIN_AT_ONCE } from '../helpers/test-environment.ts';
 
 const ledgerTable = `${inject('ledgerTable')}-${randomUUID()}`;
 // The shared budget and token too: each file's sandbox issues tokens of its own.
 const stateTable = `${inject('stateTable')}-${randomUUID()}`;
+// And the events: each file's ledger writes events of its own.
+const eventsTable = `${LOCAL_EVENTS_TABLE}-${randomUUID()}`;
 await Promise.all([
   createTable(inject('dynamodbEndpoint'), ledgerTable, {
     settleIndex: true,
     chargesIndex: true,
     orderLists: true,
+    outboxIndex: true,
   }),
   createTable(inject('dynamodbEndpoint'), stateTable),
+  createTable(inject('dynamodbEndpoint'), eventsTable, { events: true }),
 ]);
 
 Object.assign(process.env, LOCAL_AWS_ENVIRONMENT, GENEROUS_SHARES, LOOK_AGAIN_AT_ONCE, {
@@ -32,4 +36,5 @@ Object.assign(process.env, LOCAL_AWS_ENVIRONMENT, GENEROUS_SHARES, LOOK_AGAIN_AT
   IDEMPOTENCY_TABLE: inject('idempotencyTable'),
   LEDGER_TABLE: ledgerTable,
   STATE_TABLE: stateTable,
+  EVENTS_TABLE: eventsTable,
 });
