@@ -1348,6 +1348,168 @@ export interface Operations {
       format?: 'json' | 'csv';
     };
   };
+  webhookDeliveries: {
+    answers: {
+      '200': {
+        status: 1;
+        msg: string;
+        data: DeliveryList;
+      };
+      '400': {
+        status: -1;
+        msg: string;
+        data: {
+          code: 'invalid_request';
+          errors?: FieldError[];
+        };
+      };
+      '401': {
+        status: -2;
+        msg: string;
+        data: {
+          code: 'unauthorized';
+        };
+      };
+      '403': {
+        status: -2;
+        msg: string;
+        data: {
+          code: 'forbidden';
+        };
+      };
+      '413': {
+        status: -1;
+        msg: string;
+        data: {
+          code: 'payload_too_large';
+        };
+      };
+      '429': {
+        status: -1;
+        msg: string;
+        data: {
+          code: 'rate_limited';
+        };
+      };
+      '500': {
+        status: -1;
+        msg: string;
+        data: {
+          code: 'internal_error';
+        };
+      };
+      '503': {
+        status: -1;
+        msg: string;
+        data: {
+          code: 'gateway_unavailable';
+        };
+      };
+      '504': {
+        status: -1;
+        msg: string;
+        data: {
+          code: 'gateway_timeout';
+        };
+      };
+    };
+    query?: {
+      endpoint?: string;
+      status?: 'pending' | 'delivered' | 'failed' | 'disabled';
+      limit?: string;
+      cursor?: string;
+    };
+  };
+  redeliverEvent: {
+    answers: {
+      '200': {
+        status: 1;
+        msg: string;
+        data: Redelivery;
+      };
+      '400': {
+        status: -1;
+        msg: string;
+        data: {
+          code: 'invalid_request';
+          errors?: FieldError[];
+        };
+      };
+      '401': {
+        status: -2;
+        msg: string;
+        data: {
+          code: 'unauthorized';
+        };
+      };
+      '403': {
+        status: -2;
+        msg: string;
+        data: {
+          code: 'forbidden';
+        };
+      };
+      '404': {
+        status: -1;
+        msg: string;
+        data: {
+          code: 'not_found';
+        };
+      };
+      '409': {
+        status: -1;
+        msg: string;
+        data: {
+          code: 'conflict';
+          /**
+           * The Idempotency-Key of the request to repeat (another refund in flight, to its own caller).
+           */
+          idempotency_key?: string;
+        };
+      };
+      '413': {
+        status: -1;
+        msg: string;
+        data: {
+          code: 'payload_too_large';
+        };
+      };
+      '429': {
+        status: -1;
+        msg: string;
+        data: {
+          code: 'rate_limited';
+        };
+      };
+      '500': {
+        status: -1;
+        msg: string;
+        data: {
+          code: 'internal_error';
+        };
+      };
+      '503': {
+        status: -1;
+        msg: string;
+        data: {
+          code: 'gateway_unavailable';
+        };
+      };
+      '504': {
+        status: -1;
+        msg: string;
+        data: {
+          code: 'gateway_timeout';
+        };
+      };
+    };
+    path: {
+      id: string | number;
+    };
+    query?: {
+      endpoint?: string;
+    };
+  };
 }
 /**
  * This interface was referenced by `Operations`'s JSON-Schema
@@ -1739,6 +1901,38 @@ export interface ReconciliationReport {
 }
 /**
  * This interface was referenced by `Operations`'s JSON-Schema
+ * via the `definition` "DeliveryList".
+ */
+export interface DeliveryList {
+  deliveries: {
+    event_id: string;
+    type: string;
+    object: {
+      type: string;
+      id: string;
+    };
+    endpoint: string;
+    status: 'pending' | 'delivered' | 'failed' | 'disabled';
+    attempts: number;
+    last_status: number | null;
+    last_error: string | null;
+    last_attempt_at: string | null;
+    next_attempt_at: string | null;
+    delivered_at: string | null;
+  }[];
+  next_cursor: string | null;
+}
+/**
+ * This interface was referenced by `Operations`'s JSON-Schema
+ * via the `definition` "Redelivery".
+ */
+export interface Redelivery {
+  event_id: string;
+  endpoints: string[];
+  due_at: string;
+}
+/**
+ * This interface was referenced by `Operations`'s JSON-Schema
  * via the `definition` "NotifyRequest".
  */
 export interface NotifyRequest {
@@ -1786,4 +1980,6 @@ export const OPERATIONS = {
   listOrders: { method: 'GET', path: '/gateway/api/orders', idempotent: false, onBehalfOf: false },
   paymentRefunds: { method: 'GET', path: '/gateway/api/payments/{id}/refunds', idempotent: false, onBehalfOf: false },
   reconciliationReport: { method: 'GET', path: '/gateway/api/reports/reconciliation', idempotent: false, onBehalfOf: false },
+  webhookDeliveries: { method: 'GET', path: '/gateway/api/webhooks/deliveries', idempotent: false, onBehalfOf: false },
+  redeliverEvent: { method: 'POST', path: '/gateway/api/events/{id}/redeliver', idempotent: false, onBehalfOf: false },
 } as const;

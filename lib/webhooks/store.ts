@@ -40,6 +40,8 @@ export interface WebhookEvent {
   objectId: string;
   body: string;
   publishedAt: number;
+  /** Its place in the feed (`<publishedAt, 13 digits>#<id>`). */
+  feedKey: string;
   deliveries: Record<string, Delivery>;
 }
 
@@ -97,6 +99,7 @@ export function eventOf(item: Item): WebhookEvent {
     objectId: item.objectId?.S ?? '',
     body: item.body?.S ?? '',
     publishedAt: num(item.publishedAt) ?? 0,
+    feedKey: item.feedKey?.S ?? '',
     deliveries: Object.fromEntries(
       Object.entries(item.deliveries?.M ?? {}).map(([endpoint, value]) => [endpoint, deliveryOf(value)]),
     ),

@@ -29,6 +29,8 @@ export const ROUTE_SCOPES: Record<RouteName, string> = {
   listOrders: 'payments:read',
   paymentRefunds: 'payments:read',
   reconciliationReport: 'payments:read',
+  webhookDeliveries: 'payments:read',
+  redeliverEvent: 'payments:read',
 };
 
 /** Every route scope; `merchant` is not one (it grants no route by itself). */

@@ -16,6 +16,8 @@ export const ROUTES = {
   listOrders: { method: 'GET', resource: '/gateway/api/orders' },
   paymentRefunds: { method: 'GET', resource: '/gateway/api/payments/{id}/refunds' },
   reconciliationReport: { method: 'GET', resource: '/gateway/api/reports/reconciliation' },
+  webhookDeliveries: { method: 'GET', resource: '/gateway/api/webhooks/deliveries' },
+  redeliverEvent: { method: 'POST', resource: '/gateway/api/events/{id}/redeliver' },
 } as const satisfies Record<string, Pick<EventOptions, 'method' | 'resource'>>;
 
 export type RouteName = keyof typeof ROUTES;
@@ -26,8 +28,8 @@ export const NOTIFY_ROUTE = { method: 'POST', resource: '/gateway/notify' } as c
 /** The functions behind the API: its routes and the notification receiver (openapi/routes.ts describes them). */
 export const API_FUNCTIONS: readonly string[] = [...Object.keys(ROUTES), 'notify'];
 
-/** Every function serverless.yml declares: the API's and the settle job, which runs on a schedule. */
-export const FUNCTIONS: readonly string[] = [...API_FUNCTIONS, 'settle'];
+/** Every function serverless.yml declares: the API's, and the settle job and the webhook deliverer, which run on a schedule. */
+export const FUNCTIONS: readonly string[] = [...API_FUNCTIONS, 'settle', 'deliverWebhooks'];
 
 /** The routes that call PayHere (createCheckout, getCheckout, listOrders and paymentRefunds answer from the ledger). */
 export const GATEWAY_ROUTES = [
