@@ -3,10 +3,17 @@ import { dynamoDbClient, loadDynamoDbConfig } from '../config/dynamodb.ts';
 import { LedgerReconciliationReads } from './reconciliation.ts';
 import { LedgerStore } from './store.ts';
 
-/** The container's ledger, built from the environment at start-up (a bad variable fails here). */
-export function ledgerFromEnvironment(env: Env = process.env): LedgerStore {
+/**
+ * The container's ledger, built from the environment at start-up (a bad variable fails here);
+ * `onEvents` is told the item of each write that recorded events (the relay publishes them).
+ */
+export function ledgerFromEnvironment(env: Env = process.env, onEvents?: (pk: string) => void): LedgerStore {
   const table = required(env, 'LEDGER_TABLE');
-  return new LedgerStore({ client: dynamoDbClient(loadDynamoDbConfig(env)), table });
+  return new LedgerStore({
+    client: dynamoDbClient(loadDynamoDbConfig(env)),
+    table,
+    ...(onEvents ? { onEvents } : {}),
+  });
 }
 
 /** What the reconciliation report reads of the ledger. */

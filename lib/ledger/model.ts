@@ -151,6 +151,15 @@ export interface Reported {
 }
 
 /**
+ * An event a ledger write records with the state change it reports, in the same conditional write
+ * (lib/ledger/outbox.ts keeps it; lib/orders/events.ts decides what a change becomes).
+ */
+export interface LedgerEvent {
+  type: string;
+  data: Record<string, unknown>;
+}
+
+/**
  * An order moved as lib/orders/evidence.ts decided, from the state and facts it was read with: the
  * write is conditional on them, so that two pieces of evidence racing cannot both act, nor an older
  * one undo a newer one.
@@ -178,6 +187,8 @@ export interface OrderMove {
   };
   /** The report is settled (confirmed, or refuted by the settle job): cleared. */
   clearReport?: boolean;
+  /** What the move becomes for the merchant (lib/orders/events.ts), recorded with it. */
+  events?: readonly LedgerEvent[];
 }
 
 /** A notification that matched no order, or not its amount, status or state: kept for the operator. */
@@ -280,4 +291,9 @@ export interface ChargeOutcome {
   dueAt?: number;
   /** Other payments of the order that could be this charge's (a possible duplicate charge). */
   possibleDuplicates?: readonly string[];
+  /**
+   * What the outcome becomes for the merchant (lib/orders/events.ts), recorded with it when it
+   * moves the order; not when the order was already in `state` (a notification got there first).
+   */
+  events?: readonly LedgerEvent[];
 }

@@ -1,4 +1,5 @@
 import { type AttributeValue, UpdateItemCommand } from '../dynamodb/index.ts';
+import { appendEvents, type LedgerEvent } from './outbox.ts';
 import { LedgerTable, number, optionalNumber, optionalText } from './table.ts';
 
 /**
@@ -101,7 +102,18 @@ export class LedgerRefunds extends LedgerTable {
    * does (the client's repeat of a write whose answer was lost finds its own write), and never for a
    * key whose refund is settled already. False otherwise.
    */
-  async takeRefundSlot(paymentId: string, slot: RefundSlot): Promise<boolean> {
+  async takeRefundSlot(
+    paymentId: string,
+    slot: RefundSlot,
+    events?: readonly LedgerEvent[],
+  ): Promise<boolean> {
+    // The slot taken anew is recorded with its event; found held by this very refund (its write
+    // repeated after a lost answer), it is taken again without one.
+    if (events?.length && (await this.#takeSlot(paymentId, slot, events))) return true;
+    return this.#takeSlot(paymentId, slot);
+  }
+
+  #takeSlot(paymentId: string, slot: RefundSlot, events?: readonly LedgerEvent[]): Promise<boolean> {
     const values: Record<string, AttributeValue> = {
       ':key': { S: slot.key },
       ':at': number(slot.takenAt),
@@ -115,19 +127,14 @@ export class LedgerRefunds extends LedgerTable {
     }
     // A key whose refund was settled already never takes the slot again (the key reused once its
     // record expired): its outcome could not be recorded, and the slot would be held for good.
-    const condition =
-      '(attribute_not_exists(#inflight) OR #inflight = :key) AND NOT contains(#settledKeys, :key)';
-    if (!slot.by) return this.#update(paymentId, update, condition, values);
-    return this.#update(
-      paymentId,
-      update.replace('SET ', 'SET #by = :by, '),
-      condition,
-      {
-        ...values,
-        ':by': { S: slot.by },
-      },
-      { '#by': byName(slot.key) },
-    );
+    const condition = `${events ? 'attribute_not_exists(#inflight)' : '(attribute_not_exists(#inflight) OR #inflight = :key)'} AND NOT contains(#settledKeys, :key)`;
+    const names: Record<string, string> = {};
+    if (slot.by) {
+      update = update.replace('SET ', 'SET #by = :by, ');
+      values[':by'] = { S: slot.by };
+      names['#by'] = byName(slot.key);
+    }
+    return this.#update(paymentId, update, condition, values, names, events);
   }
 
   /**
@@ -136,7 +143,12 @@ export class LedgerRefunds extends LedgerTable {
    * freed meanwhile, it finds itself there and adds nothing. True when the ledger now holds it;
    * false when there was nothing of `key`'s to free.
    */
-  async finishRefund(paymentId: string, key: string, record: RefundRecord): Promise<boolean> {
+  async finishRefund(
+    paymentId: string,
+    key: string,
+    record: RefundRecord,
+    events?: readonly LedgerEvent[],
+  ): Promise<boolean> {
     // A refund that was not made keeps no record, nor who sent it: a caller's refusals (above what is
     // left, refused by PayHere) must not grow the payment's item.
     if (record === null)
@@ -148,6 +160,7 @@ export class LedgerRefunds extends LedgerTable {
         {
           '#by': byName(key),
         },
+        events,
       );
     const values: Record<string, AttributeValue> = { ':key': { S: key }, ':keys': { SS: [key] } };
     let set = '';
@@ -167,7 +180,14 @@ export class LedgerRefunds extends LedgerTable {
     }
     const notYet = 'NOT contains(#settledKeys, :key)';
     if (
-      await this.#update(paymentId, `${set}${FREE_SLOT} ADD ${add}`, `#inflight = :key AND ${notYet}`, values)
+      await this.#update(
+        paymentId,
+        `${set}${FREE_SLOT} ADD ${add}`,
+        `#inflight = :key AND ${notYet}`,
+        values,
+        {},
+        events,
+      )
     )
       return true;
     const item = await this.get(refundsKey(paymentId));
@@ -178,7 +198,7 @@ export class LedgerRefunds extends LedgerTable {
       return true;
     }
     // The slot is not this refund's (freed meanwhile, or never taken): its outcome is kept all the same.
-    return this.#update(paymentId, `${set}ADD ${add}`, notYet, values);
+    return this.#update(paymentId, `${set}ADD ${add}`, notYet, values, {}, events);
   }
 
   /**
@@ -198,24 +218,38 @@ export class LedgerRefunds extends LedgerTable {
     );
   }
 
+  /** A conditional update of the payment's refund item; `events` appended to its outbox by the same write. */
   #update(
     paymentId: string,
     update: string,
     condition: string,
     values: Record<string, AttributeValue>,
     names: Record<string, string> = {},
+    events?: readonly LedgerEvent[],
   ): Promise<boolean> {
+    let expression = update;
+    if (events?.length) {
+      const outbox = appendEvents(events, this.now());
+      expression = withSet(update, outbox.set);
+      values = { ...values, ...outbox.values };
+      names = { ...names, ...outbox.names };
+    }
     return this.conditional(
       new UpdateItemCommand({
         TableName: this.table,
         Key: { pk: { S: refundsKey(paymentId) } },
-        UpdateExpression: update,
+        UpdateExpression: expression,
         ConditionExpression: condition,
-        ExpressionAttributeNames: { ...namesIn(`${update} ${condition}`), ...names },
+        ExpressionAttributeNames: { ...namesIn(`${expression} ${condition}`), ...names },
         ExpressionAttributeValues: values,
       }),
     );
   }
+}
+
+/** `update` with `clauses` added to its SET (one made when it has none). */
+export function withSet(update: string, clauses: string): string {
+  return /^SET /.test(update) ? update.replace(/^SET /, `SET ${clauses}, `) : `SET ${clauses} ${update}`;
 }
 
 function acceptedItem(refund: Omit<AcceptedRefund, 'by'>): Record<string, AttributeValue> {

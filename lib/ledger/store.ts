@@ -28,6 +28,7 @@ import {
   valuesIn,
 } from './order-item.ts';
 import { LedgerOrderLists, type OrderListPage, type OrderListQuery } from './order-lists.ts';
+import { appendEvents, type LedgerEvent } from './outbox.ts';
 import { LedgerReferences } from './references.ts';
 import {
   LedgerRefunds,
@@ -35,6 +36,7 @@ import {
   type PaymentRefunds,
   type RefundRecord,
   type RefundSlot,
+  refundsKey,
 } from './refunds.ts';
 import {
   type LedgerStoreOptions,
@@ -110,8 +112,12 @@ export class LedgerStore extends LedgerTable {
   readonly #refunds: LedgerRefunds;
   readonly #lists: LedgerOrderLists;
 
-  constructor(options: LedgerStoreOptions) {
+  /** Told the item of each write that recorded events (lib/events/relay.ts publishes them). */
+  readonly #onEvents: (pk: string) => void;
+
+  constructor(options: LedgerStoreOptions & { onEvents?: (pk: string) => void }) {
     super(options);
+    this.#onEvents = options.onEvents ?? (() => {});
     this.#references = new LedgerReferences(options);
     this.#notifications = new LedgerNotifications(options);
     this.#refunds = new LedgerRefunds(options);
@@ -253,6 +259,26 @@ export class LedgerStore extends LedgerTable {
    * itself). False when the charge no longer holds the order or its state is not one of `from`.
    */
   async finishCharge(orderId: string, key: string, outcome: ChargeOutcome): Promise<boolean> {
+    const { events, ...write } = outcome;
+    if (!events?.length) return this.#finishCharge(orderId, key, write);
+    // The events go with a move, not with the outcome recorded again over itself: the move first;
+    // failing, the order may be there already (a notification got there first, or this very write
+    // was applied and its answer lost), and only the slot is freed. Either way the relay is told:
+    // the move may be the one that was applied.
+    const moving = outcome.from.filter((state) => state !== outcome.state);
+    const written =
+      (moving.length > 0 && (await this.#finishCharge(orderId, key, { ...write, from: moving }, events))) ||
+      (outcome.from.includes(outcome.state) &&
+        (await this.#finishCharge(orderId, key, { ...write, from: [outcome.state] })));
+    return this.#told(orderKey(orderId), '#outbox', Promise.resolve(written));
+  }
+
+  async #finishCharge(
+    orderId: string,
+    key: string,
+    outcome: Omit<ChargeOutcome, 'events'>,
+    events?: readonly LedgerEvent[],
+  ): Promise<boolean> {
     const values: Record<string, AttributeValue> = {
       ':key': { S: key },
       ':state': { S: outcome.state },
@@ -281,8 +307,15 @@ export class LedgerStore extends LedgerTable {
     if (outcome.state === 'succeeded') remove.push(...REPORT_ATTRIBUTES);
     let condition = `#chargeKey = :key AND #state IN (${from.join(', ')})`;
     if (!outcome.overReport) condition += ' AND attribute_not_exists(#reportedAt)';
+    let names: Record<string, string> = {};
+    if (events?.length) {
+      const outbox = appendEvents(events, this.now());
+      set += `, ${outbox.set}`;
+      Object.assign(values, outbox.values);
+      names = outbox.names;
+    }
     let update = `SET ${set} REMOVE ${remove.join(', ')}`;
-    const names = namesIn(`${update} ${condition}`);
+    names = { ...namesIn(`${update} ${condition}`), ...names };
     const adds: string[] = [];
     if (outcome.failedWindow !== undefined) {
       adds.push('#failed :one');
@@ -350,8 +383,13 @@ export class LedgerStore extends LedgerTable {
       move.seen.reported ? 'attribute_exists(#reportedAt)' : 'attribute_not_exists(#reportedAt)',
     ];
     if (move.customerToken) conditions.push('attribute_not_exists(#customerToken)');
+    const outbox = move.events?.length ? appendEvents(move.events, this.now()) : undefined;
+    if (outbox) {
+      set.push(outbox.set);
+      Object.assign(values, outbox.values);
+    }
     const update = `SET ${set.join(', ')}${remove.length > 0 ? ` REMOVE ${remove.join(', ')}` : ''}`;
-    return this.#updateOrder(orderId, update, conditions.join(' AND '), values);
+    return this.#updateOrder(orderId, update, conditions.join(' AND '), values, outbox?.names);
   }
 
   /**
@@ -362,6 +400,7 @@ export class LedgerStore extends LedgerTable {
     orderId: string,
     installmentsPaid: number,
     nextInstallment?: string | null,
+    events?: readonly LedgerEvent[],
   ): Promise<boolean> {
     // The next installment's date goes with the installment that brought it (null: none is due).
     const next =
@@ -370,23 +409,55 @@ export class LedgerStore extends LedgerTable {
         : nextInstallment === null
           ? { set: '', remove: ', #nextInstallment' }
           : { set: ', #nextInstallment = :next', remove: '' };
+    const outbox = events?.length ? appendEvents(events, this.now()) : undefined;
     const update =
-      `SET #updatedAt = :now, #installmentsPaid = :installments${next.set} ` +
+      `SET #updatedAt = :now, #installmentsPaid = :installments${next.set}${outbox ? `, ${outbox.set}` : ''} ` +
       `REMOVE #reportedInstallmentsPaid${next.remove}`;
     const condition =
       'attribute_exists(pk) AND (attribute_not_exists(#installmentsPaid) OR #installmentsPaid < :installments)';
-    return this.#updateOrder(orderId, update, condition, {
-      ':now': number(this.now()),
-      ':installments': number(installmentsPaid),
-      ...(typeof nextInstallment === 'string' ? { ':next': { S: nextInstallment } } : {}),
-    });
+    return this.#updateOrder(
+      orderId,
+      update,
+      condition,
+      {
+        ':now': number(this.now()),
+        ':installments': number(installmentsPaid),
+        ...(typeof nextInstallment === 'string' ? { ':next': { S: nextInstallment } } : {}),
+        ...outbox?.values,
+      },
+      outbox?.names,
+    );
   }
 
   /**
    * A capture or release through the service used the hold's token and PayHere accepted it: the
    * token is proven (it was only a notification's word before).
    */
-  async proveHold(orderId: string, authorizationToken: string): Promise<boolean> {
+  async proveHold(
+    orderId: string,
+    authorizationToken: string,
+    outcome?: { action: 'captured' | 'released'; events: readonly LedgerEvent[] },
+  ): Promise<boolean> {
+    // The hold's first capture or release is recorded with its event; a repeat (a lost answer
+    // settled, the same capture sent again) only proves the token.
+    if (outcome) {
+      const outbox = appendEvents(outcome.events, this.now());
+      const recorded = await this.#updateOrder(
+        orderId,
+        `SET #holdVerified = :true, #updatedAt = :now, #holdOutcome = :outcome, ${outbox.set}`,
+        '#authorizationToken = :token AND attribute_not_exists(#holdOutcome)',
+        {
+          ':true': { BOOL: true },
+          ':now': number(this.now()),
+          ':token': { S: authorizationToken },
+          ':outcome': { S: outcome.action },
+          ...outbox.values,
+        },
+        { ...outbox.names, '#holdOutcome': 'holdOutcome' },
+      );
+      if (recorded) return true;
+    }
+    // (A first capture applied with its answer lost is proven here; the scheduled relay publishes its event.)
     return this.#updateOrder(
       orderId,
       'SET #holdVerified = :true, #updatedAt = :now',
@@ -573,11 +644,56 @@ export class LedgerStore extends LedgerTable {
     );
   }
 
+  /**
+   * What PayHere said of the order's subscription the service cancelled (CANCELLED, or COMPLETED
+   * when it refused as already completed), recorded with its event where the order did not show
+   * that status yet. False when it did, or the order has no such subscription.
+   */
+  async endSubscription(
+    orderId: string,
+    subscriptionId: string,
+    status: string,
+    events: readonly LedgerEvent[],
+  ): Promise<boolean> {
+    const outbox = appendEvents(events, this.now());
+    return this.#updateOrder(
+      orderId,
+      `SET #subscriptionStatus = :status, #updatedAt = :now, ${outbox.set}`,
+      '#subscriptionId = :subscriptionId AND (attribute_not_exists(#subscriptionStatus) OR #subscriptionStatus <> :status)',
+      {
+        ':status': { S: status },
+        ':now': number(this.now()),
+        ':subscriptionId': { S: subscriptionId },
+        ...outbox.values,
+      },
+      { ...outbox.names, '#subscriptionStatus': 'subscriptionStatus' },
+    );
+  }
+
   /** Payments of the order besides its own that could be duplicates (the merchant checks them). */
-  async noteDuplicatePayments(orderId: string, paymentIds: readonly string[]): Promise<boolean> {
-    return this.#updateOrder(orderId, 'ADD #duplicatePayments :ids', 'attribute_exists(pk)', {
-      ':ids': { SS: [...paymentIds] },
+  async noteDuplicatePayments(
+    orderId: string,
+    paymentIds: readonly string[],
+    events?: readonly LedgerEvent[],
+  ): Promise<boolean> {
+    if (!events?.length)
+      return this.#updateOrder(orderId, 'ADD #duplicatePayments :ids', 'attribute_exists(pk)', {
+        ':ids': { SS: [...paymentIds] },
+      });
+    // With its event only where one of them is new: noted again, it writes nothing.
+    const values: Record<string, AttributeValue> = { ':ids': { SS: [...paymentIds] } };
+    const news = paymentIds.map((id, i) => {
+      values[`:id${i}`] = { S: id };
+      return `NOT contains(#duplicatePayments, :id${i})`;
     });
+    const outbox = appendEvents(events, this.now());
+    return this.#updateOrder(
+      orderId,
+      `SET ${outbox.set} ADD #duplicatePayments :ids`,
+      `attribute_exists(pk) AND (attribute_not_exists(#duplicatePayments) OR ${news.join(' OR ')})`,
+      { ...values, ...outbox.values },
+      outbox.names,
+    );
   }
 
   /** A conditional update of an order item, with the attribute names its expressions use. */
@@ -586,18 +702,30 @@ export class LedgerStore extends LedgerTable {
     update: string,
     condition: string,
     values: Record<string, AttributeValue>,
+    names: Record<string, string> = {},
   ): Promise<boolean> {
-    return this.conditional(
-      new UpdateItemCommand({
-        TableName: this.table,
-        Key: { pk: { S: orderKey(orderId) } },
-        UpdateExpression: update,
-        ConditionExpression: condition,
-        ExpressionAttributeNames: namesIn(`${update} ${condition}`),
-        // DynamoDB refuses an empty map of values.
-        ...(Object.keys(values).length > 0 ? { ExpressionAttributeValues: values } : {}),
-      }),
+    return this.#told(
+      orderKey(orderId),
+      update,
+      this.conditional(
+        new UpdateItemCommand({
+          TableName: this.table,
+          Key: { pk: { S: orderKey(orderId) } },
+          UpdateExpression: update,
+          ConditionExpression: condition,
+          ExpressionAttributeNames: { ...namesIn(`${update} ${condition}`), ...names },
+          // DynamoDB refuses an empty map of values.
+          ...(Object.keys(values).length > 0 ? { ExpressionAttributeValues: values } : {}),
+        }),
+      ),
     );
+  }
+
+  /** A write's outcome; the relay told of its item when it appended events (`update` names the outbox). */
+  async #told(pk: string, update: string, written: Promise<boolean>): Promise<boolean> {
+    const done = await written;
+    if (done && update.includes('#outbox')) this.#onEvents(pk);
+    return done;
   }
 
   // The references and notifications are items of their own (lib/ledger/references.ts,
@@ -656,12 +784,25 @@ export class LedgerStore extends LedgerTable {
     return this.#refunds.paymentRefunds(paymentId);
   }
 
-  takeRefundSlot(paymentId: string, slot: RefundSlot): Promise<boolean> {
-    return this.#refunds.takeRefundSlot(paymentId, slot);
+  takeRefundSlot(paymentId: string, slot: RefundSlot, events?: readonly LedgerEvent[]): Promise<boolean> {
+    return this.#told(
+      refundsKey(paymentId),
+      events?.length ? '#outbox' : '',
+      this.#refunds.takeRefundSlot(paymentId, slot, events),
+    );
   }
 
-  finishRefund(paymentId: string, key: string, record: RefundRecord): Promise<boolean> {
-    return this.#refunds.finishRefund(paymentId, key, record);
+  finishRefund(
+    paymentId: string,
+    key: string,
+    record: RefundRecord,
+    events?: readonly LedgerEvent[],
+  ): Promise<boolean> {
+    return this.#told(
+      refundsKey(paymentId),
+      events?.length ? '#outbox' : '',
+      this.#refunds.finishRefund(paymentId, key, record, events),
+    );
   }
 
   keepPayHereStatus(paymentId: string, seen: PayHereStatus): Promise<boolean> {

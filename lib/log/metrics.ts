@@ -55,6 +55,7 @@ export type CountMetric =
   | 'PossibleDuplicateCharge'
   | 'PendingChargeExpired'
   | 'LedgerWriteFailed'
+  | 'EventRelayFailed'
   | 'RefundUndeterminable'
   | 'CallerRateLimited'
   | 'CallerShareUncounted'

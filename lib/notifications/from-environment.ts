@@ -2,9 +2,9 @@ import { callerSharesFromEnvironment, sharedStateFromEnvironment } from '../budg
 import { loadConfig, requireMerchantCredentials } from '../config/config.ts';
 import { credentialsFor } from '../config/secrets.ts';
 import { createPayHere } from '../gateway/index.ts';
-import { ledgerFromEnvironment } from '../ledger/from-environment.ts';
 import { loadOrdersConfig } from '../orders/config.ts';
 import { Confirmations } from '../orders/confirmations.ts';
+import { ledgerWithEvents } from '../orders/from-environment.ts';
 import { sharedReadStoreFromEnvironment } from '../reads/from-environment.ts';
 import { NotificationReceiver } from './receiver.ts';
 
@@ -13,7 +13,7 @@ export function notificationReceiverFromEnvironment(): NotificationReceiver {
   const config = loadConfig(process.env);
   requireMerchantCredentials(config);
   const credentials = credentialsFor(config);
-  const ledger = ledgerFromEnvironment();
+  const ledger = ledgerWithEvents();
   // One credentials provider for both: the secret is read once per container.
   const payhere = createPayHere(config, {
     credentials,

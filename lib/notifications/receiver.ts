@@ -11,6 +11,7 @@ import { describeError, log } from '../log/log.ts';
 import { countMetric } from '../log/metrics.ts';
 import { maskCard } from '../log/redact.ts';
 import type { Confirmations } from '../orders/confirmations.ts';
+import { installmentPaid, possibleDuplicates } from '../orders/events.ts';
 import {
   type Applied,
   applyEvidence,
@@ -484,7 +485,11 @@ export class NotificationReceiver {
     const reference = { orderId: order.orderId, owner: order.owner };
     // Owned by the order from now on: no lost charge can adopt it as its own.
     if (!(await this.#ledger.link('payment', paymentId, reference))) return;
-    await this.#ledger.noteDuplicatePayments(order.orderId, [paymentId]);
+    await this.#ledger.noteDuplicatePayments(
+      order.orderId,
+      [paymentId],
+      [possibleDuplicates(order, order.state, [paymentId])],
+    );
     countMetric('PossibleDuplicateCharge');
     log.warn('a paid order was paid again: the merchant must check it and refund what was paid twice', {
       orderId: order.orderId,
@@ -515,7 +520,8 @@ export class NotificationReceiver {
       // Unsigned, so taken only with an installment PayHere's records confirm: a replay that
       // changes it alone changes nothing.
       const next = nextInstallmentOf(notification);
-      if (await this.#ledger.confirmInstallments(order.orderId, paid, next)) {
+      const event = installmentPaid(order, paid, next === undefined ? order.nextInstallment : next);
+      if (await this.#ledger.confirmInstallments(order.orderId, paid, next, [event])) {
         auditNotification(order, {
           outcome: 'recorded',
           subscriptionId,

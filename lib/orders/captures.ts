@@ -62,7 +62,8 @@ export class Captures {
         // PayHere accepted the hold's token: proven, if it was only a notification's word.
         await Promise.all([
           this.#reads.forgetOrder(order),
-          captured && this.#holds.proven(order, request.body.authorization_token),
+          captured &&
+            this.#holds.proven(order, request.body.authorization_token, 'captured', request.body.amount),
         ]);
       },
     );

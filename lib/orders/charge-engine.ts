@@ -24,6 +24,7 @@ import { forgetWithin, type ReadInvalidation } from '../reads/invalidation.ts';
 import type { ChargeRequest } from '../schemas/charge.ts';
 import { type Actor, countRefusal, metadataRefused, Ownership, readLedger, visibleTo } from './access.ts';
 import { NOTIFY_PATH, type OrdersConfig } from './config.ts';
+import { orderMoved, possibleDuplicates } from './events.ts';
 import { CHARGEABLE, chargeEvidence, chargeMove, type Evidence } from './evidence.ts';
 
 export interface ChargeInput {
@@ -369,7 +370,7 @@ export class ChargeEngine {
   }
 
   /** A declined or refused charge counts against its order (card testing). */
-  #counted(evidence: Evidence, recorded: ChargeOutcome): ChargeOutcome {
+  #counted(evidence: Evidence, recorded: Recording): Recording {
     const failed = evidence === 'charge_declined' || evidence === 'charge_refused';
     return failed ? { ...recorded, failedWindow: this.#attemptsWindow() } : recorded;
   }
@@ -388,15 +389,28 @@ export class ChargeEngine {
     await this.#record(order, chargeKey, this.#counted(evidence, outcome(evidence)));
   }
 
-  /** The outcome and the ids it gave, written together: they are independent items. */
-  async #record(order: Order, chargeKey: string, recorded: ChargeOutcome): Promise<void> {
+  /**
+   * The outcome and the ids it gave, written together: they are independent items. The outcome's
+   * events (lib/orders/events.ts) go with it: the order's move, and its possible duplicates.
+   */
+  async #record(order: Order, chargeKey: string, { evidence, ...recorded }: Recording): Promise<void> {
     const reference = { orderId: order.orderId, owner: order.owner };
+    const after = { ...order, paymentId: recorded.paymentId ?? order.paymentId };
+    const events = [
+      orderMoved(after, { to: recorded.state, evidence }),
+      ...(recorded.possibleDuplicates?.length
+        ? [possibleDuplicates(after, recorded.state, recorded.possibleDuplicates)]
+        : []),
+    ];
     // A pending charge stays in the settle job's charges until its limit. An unknown one leaves
     // them: its key's record, kept until it is settled, is the settle job's to settle.
-    const outcome =
-      recorded.state !== 'pending' || recorded.dueAt !== undefined
-        ? recorded
-        : { ...recorded, dueAt: Date.now() + this.#config.pendingLimitMs };
+    const outcome: ChargeOutcome = {
+      ...recorded,
+      events,
+      ...(recorded.state === 'pending' && recorded.dueAt === undefined
+        ? { dueAt: Date.now() + this.#config.pendingLimitMs }
+        : {}),
+    };
     const { paymentId, authorizationToken } = outcome;
     await Promise.all([
       this.#write(
@@ -448,10 +462,14 @@ function cents(amount: number): number {
  * What `evidence` moves the order to, with the ids PayHere's `result` gave: a hold's token only for
  * a hold's success (PayHere's samples carry one on payments too; it means nothing there).
  */
-function outcome(evidence: Evidence, result?: ChargeResult, hold = false): ChargeOutcome {
+/** A charge's outcome, and the evidence that decided it (its events say so). */
+type Recording = ChargeOutcome & { evidence: Evidence };
+
+function outcome(evidence: Evidence, result?: ChargeResult, hold = false): Recording {
   const move = chargeMove(evidence);
   const token = hold && typeof result?.authorization_token === 'string' ? result.authorization_token : null;
   return {
+    evidence,
     state: move.to,
     from: move.from,
     overReport: move.overReport,

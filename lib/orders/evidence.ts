@@ -1,4 +1,5 @@
 import type { Order, OrderKind, OrderMove, OrderState } from '../ledger/model.ts';
+import { orderMoved } from './events.ts';
 
 /**
  * Which evidence moves an order from which state to which (docs/contract.md "Checkouts and notifications",
@@ -219,6 +220,7 @@ export async function applyEvidence(
   const report = reported ? undefined : recorded.report;
   if (decision.to === decision.from && !report) return { unchanged: 'same' };
   const { about: _about, ...recording } = recorded;
+  const moved = decision.to !== decision.from;
   const move: OrderMove = {
     ...recording,
     ...(report ? { report } : {}),
@@ -226,6 +228,21 @@ export async function applyEvidence(
     to: decision.to,
     seen: { charged: order.charge !== null, reported },
     clearReport: reported && SETTLES_REPORT.includes(evidence),
+    // The merchant is told of a move, with what it recorded (a report recorded in the same state is none).
+    ...(moved
+      ? {
+          events: [
+            orderMoved(
+              {
+                ...order,
+                paymentId: recorded.paymentId ?? order.paymentId,
+                subscriptionId: recorded.subscriptionId ?? order.subscriptionId,
+              },
+              { from: decision.from, to: decision.to, evidence },
+            ),
+          ],
+        }
+      : {}),
   };
   if (!move.report) delete move.report;
   return (await ledger.moveOrder(order.orderId, move)) ? { moved: decision.to } : { unchanged: 'raced' };

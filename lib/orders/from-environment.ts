@@ -7,9 +7,13 @@ import {
   wholeNumber,
 } from '../config/config.ts';
 import { credentialsFor } from '../config/secrets.ts';
+import { eventRelayFromEnvironment } from '../events/from-environment.ts';
+import type { EventRelay } from '../events/relay.ts';
 import { createPayHere, type PayHere, payHereFromEnvironment } from '../gateway/index.ts';
 import { idempotencyStoreFromEnvironment } from '../idempotency/from-environment.ts';
 import { ledgerFromEnvironment, reconciliationReadsFromEnvironment } from '../ledger/from-environment.ts';
+import type { LedgerStore } from '../ledger/store.ts';
+import { inBackground } from '../net/background.ts';
 import {
   paymentSnapshotsFromEnvironment,
   sharedReadStoreFromEnvironment,
@@ -36,12 +40,27 @@ import { SubscriptionRetries } from './retries.ts';
 import { SubscriptionLists } from './subscription-lists.ts';
 import { SubscriptionCancels } from './subscriptions.ts';
 
+/** The container's relay of the ledger's events to the events table, made with its first ledger. */
+let relay: EventRelay | undefined;
+
+/**
+ * The container's ledger, whose writes that record events have them published after the answer
+ * (lib/events/relay.ts; the scheduled relay publishes what a frozen or ended container could not).
+ */
+export function ledgerWithEvents(): LedgerStore {
+  relay ??= eventRelayFromEnvironment(() => []);
+  const events = relay;
+  return ledgerFromEnvironment(process.env, (pk) => {
+    inBackground(() => events.publish(pk));
+  });
+}
+
 /** Cancelling subscriptions over the container's PayHere client: what cannot change anything costs PayHere nothing. */
 export function subscriptionCancelsFromEnvironment(payhere: PayHere): SubscriptionCancels {
   const store = sharedReadStoreFromEnvironment();
   return new SubscriptionCancels({
     payhere,
-    ledger: ledgerFromEnvironment(),
+    ledger: ledgerWithEvents(),
     reads: new SharedReads({ payhere, store }),
     invalidation: store,
   });
@@ -49,18 +68,18 @@ export function subscriptionCancelsFromEnvironment(payhere: PayHere): Subscripti
 
 /** What proves a hold's token (a capture or release PayHere accepted). */
 export function holdsFromEnvironment(): Holds {
-  return new Holds(ledgerFromEnvironment());
+  return new Holds(ledgerWithEvents());
 }
 
 /** The container's ownership checks, built from the environment at start-up (a bad variable fails here). */
 export function ownershipFromEnvironment(): Ownership {
-  return new Ownership(ledgerFromEnvironment());
+  return new Ownership(ledgerWithEvents());
 }
 
 export function chargeEngineFromEnvironment(): ChargeEngine {
   return new ChargeEngine({
     payhere: payHereFromEnvironment(),
-    ledger: ledgerFromEnvironment(),
+    ledger: ledgerWithEvents(),
     config: loadOrdersConfig(process.env),
     invalidation: sharedReadStoreFromEnvironment(),
   });
@@ -77,7 +96,7 @@ export function chargesFromEnvironment(): Charges {
 /** retrievePayments' reads, and what a refund drops, over the container's PayHere client. */
 export function orderPaymentsFromEnvironment(payhere: PayHere): OrderPayments {
   const store = sharedReadStoreFromEnvironment();
-  const ledger = ledgerFromEnvironment();
+  const ledger = ledgerWithEvents();
   return new OrderPayments({
     reads: new SharedReads({ payhere, store, refundStatuses: new RefundStatuses({ ledger }) }),
     ledger,
@@ -89,7 +108,7 @@ export function checkoutsFromEnvironment(): Checkouts {
   const config = loadConfig(process.env);
   requireMerchantCredentials(config);
   const credentials = credentialsFor(config);
-  const ledger = ledgerFromEnvironment();
+  const ledger = ledgerWithEvents();
   const orders = loadOrdersConfig(process.env);
   const reports = new OrderReports({
     ledger,
@@ -116,7 +135,7 @@ const LIVE_HOST = 'www.payhere.lk';
 
 /** What a money route settles its unknown requests with, over the container's PayHere client. */
 export function settleDepsFromEnvironment(payhere: PayHere): SettleDeps {
-  const ledger = ledgerFromEnvironment();
+  const ledger = ledgerWithEvents();
   return {
     payhere,
     ledger,
@@ -152,7 +171,7 @@ export function refundsFromEnvironment(payhere: PayHere): Refunds {
 
 /** A payment's refund records and what is left of it, from the ledger. */
 export function refundRecordsFromEnvironment(): RefundRecords {
-  return new RefundRecords({ ledger: ledgerFromEnvironment(), ownership: ownershipFromEnvironment() });
+  return new RefundRecords({ ledger: ledgerWithEvents(), ownership: ownershipFromEnvironment() });
 }
 
 /** Retries of failed subscriptions over the container's PayHere client. */
@@ -167,7 +186,7 @@ export function subscriptionRetriesFromEnvironment(payhere: PayHere): Subscripti
 
 /** The order lists, answered from the ledger's indexes. */
 export function orderListsFromEnvironment(): OrderLists {
-  return new OrderLists(ledgerFromEnvironment());
+  return new OrderLists(ledgerWithEvents());
 }
 
 /**

@@ -1,5 +1,6 @@
 import type { LedgerStore } from '../ledger/store.ts';
 import { describeError, log } from '../log/log.ts';
+import { holdSettled } from './events.ts';
 
 /**
  * A hold's authorization token known only from a notification is unsigned and cannot be looked up
@@ -13,11 +14,22 @@ export class Holds {
     this.#ledger = ledger;
   }
 
-  /** PayHere accepted a capture or release with `token`: its order's hold is proven. Never throws. */
-  async proven(orderId: string | undefined, token: string): Promise<void> {
+  /**
+   * PayHere accepted a capture (of `amount`) or release with `token`: its order's hold is proven,
+   * and its first capture or release recorded with its event. Never throws.
+   */
+  async proven(
+    orderId: string | undefined,
+    token: string,
+    action: 'captured' | 'released',
+    amount: number | null = null,
+  ): Promise<void> {
     if (!orderId) return;
     try {
-      await this.#ledger.proveHold(orderId, token);
+      await this.#ledger.proveHold(orderId, token, {
+        action,
+        events: [holdSettled(orderId, action, amount)],
+      });
     } catch (error) {
       log.warn('could not mark a hold as proven', { orderId, error: describeError(error) });
     }

@@ -89,7 +89,7 @@ export async function settleCapture(
     const found = await deps.payhere.reconcileCapture(body, window, deadline, orderId);
     if (found !== NOTHING) {
       await Promise.all([
-        deps.holds.proven(orderId, body.authorization_token),
+        deps.holds.proven(orderId, body.authorization_token, 'captured', body.amount),
         deps.invalidation?.forgetOrder(orderId),
       ]);
       return paymentOutcomeResponse(visibleTo(actorOf(subject), found.data), found.msg, [2]);

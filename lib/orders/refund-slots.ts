@@ -5,6 +5,7 @@ import type { IdempotencyRecord } from '../idempotency/store.ts';
 import type { LedgerStore, RefundSlot } from '../ledger/store.ts';
 import { describeError, log } from '../log/log.ts';
 import { type Actor, readLedger } from './access.ts';
+import { refundEvent } from './events.ts';
 import {
   answeredEvidence,
   type HolderStanding,
@@ -79,8 +80,16 @@ export async function recordRefundOutcome(
 ): Promise<void> {
   const record = refundRecord(evidence, { amountCents: hold.amountCents, refundId });
   if (record === undefined) return;
+  const type =
+    record === null ? 'refund.refused' : 'accepted' in record ? 'refund.settled' : 'refund.undeterminable';
+  const event = refundEvent(type, {
+    paymentId: hold.paymentId,
+    amountCents: hold.amountCents,
+    ...(record !== null && 'accepted' in record ? { refundId: record.accepted.refundId } : {}),
+    evidence,
+  });
   try {
-    await ledger.finishRefund(hold.paymentId, hold.key, record);
+    await ledger.finishRefund(hold.paymentId, hold.key, record, [event]);
   } catch (error) {
     log.warn('could not free a refund slot', {
       paymentId: hold.paymentId,
@@ -129,7 +138,8 @@ export class RefundSlots {
         amountCents: hold.amountCents,
         ...(hold.by ? { by: hold.by } : {}),
       };
-      if (await readLedger(() => this.#ledger.takeRefundSlot(hold.paymentId, slot))) return;
+      const requested = refundEvent('refund.requested', hold);
+      if (await readLedger(() => this.#ledger.takeRefundSlot(hold.paymentId, slot, [requested]))) return;
       const { inflight: holder } = await readLedger(() => this.#ledger.paymentRefunds(hold.paymentId));
       if (!holder || holder.key === hold.key) continue; // freed meanwhile
       const record = await readLedger(() => this.#records.get(holder.key));

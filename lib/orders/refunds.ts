@@ -92,7 +92,7 @@ export class Refunds {
         // A release PayHere accepted proves the hold's token, if it was only a notification's word.
         await Promise.all([
           this.#payments.refunded(order),
-          refunded && token && this.#holds.proven(order, token),
+          refunded && token && this.#holds.proven(order, token, 'released'),
         ]);
       },
     );

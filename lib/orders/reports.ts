@@ -4,6 +4,7 @@ import { audit } from '../log/audit.ts';
 import { log } from '../log/log.ts';
 import { countMetric } from '../log/metrics.ts';
 import type { Confirmations } from './confirmations.ts';
+import { installmentPaid } from './events.ts';
 import { type Applied, applyEvidence, type Evidence, type Recorded } from './evidence.ts';
 
 /**
@@ -63,7 +64,9 @@ export class OrderReports {
       );
       if (
         paidInstallments !== undefined &&
-        (await this.#ledger.confirmInstallments(current.orderId, paidInstallments))
+        (await this.#ledger.confirmInstallments(current.orderId, paidInstallments, undefined, [
+          installmentPaid(current, paidInstallments, current.nextInstallment),
+        ]))
       )
         return (await this.#ledger.getOrder(current.orderId)) ?? current;
     }

@@ -1,10 +1,12 @@
 import { ConflictError, NotFoundError, notSent } from '../envelope/errors.ts';
 import type { PayHere, Result } from '../gateway/payhere.ts';
+import type { Reference } from '../ledger/model.ts';
 import type { LedgerStore } from '../ledger/store.ts';
 import { describeError, log } from '../log/log.ts';
 import { type ReadInvalidation, thenForget } from '../reads/invalidation.ts';
 import type { SharedReads } from '../reads/shared-reads.ts';
 import { type Actor, Ownership, readLedger } from './access.ts';
+import { subscriptionEnded } from './events.ts';
 
 /** The states a subscription cannot be cancelled from, with PayHere's own refusal of each. */
 const ENDED: Record<string, string> = {
@@ -60,22 +62,34 @@ export class SubscriptionCancels {
         () => this.#payhere.cancelSubscription(id, deadline),
         () => this.#invalidation.forgetSubscription(id),
       );
-      await this.#remember(subscriptionId, 'CANCELLED', reference !== undefined);
+      await this.#remember(subscriptionId, 'CANCELLED', reference);
       return answer;
     } catch (error) {
       const ended = Object.entries(ENDED).find(
         ([, refusal]) => error instanceof ConflictError && error.message === refusal,
       );
-      if (ended) await this.#remember(subscriptionId, ended[0], reference !== undefined);
+      if (ended) await this.#remember(subscriptionId, ended[0], reference);
       throw error;
     }
   }
 
-  /** Kept for the next cancel; a write that fails costs that cancel one PayHere call, nothing more. */
-  async #remember(subscriptionId: string, status: string, known: boolean): Promise<void> {
-    if (!known) return;
+  /**
+   * Kept for the next cancel (a write that fails costs that cancel one PayHere call, nothing more),
+   * and on its order with its event (subscription.cancelled or .completed) where the order did not
+   * show that status yet.
+   */
+  async #remember(subscriptionId: string, status: string, reference: Reference | undefined): Promise<void> {
+    if (!reference) return;
     try {
-      await readLedger(() => this.#ledger.setSubscriptionStatus(subscriptionId, status));
+      await Promise.all([
+        readLedger(() => this.#ledger.setSubscriptionStatus(subscriptionId, status)),
+        (status === 'CANCELLED' || status === 'COMPLETED') &&
+          readLedger(() =>
+            this.#ledger.endSubscription(reference.orderId, subscriptionId, status, [
+              subscriptionEnded(reference.orderId, subscriptionId, status),
+            ]),
+          ),
+      ]);
     } catch (error) {
       log.warn('could not keep a subscription’s state on the ledger', { error: describeError(error) });
     }

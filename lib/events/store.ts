@@ -1,0 +1,202 @@
+import { createHash } from 'node:crypto';
+import {
+  type AttributeValue,
+  type DynamoDBClient,
+  PutItemCommand,
+  QueryCommand,
+  sendConditional,
+} from '../dynamodb/index.ts';
+import type { OutboxEntry } from '../ledger/outbox.ts';
+
+/**
+ * The events table (docs/contract.md "Events"): each event the ledger's changes became,
+ * once, as the relay published it (lib/events/relay.ts), in a feed in the order they were published,
+ * with its webhook deliveries (lib/webhooks/):
+ *
+ *   event#<id>   id, type, objectType, objectId, sequence, createdAt (ms), body (the JSON listed
+ *                and delivered), publishedAt (ms), expiresAt (s, TTL: RETENTION_DAYS)
+ *                feed = 'events', feedKey = <publishedAt, 13 digits>#<id>   the `feed` index
+ *                deliveries { <endpoint id>: { status, attempts, nextAt } }, dueQueue = 'deliveries',
+ *                dueAt                                                     the `due` index
+ */
+export const FEED_INDEX = 'feed';
+const FEED = 'events';
+export const DUE_QUEUE = 'deliveries';
+/** How long events are kept (and listed, and redelivered). */
+export const RETENTION_DAYS = 35;
+/**
+ * How old (by its publication) an event must be to be listed: a publication still being written
+ * when a page is read lands before this much later (the relay gives each write less), so a cursor
+ * never passes an event that has yet to appear before it.
+ */
+export const FEED_SETTLE_MS = 3_000;
+
+/** What an event's object is, by the ledger item its change was written on. */
+export type EventObject = { type: 'order' | 'payment'; id: string };
+
+/** An event as GET /gateway/api/events lists it and a webhook delivers it. */
+export interface EventBody {
+  id: string;
+  type: string;
+  created_at: string;
+  object: EventObject;
+  sequence: number;
+  data: Record<string, unknown>;
+}
+
+/** The object of the ledger item `pk` (an order, or a payment's refunds); undefined for any other. */
+export function objectOf(pk: string): EventObject | undefined {
+  if (pk.startsWith('order#')) return { type: 'order', id: pk.slice('order#'.length) };
+  if (pk.startsWith('refund#')) return { type: 'payment', id: pk.slice('refund#'.length) };
+  return undefined;
+}
+
+/**
+ * An event's id: the same for the same object and sequence, whichever relay publishes it and
+ * however often, so that publishing again writes nothing (and a receiver can de-duplicate by it).
+ */
+export function eventId(object: EventObject, sequence: number): string {
+  const digest = createHash('sha256').update(`${object.type}#${object.id}#${sequence}`).digest('hex');
+  return `evt_${digest.slice(0, 32)}`;
+}
+
+export function eventBody(object: EventObject, sequence: number, entry: OutboxEntry): EventBody {
+  return {
+    id: eventId(object, sequence),
+    type: entry.type,
+    created_at: new Date(entry.at).toISOString(),
+    object,
+    sequence,
+    data: entry.data,
+  };
+}
+
+const FEED_KEY = /^(\d{13})#(evt_[0-9a-f]{32})$/;
+const feedKeyOf = (publishedAt: number, id: string) => `${String(publishedAt).padStart(13, '0')}#${id}`;
+
+/** A position in the feed (after the event it names), as a page's `next_cursor` carries it. */
+export function cursorOf(feedKey: string): string {
+  return Buffer.from(feedKey, 'utf8').toString('base64url');
+}
+
+/** The feed position a cursor names; undefined when it names none (altered, or not ours). */
+export function feedKeyOfCursor(cursor: string): string | undefined {
+  const key = Buffer.from(cursor, 'base64url').toString('utf8');
+  return FEED_KEY.test(key) && cursorOf(key) === cursor ? key : undefined;
+}
+
+export interface FeedQuery {
+  /** After this feed position (from the start without it). */
+  after?: string;
+  limit: number;
+  type?: string;
+  objectId?: string;
+}
+
+export interface FeedPage {
+  events: EventBody[];
+  /** Where the next page starts: after the last event read (or where this one started, when none was). */
+  position: string | undefined;
+  /** More events were there to read past this page at the time. */
+  more: boolean;
+}
+
+export class EventStore {
+  readonly #client: DynamoDBClient;
+  readonly #table: string;
+  readonly #now: () => number;
+
+  constructor(options: { client: DynamoDBClient; table: string; now?: () => number }) {
+    this.#client = options.client;
+    this.#table = options.table;
+    this.#now = options.now ?? Date.now;
+  }
+
+  /**
+   * Publish `event` at `publishedAt`, with a pending delivery to each of `endpoints`: once; false
+   * when it was published before (its delivery state and its place in the feed stay as they are).
+   */
+  async publish(event: EventBody, publishedAt: number, endpoints: readonly string[]): Promise<boolean> {
+    const item: Record<string, AttributeValue> = {
+      pk: { S: `event#${event.id}` },
+      id: { S: event.id },
+      type: { S: event.type },
+      objectType: { S: event.object.type },
+      objectId: { S: event.object.id },
+      sequence: { N: String(event.sequence) },
+      createdAt: { N: String(Date.parse(event.created_at)) },
+      body: { S: JSON.stringify(event) },
+      feed: { S: FEED },
+      feedKey: { S: feedKeyOf(publishedAt, event.id) },
+      publishedAt: { N: String(publishedAt) },
+      expiresAt: { N: String(Math.floor(publishedAt / 1000) + RETENTION_DAYS * 86_400) },
+    };
+    if (endpoints.length > 0) {
+      item.deliveries = {
+        M: Object.fromEntries(
+          endpoints.map((endpoint) => [
+            endpoint,
+            { M: { status: { S: 'pending' }, attempts: { N: '0' }, nextAt: { N: String(publishedAt) } } },
+          ]),
+        ),
+      };
+      item.dueQueue = { S: DUE_QUEUE };
+      item.dueAt = { N: String(publishedAt) };
+    }
+    const written = await sendConditional(
+      this.#client,
+      new PutItemCommand({
+        TableName: this.#table,
+        Item: item,
+        ConditionExpression: 'attribute_not_exists(pk)',
+      }),
+    );
+    return written !== undefined;
+  }
+
+  /**
+   * A page of the feed, oldest first, of events published at least FEED_SETTLE_MS ago; filtered by
+   * type and object id after reading, so a page may hold fewer than `limit` and still have more.
+   */
+  async page(query: FeedQuery): Promise<FeedPage> {
+    const visible = `${String(this.#now() - FEED_SETTLE_MS).padStart(13, '0')}#~`;
+    const filters: string[] = [];
+    const names: Record<string, string> = { '#feed': 'feed', '#feedKey': 'feedKey' };
+    const values: Record<string, AttributeValue> = { ':feed': { S: FEED }, ':visible': { S: visible } };
+    if (query.type !== undefined) {
+      filters.push('#type = :type');
+      names['#type'] = 'type';
+      values[':type'] = { S: query.type };
+    }
+    if (query.objectId !== undefined) {
+      filters.push('#objectId = :objectId');
+      names['#objectId'] = 'objectId';
+      values[':objectId'] = { S: query.objectId };
+    }
+    const after = query.after?.match(FEED_KEY);
+    const { Items, LastEvaluatedKey } = await this.#client.send(
+      new QueryCommand({
+        TableName: this.#table,
+        IndexName: FEED_INDEX,
+        KeyConditionExpression: '#feed = :feed AND #feedKey <= :visible',
+        ...(filters.length > 0 ? { FilterExpression: filters.join(' AND ') } : {}),
+        ExpressionAttributeNames: names,
+        ExpressionAttributeValues: values,
+        Limit: query.limit,
+        ...(after
+          ? {
+              ExclusiveStartKey: {
+                pk: { S: `event#${after[2]}` },
+                feed: { S: FEED },
+                feedKey: { S: query.after! },
+              },
+            }
+          : {}),
+      }),
+    );
+    const items = Items ?? [];
+    const events = items.map((item) => JSON.parse(item.body?.S ?? '{}') as EventBody);
+    const last = LastEvaluatedKey?.feedKey?.S ?? items.at(-1)?.feedKey?.S;
+    return { events, position: last ?? query.after, more: LastEvaluatedKey !== undefined };
+  }
+}

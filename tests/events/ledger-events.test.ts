@@ -1,0 +1,238 @@
+import { afterEach, describe, expect, it } from 'vitest';
+import { ScanCommand } from '../../lib/dynamodb/index.ts';
+import { EventRelay } from '../../lib/events/relay.ts';
+import { type EventBody, EventStore, FEED_SETTLE_MS, feedKeyOfCursor } from '../../lib/events/store.ts';
+import { backgroundSettled } from '../../lib/net/background.ts';
+import { applyEvidence } from '../../lib/orders/evidence.ts';
+import { SEED } from '../../sandbox/server.ts';
+import { clearDynamoDbFaults, injectDynamoDbFault } from '../helpers/dynamodb-faults.ts';
+import { call, useTestGateway } from '../helpers/gateway.ts';
+import { notify, signed } from '../helpers/notifications.ts';
+import { customer, testLedger } from '../helpers/orders.ts';
+import { localClient } from '../idempotency/fixtures.ts';
+import { chargeBody } from '../resilience/fixtures.ts';
+import { accessToken, apiClient } from '../sandbox/helpers.ts';
+
+/**
+ * Every change of money state the ledger records becomes one event (lib/orders/events.ts), written
+ * by the change's own conditional write and published to the events table by the relay: through
+ * the handlers in-process against the sandbox and the local DynamoDB, with its faults.
+ */
+const sandbox = useTestGateway({ beforeEachTest: 'keepTokens' });
+const ledger = testLedger();
+const client = localClient();
+const alice = customer('alice');
+
+/** The events table as a reader long after: every event published so far is visible. */
+const events = () =>
+  new EventStore({ client, table: process.env.EVENTS_TABLE!, now: () => Date.now() + FEED_SETTLE_MS });
+
+/** Every event published about `objectId`, oldest first, once the background relays are done. */
+async function eventsOf(objectId: string): Promise<EventBody[]> {
+  await backgroundSettled();
+  return (await events().page({ limit: 100, objectId })).events;
+}
+
+const summary = (list: EventBody[]) => list.map((event) => [event.type, event.sequence]);
+
+/** What the ledger item `pk` still holds in its outbox. */
+async function outboxLength(pk: string): Promise<number> {
+  const { Items = [] } = await client.send(
+    new ScanCommand({ TableName: process.env.LEDGER_TABLE!, ConsistentRead: true }),
+  );
+  return Items.find((item) => item.pk?.S === pk)?.outbox?.L?.length ?? 0;
+}
+
+afterEach(async () => {
+  await clearDynamoDbFaults();
+});
+
+describe('a charge', () => {
+  it('that succeeds is one order.succeeded, with its evidence and payment; its key repeated adds none', async () => {
+    const body = chargeBody();
+
+    const first = await call('charge', { body, idempotencyKey: `events-${body.order_id}` });
+    const again = await call('charge', { body, idempotencyKey: `events-${body.order_id}` });
+    const published = await eventsOf(body.order_id);
+
+    expect(first.statusCode).toBe(200);
+    expect(again.statusCode).toBe(200);
+    expect(summary(published)).toEqual([['order.succeeded', 1]]);
+    expect(published[0]).toMatchObject({
+      id: expect.stringMatching(/^evt_[0-9a-f]{32}$/),
+      object: { type: 'order', id: body.order_id },
+      data: {
+        order_id: body.order_id,
+        kind: 'charge',
+        status: 'succeeded',
+        amount: 120.5,
+        currency: 'LKR',
+        payment_id: String(first.body.data.payment_id),
+        evidence: 'charge_succeeded',
+      },
+    });
+    expect(Date.parse(published[0]!.created_at)).toBeGreaterThan(Date.now() - 60_000);
+    expect(await outboxLength(`order#${body.order_id}`)).toBe(0);
+  });
+
+  it('that is declined is one order.failed', async () => {
+    const body = { ...chargeBody(), customer_token: SEED.customerTokens.declined };
+
+    await call('charge', { body });
+
+    expect(summary(await eventsOf(body.order_id))).toEqual([['order.failed', 1]]);
+  });
+
+  it('whose outcome write was applied and its answer lost is still one event', async () => {
+    const body = chargeBody();
+    // The claim goes through; the outcome's write lands and its answer is lost (the client retries it).
+    await injectDynamoDbFault({
+      operation: 'UpdateItem',
+      table: process.env.LEDGER_TABLE!,
+      keyPrefix: `order#${body.order_id}`,
+      fault: { kind: 'slow', ms: 0 },
+    });
+    await injectDynamoDbFault({
+      operation: 'UpdateItem',
+      table: process.env.LEDGER_TABLE!,
+      keyPrefix: `order#${body.order_id}`,
+      fault: { kind: 'applyAndLose' },
+    });
+
+    const charged = await call('charge', { body });
+
+    expect(charged.statusCode).toBe(200);
+    expect(await ledger.getOrder(body.order_id)).toMatchObject({ state: 'succeeded' });
+    expect(summary(await eventsOf(body.order_id))).toEqual([['order.succeeded', 1]]);
+  });
+});
+
+describe('a refund', () => {
+  it('is requested, then settled, on its payment: in sequence', async () => {
+    const body = chargeBody();
+    const charged = await call('charge', { body });
+    const paymentId = String(charged.body.data.payment_id);
+
+    const refunded = await call('refund', {
+      body: { payment_id: paymentId, amount: 20, description: 'Broken' },
+    });
+    const published = await eventsOf(paymentId);
+
+    expect(refunded.statusCode).toBe(200);
+    expect(summary(published)).toEqual([
+      ['refund.requested', 1],
+      ['refund.settled', 2],
+    ]);
+    expect(published[1]).toMatchObject({
+      object: { type: 'payment', id: paymentId },
+      data: { payment_id: paymentId, amount: 20, evidence: 'refund_accepted' },
+    });
+  });
+});
+
+describe('a checkout paid in PayHere', () => {
+  it('becomes one order.succeeded once PayHere’s records show it; its notification replayed adds none', async () => {
+    const created = await call('createCheckout', {
+      body: { kind: 'payment', items: 'Door bell', currency: 'LKR', amount: 1000 },
+      headers: { 'On-Behalf-Of': alice },
+    });
+    const orderId: string = created.body.data.order_id;
+    const api = apiClient(sandbox, await accessToken(sandbox));
+    await api.post('payment/charge', {
+      type: 'PAYMENT',
+      order_id: orderId,
+      items: 'Door bell',
+      currency: 'LKR',
+      amount: 1000,
+      customer_token: SEED.customerTokens.success,
+    });
+    const form = signed({ order_id: orderId, payhere_amount: '1000.00', status_code: '2' });
+
+    const first = await notify(form);
+    const replayed = await notify(form);
+    const published = await eventsOf(orderId);
+
+    expect([first.statusCode, replayed.statusCode]).toEqual([200, 200]);
+    expect(summary(published)).toEqual([['order.succeeded', 1]]);
+    expect(published[0]!.data).toMatchObject({
+      previous_status: 'created',
+      evidence: 'records_show_payment',
+    });
+  });
+});
+
+describe('the relay', () => {
+  it('publishes what a container left in an outbox, once, however many run it at once', async () => {
+    // An order moved by a ledger that tells no relay (a container frozen after its write).
+    const orderId = `events-left-${Date.now()}`;
+    await ledger.createOrder({
+      orderId,
+      owner: alice,
+      kind: 'payment',
+      items: 'Door bell',
+      currency: 'LKR',
+      amountCents: 1000,
+      recurrence: null,
+      duration: null,
+      startupFeeCents: null,
+      customerToken: null,
+      authorizationToken: null,
+      subscriptionId: null,
+      card: null,
+      custom1: null,
+      custom2: null,
+      lineItems: null,
+      customerDetails: null,
+      metadata: null,
+    });
+    const order = (await ledger.getOrder(orderId))!;
+    await applyEvidence(ledger, order, 'notified_pending');
+    const relay = () =>
+      new EventRelay({
+        client,
+        ledgerTable: process.env.LEDGER_TABLE!,
+        events: events(),
+        endpoints: () => [],
+      });
+
+    const before = await eventsOf(orderId);
+    const runs = await Promise.all([
+      relay().publishDue(Date.now(), 100),
+      relay().publishDue(Date.now(), 100),
+    ]);
+
+    expect(before).toEqual([]);
+    expect(runs.reduce((sum, count) => sum + count, 0)).toBeGreaterThanOrEqual(1);
+    expect(summary(await eventsOf(orderId))).toEqual([['order.pending', 1]]);
+    expect(await outboxLength(`order#${orderId}`)).toBe(0);
+  });
+});
+
+describe('the feed', () => {
+  it('lists events oldest first after a cursor, filtered by type, and none published within the last moments', async () => {
+    const bodies = [
+      chargeBody(),
+      chargeBody(),
+      { ...chargeBody(), customer_token: SEED.customerTokens.declined },
+    ];
+    for (const body of bodies) await call('charge', { body });
+    await backgroundSettled();
+    const now = Date.now();
+    const at = (ms: number) => new EventStore({ client, table: process.env.EVENTS_TABLE!, now: () => ms });
+
+    const recent = await at(now).page({ limit: 100 });
+    const first = await at(now + FEED_SETTLE_MS).page({ limit: 1 });
+    const rest = await at(now + FEED_SETTLE_MS).page({ limit: 100, after: first.position! });
+    const failed = await at(now + FEED_SETTLE_MS).page({ limit: 100, type: 'order.failed' });
+
+    const ours = (list: EventBody[]) =>
+      list.filter((event) => bodies.some((body) => body.order_id === event.object.id));
+    expect(ours(recent.events)).toEqual([]);
+    expect(first.events).toHaveLength(1);
+    expect(feedKeyOfCursor(Buffer.from(first.position!).toString('base64url'))).toBe(first.position);
+    expect(ours([...first.events, ...rest.events]).map((event) => event.object.id)).toEqual(
+      bodies.map((body) => body.order_id),
+    );
+    expect(ours(failed.events).map((event) => event.object.id)).toEqual([bodies[2]!.order_id]);
+  });
+});
