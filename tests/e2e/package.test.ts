@@ -89,7 +89,10 @@ const ACCESS: Record<
     idempotency?: string[];
     ledger?: string[];
     state?: string[];
+    events?: string[];
     secret: boolean;
+    /** The webhook endpoints' secret (deliverWebhooks only). */
+    webhooksSecret?: boolean;
     /** The tables whose indexes (never the table itself) it may Query. */
     indexQueries?: string[];
     /** Those indexes, when not the settle job's. */
@@ -163,6 +166,19 @@ const ACCESS: Record<
     secret: true,
     indexQueries: ['IdempotencyTable', 'LedgerTable'],
   },
+  // Queries the events' `due` index only, leases events and writes their results, keeps each
+  // endpoint's failing streak; the webhooks secret, never PayHere's.
+  deliverWebhooks: {
+    events: ['GetItem', 'UpdateItem'],
+    secret: false,
+    webhooksSecret: true,
+    indexQueries: ['EventsTable'],
+    queryIndexes: ['due'],
+  },
+  // The merchant's deliveries: the events' feed index only.
+  webhookDeliveries: { secret: false, indexQueries: ['EventsTable'], queryIndexes: ['feed'] },
+  // Reads the event, makes its deliveries due, enables a disabled endpoint.
+  redeliverEvent: { events: ['GetItem', 'UpdateItem'], secret: false },
 };
 
 const logicalName = (name: string) => `${name[0]!.toUpperCase()}${name.slice(1)}`;
@@ -368,6 +384,7 @@ describe('each function role', () => {
     );
     expect(onTable('LedgerTable')).toEqual((access.ledger ?? []).map((action) => `dynamodb:${action}`));
     expect(onTable('StateTable')).toEqual((access.state ?? []).map((action) => `dynamodb:${action}`));
+    expect(onTable('EventsTable')).toEqual((access.events ?? []).map((action) => `dynamodb:${action}`));
     const queries = statements.filter((statement) => [statement.Action].flat().includes('dynamodb:Query'));
     expect(queries.map((statement) => statement.Resource)).toEqual(
       (access.indexQueries ?? []).map((table) =>
@@ -382,9 +399,18 @@ describe('each function role', () => {
       (access.idempotency ?? []).length +
         (access.ledger ?? []).length +
         (access.state ?? []).length +
+        (access.events ?? []).length +
         (access.indexQueries ?? []).length,
     );
-    expect(secretActions).toEqual(access.secret ? ['secretsmanager:GetSecretValue'] : []);
+    expect(secretActions).toEqual(
+      [access.secret, access.webhooksSecret].filter(Boolean).map(() => 'secretsmanager:GetSecretValue'),
+    );
+    const secrets = statements
+      .filter((statement) => [statement.Action].flat().includes('secretsmanager:GetSecretValue'))
+      .map((statement) => JSON.stringify(statement.Resource));
+    expect(secrets.filter((resource) => resource.includes('/webhooks-'))).toHaveLength(
+      access.webhooksSecret ? 1 : 0,
+    );
   });
 
   it.each(Object.keys(ACCESS))('%s writes only its own log group', (name) => {
