@@ -2,7 +2,7 @@ import type { Context } from 'aws-lambda';
 import { setLogContext } from '#lib/log/log.ts';
 import { publishMetrics } from '#lib/log/metrics.ts';
 import type { DeliveryRun } from '#lib/webhooks/deliverer.ts';
-import { webhookDelivererFromEnvironment } from '#lib/webhooks/from-environment.ts';
+import { webhookDelivererFromEnvironment } from '#lib/webhooks/deliverer-from-environment.ts';
 
 const deliverer = webhookDelivererFromEnvironment();
 

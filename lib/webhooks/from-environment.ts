@@ -3,7 +3,7 @@ import { dynamoDbClient, loadDynamoDbConfig } from '../config/dynamodb.ts';
 import { inBackground } from '../net/background.ts';
 import { WebhookDeliverer } from './deliverer.ts';
 import { WebhookDeliveries } from './deliveries.ts';
-import { webhookEndpointIds, webhookEndpointsFor, webhookSource } from './endpoints.ts';
+import { environmentWebhookEndpoints, webhookEndpointIds, webhookSource } from './endpoints.ts';
 import { postWebhook } from './post.ts';
 import { WebhookStore } from './store.ts';
 
@@ -12,15 +12,6 @@ export function webhookStoreFromEnvironment(env: Env = process.env): WebhookStor
   return new WebhookStore({
     client: dynamoDbClient(loadDynamoDbConfig(env)),
     table: required(env, 'EVENTS_TABLE'),
-  });
-}
-
-/** The container's deliverer: the events table and the configured endpoints. */
-export function webhookDelivererFromEnvironment(env: Env = process.env): WebhookDeliverer {
-  return new WebhookDeliverer({
-    store: webhookStoreFromEnvironment(env),
-    endpoints: webhookEndpointsFor(webhookSource(env), env),
-    post: postWebhook,
   });
 }
 
@@ -37,7 +28,11 @@ let deliverer: WebhookDeliverer | undefined;
 export function deliverSoon(eventIds: readonly string[], env: Env = process.env): Promise<void> {
   if (eventIds.length === 0 || webhookSource(env).kind !== 'env') return Promise.resolve();
   return inBackground(async () => {
-    deliverer ??= webhookDelivererFromEnvironment(env);
+    deliverer ??= new WebhookDeliverer({
+      store: webhookStoreFromEnvironment(env),
+      endpoints: environmentWebhookEndpoints(webhookSource(env)),
+      post: postWebhook,
+    });
     await deliverer.deliver(eventIds);
   });
 }

@@ -69,8 +69,13 @@ describe('osls package', () => {
     for (const [name, fn] of functions) {
       expect(fn.Properties.Runtime).toBe('nodejs24.x');
       expect(fn.Properties.Architectures).toEqual(['arm64']);
-      // API Gateway gives up on a function sooner; the settle job, on a schedule, ends before its next run.
-      expect(fn.Properties.Timeout).toBeLessThan(name === 'SettleLambdaFunction' ? 120 : 29);
+      // API Gateway gives up on a function sooner; the settle job and the webhook deliverer, on a
+      // schedule, end before their next run.
+      const runsEvery: Record<string, number> = {
+        SettleLambdaFunction: 120,
+        DeliverWebhooksLambdaFunction: 60,
+      };
+      expect(fn.Properties.Timeout).toBeLessThan(runsEvery[name] ?? 29);
     }
     expect(methods).toEqual([...Object.values(ROUTES), NOTIFY_ROUTE].map((r) => r.method).sort());
   });
@@ -233,7 +238,11 @@ const queue = (name: string, queue: string, due: string) => ({
 
 describe('the settle job', () => {
   it('runs on a schedule, every two minutes, and is reached by nothing else', () => {
-    const rules = Object.values(template.Resources).filter((r) => r.Type === 'AWS::Events::Rule');
+    const rules = Object.values(template.Resources).filter(
+      (r) =>
+        r.Type === 'AWS::Events::Rule' &&
+        JSON.stringify(r.Properties.Targets).includes('SettleLambdaFunction'),
+    );
     const targets = rules.flatMap((rule) => rule.Properties.Targets);
     const permissions = Object.values(template.Resources).filter(
       (r) =>
@@ -248,6 +257,43 @@ describe('the settle job', () => {
     expect(permissions.map((permission) => permission.Properties.Principal)).toEqual([
       'events.amazonaws.com',
     ]);
+  });
+});
+
+describe('the webhook deliverer', () => {
+  it('runs on a schedule, every minute, and is reached by nothing else', () => {
+    const rules = Object.values(template.Resources).filter(
+      (r) =>
+        r.Type === 'AWS::Events::Rule' &&
+        JSON.stringify(r.Properties.Targets).includes('DeliverWebhooksLambdaFunction'),
+    );
+    const permissions = Object.values(template.Resources).filter(
+      (r) =>
+        r.Type === 'AWS::Lambda::Permission' &&
+        JSON.stringify(r.Properties.FunctionName).includes('DeliverWebhooksLambdaFunction'),
+    );
+
+    expect(rules.map((rule) => [rule.Properties.ScheduleExpression, rule.Properties.State])).toEqual([
+      ['rate(1 minute)', 'ENABLED'],
+    ]);
+    expect(
+      rules.flatMap((rule) => rule.Properties.Targets).map((target) => target.Arn['Fn::GetAtt'][0]),
+    ).toEqual(['DeliverWebhooksLambdaFunction']);
+    expect(permissions.map((permission) => permission.Properties.Principal)).toEqual([
+      'events.amazonaws.com',
+    ]);
+  });
+
+  it('reads the webhook endpoints from their own secret, and no function has a webhook URL or secret in its environment', () => {
+    const functions = Object.values(template.Resources).filter((r) => r.Type === 'AWS::Lambda::Function');
+
+    for (const fn of functions) {
+      expect(fn.Properties.Environment.Variables).toMatchObject({
+        MERCHANT_WEBHOOKS_SECRET_ID: 'payhere-payments-api/test/webhooks',
+        MERCHANT_WEBHOOK_URL: '',
+        MERCHANT_WEBHOOK_SECRET: '',
+      });
+    }
   });
 });
 
@@ -648,7 +694,12 @@ describe('what a cold start loads', () => {
       expect(
         sources.filter((source) => source.endsWith('lib/aws/secrets-manager.ts')),
         zip,
-      ).toHaveLength(ACCESS[zip.replace(/\.zip$/, '')]?.secret === false ? 0 : 1);
+      ).toHaveLength(
+        ACCESS[zip.replace(/\.zip$/, '')]?.secret === false &&
+          !ACCESS[zip.replace(/\.zip$/, '')]?.webhooksSecret
+          ? 0
+          : 1,
+      );
     }
   });
 });

@@ -7,7 +7,7 @@ vi.hoisted(() => {
 
 import { publishMetrics } from '../../lib/log/metrics.ts';
 import { WebhookDeliverer } from '../../lib/webhooks/deliverer.ts';
-import { webhookEndpointsFor, webhookSource } from '../../lib/webhooks/endpoints.ts';
+import { environmentWebhookEndpoints, webhookSource } from '../../lib/webhooks/endpoints.ts';
 import { webhookStoreFromEnvironment } from '../../lib/webhooks/from-environment.ts';
 import { postWebhook } from '../../lib/webhooks/post.ts';
 import { injectDynamoDbFault } from '../helpers/dynamodb-faults.ts';
@@ -33,7 +33,7 @@ function deliverer(owner?: string) {
   const source = webhookSource({ MERCHANT_WEBHOOK_URL: receiver.url, MERCHANT_WEBHOOK_SECRET: secret });
   return new WebhookDeliverer({
     store,
-    endpoints: webhookEndpointsFor(source),
+    endpoints: environmentWebhookEndpoints(source),
     post: postWebhook,
     now: () => clock,
     ...(owner ? { owner } : {}),

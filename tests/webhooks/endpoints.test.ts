@@ -1,11 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { ConfigError } from '../../lib/config/config.ts';
-import {
-  secretWebhookEndpoints,
-  WebhookSecretError,
-  webhookEndpointIds,
-  webhookSource,
-} from '../../lib/webhooks/endpoints.ts';
+import { secretWebhookEndpoints, WebhookSecretError } from '../../lib/webhooks/endpoint-secret.ts';
+import { webhookEndpointIds, webhookSource } from '../../lib/webhooks/endpoints.ts';
 
 const SECRET = `whsec_${Buffer.alloc(32, 1).toString('base64')}`;
 

@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { WebhookDeliverer } from '../../lib/webhooks/deliverer.ts';
-import { webhookEndpointsFor, webhookSource } from '../../lib/webhooks/endpoints.ts';
+import { environmentWebhookEndpoints, webhookSource } from '../../lib/webhooks/endpoints.ts';
 import { webhookStoreFromEnvironment } from '../../lib/webhooks/from-environment.ts';
 import { postWebhook } from '../../lib/webhooks/post.ts';
 import { call } from '../helpers/gateway.ts';
@@ -21,7 +21,7 @@ let clock = Date.now() - 2 * H;
 const deliverer = () =>
   new WebhookDeliverer({
     store,
-    endpoints: webhookEndpointsFor(
+    endpoints: environmentWebhookEndpoints(
       webhookSource({ MERCHANT_WEBHOOK_URL: receiver.url, MERCHANT_WEBHOOK_SECRET: secret }),
     ),
     post: postWebhook,
