@@ -19,6 +19,7 @@ const UNIT = [
   'tests/reads/invalidation.test.ts',
   'tests/sandbox/units.test.ts',
   'tests/security/redaction.test.ts',
+  'tests/webhooks/{endpoints,schedule,signature}.test.ts',
 ];
 
 /**

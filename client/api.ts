@@ -1440,6 +1440,168 @@ export interface Operations {
       cursor?: string;
     };
   };
+  webhookDeliveries: {
+    answers: {
+      '200': {
+        status: 1;
+        msg: string;
+        data: DeliveryList;
+      };
+      '400': {
+        status: -1;
+        msg: string;
+        data: {
+          code: 'invalid_request';
+          errors?: FieldError[];
+        };
+      };
+      '401': {
+        status: -2;
+        msg: string;
+        data: {
+          code: 'unauthorized';
+        };
+      };
+      '403': {
+        status: -2;
+        msg: string;
+        data: {
+          code: 'forbidden';
+        };
+      };
+      '413': {
+        status: -1;
+        msg: string;
+        data: {
+          code: 'payload_too_large';
+        };
+      };
+      '429': {
+        status: -1;
+        msg: string;
+        data: {
+          code: 'rate_limited';
+        };
+      };
+      '500': {
+        status: -1;
+        msg: string;
+        data: {
+          code: 'internal_error';
+        };
+      };
+      '503': {
+        status: -1;
+        msg: string;
+        data: {
+          code: 'gateway_unavailable';
+        };
+      };
+      '504': {
+        status: -1;
+        msg: string;
+        data: {
+          code: 'gateway_timeout';
+        };
+      };
+    };
+    query?: {
+      endpoint?: string;
+      status?: 'pending' | 'delivered' | 'failed' | 'disabled';
+      limit?: string;
+      cursor?: string;
+    };
+  };
+  redeliverEvent: {
+    answers: {
+      '200': {
+        status: 1;
+        msg: string;
+        data: Redelivery;
+      };
+      '400': {
+        status: -1;
+        msg: string;
+        data: {
+          code: 'invalid_request';
+          errors?: FieldError[];
+        };
+      };
+      '401': {
+        status: -2;
+        msg: string;
+        data: {
+          code: 'unauthorized';
+        };
+      };
+      '403': {
+        status: -2;
+        msg: string;
+        data: {
+          code: 'forbidden';
+        };
+      };
+      '404': {
+        status: -1;
+        msg: string;
+        data: {
+          code: 'not_found';
+        };
+      };
+      '409': {
+        status: -1;
+        msg: string;
+        data: {
+          code: 'conflict';
+          /**
+           * The Idempotency-Key of the request to repeat (another refund in flight, to its own caller).
+           */
+          idempotency_key?: string;
+        };
+      };
+      '413': {
+        status: -1;
+        msg: string;
+        data: {
+          code: 'payload_too_large';
+        };
+      };
+      '429': {
+        status: -1;
+        msg: string;
+        data: {
+          code: 'rate_limited';
+        };
+      };
+      '500': {
+        status: -1;
+        msg: string;
+        data: {
+          code: 'internal_error';
+        };
+      };
+      '503': {
+        status: -1;
+        msg: string;
+        data: {
+          code: 'gateway_unavailable';
+        };
+      };
+      '504': {
+        status: -1;
+        msg: string;
+        data: {
+          code: 'gateway_timeout';
+        };
+      };
+    };
+    path: {
+      id: string | number;
+    };
+    query?: {
+      endpoint?: string;
+    };
+  };
 }
 /**
  * This interface was referenced by `Operations`'s JSON-Schema
@@ -1961,6 +2123,38 @@ export interface EventPage {
 }
 /**
  * This interface was referenced by `Operations`'s JSON-Schema
+ * via the `definition` "DeliveryList".
+ */
+export interface DeliveryList {
+  deliveries: {
+    event_id: string;
+    type: string;
+    object: {
+      type: string;
+      id: string;
+    };
+    endpoint: string;
+    status: 'pending' | 'delivered' | 'failed' | 'disabled';
+    attempts: number;
+    last_status: number | null;
+    last_error: string | null;
+    last_attempt_at: string | null;
+    next_attempt_at: string | null;
+    delivered_at: string | null;
+  }[];
+  next_cursor: string | null;
+}
+/**
+ * This interface was referenced by `Operations`'s JSON-Schema
+ * via the `definition` "Redelivery".
+ */
+export interface Redelivery {
+  event_id: string;
+  endpoints: string[];
+  due_at: string;
+}
+/**
+ * This interface was referenced by `Operations`'s JSON-Schema
  * via the `definition` "NotifyRequest".
  */
 export interface NotifyRequest {
@@ -2009,4 +2203,6 @@ export const OPERATIONS = {
   paymentRefunds: { method: 'GET', path: '/gateway/api/payments/{id}/refunds', idempotent: false, onBehalfOf: false },
   reconciliationReport: { method: 'GET', path: '/gateway/api/reports/reconciliation', idempotent: false, onBehalfOf: false },
   listEvents: { method: 'GET', path: '/gateway/api/events', idempotent: false, onBehalfOf: false },
+  webhookDeliveries: { method: 'GET', path: '/gateway/api/webhooks/deliveries', idempotent: false, onBehalfOf: false },
+  redeliverEvent: { method: 'POST', path: '/gateway/api/events/{id}/redeliver', idempotent: false, onBehalfOf: false },
 } as const;

@@ -2,8 +2,10 @@ import type { Context } from 'aws-lambda';
 import { eventRelayFromEnvironment } from '#lib/events/from-environment.ts';
 import { setLogContext } from '#lib/log/log.ts';
 import { publishMetrics } from '#lib/log/metrics.ts';
+import { webhookEndpointIds } from '#lib/webhooks/endpoints.ts';
 
-const relay = eventRelayFromEnvironment(() => []);
+/** Each event published gets a delivery due to every webhook endpoint (deliverWebhooks delivers them). */
+const relay = eventRelayFromEnvironment(() => webhookEndpointIds());
 
 /** The most ledger items a run publishes; the rest waits a minute for the next run. */
 const ITEMS_PER_RUN = 500;

@@ -8,6 +8,8 @@ import type { ReconciliationReport } from '../lib/orders/reconciliation.ts';
 import type { PaymentRefundsView } from '../lib/orders/refund-records.ts';
 import type { SubscriptionList as SubscriptionPage } from '../lib/orders/subscription-lists.ts';
 import { CURRENCIES } from '../lib/schemas/fields.ts';
+import { DELIVERY_STATES } from '../lib/schemas/webhooks.ts';
+import type { DeliveryList, DeliveryView, Redelivery } from '../lib/webhooks/deliveries.ts';
 
 /**
  * The `data` of answers the functions build themselves (the gateway's records are described by
@@ -360,3 +362,36 @@ void parametersDescribed;
 void viewDescribed;
 const eventsDescribed: Same<keyof z.infer<typeof EventPageSchema>, keyof EventPage> = true;
 void eventsDescribed;
+
+/** webhookDeliveries: a page of deliveries, newest event first (lib/webhooks/deliveries.ts). */
+export const DeliveryListSchema = z.strictObject({
+  deliveries: z.array(
+    z.strictObject({
+      event_id: z.string(),
+      type: z.string(),
+      object: z.strictObject({ type: z.string(), id: z.string() }),
+      endpoint: z.string(),
+      status: z.enum(DELIVERY_STATES),
+      attempts: z.number(),
+      last_status: z.nullable(z.number()),
+      last_error: z.nullable(z.string()),
+      last_attempt_at: z.nullable(z.string()),
+      next_attempt_at: z.nullable(z.string()),
+      delivered_at: z.nullable(z.string()),
+    }),
+  ),
+  next_cursor: z.nullable(z.string()),
+});
+
+/** redeliverEvent: the endpoints the event is due to again, from when. */
+export const RedeliverySchema = z.strictObject({
+  event_id: z.string(),
+  endpoints: z.array(z.string()),
+  due_at: z.string(),
+});
+
+const deliveriesDescribed: Same<keyof z.infer<typeof DeliveryListSchema>, keyof DeliveryList> &
+  Same<keyof z.infer<typeof DeliveryListSchema>['deliveries'][number], keyof DeliveryView> &
+  (z.infer<typeof DeliveryListSchema> extends DeliveryList ? true : false) &
+  Same<keyof z.infer<typeof RedeliverySchema>, keyof Redelivery> = true;
+void deliveriesDescribed;

@@ -428,6 +428,7 @@ export function buildDocument() {
       { name: 'Checkouts', description: "Orders the app pays through PayHere's SDK or checkout." },
       { name: 'Orders', description: "The ledger's orders, listed and filtered, without asking PayHere." },
       { name: 'Notifications', description: 'What PayHere reports to the service: not for apps.' },
+      { name: 'Webhooks', description: "The merchant's webhook deliveries of events, and redelivery." },
     ],
     paths,
     components: {

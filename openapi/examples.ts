@@ -533,4 +533,45 @@ export const EXAMPLES = {
       has_more: false,
     }),
   },
+  webhookDeliveries: {
+    page: ok('Found 2 deliveries', {
+      deliveries: [
+        {
+          event_id: 'evt_01kf0e5d2r8q4w6y9z3b7c1m5n',
+          type: 'order.succeeded',
+          object: { type: 'order', id: 'Order-1002' },
+          endpoint: 'default',
+          status: 'delivered',
+          attempts: 1,
+          last_status: 204,
+          last_error: null,
+          last_attempt_at: '2026-01-15T04:31:04.120Z',
+          next_attempt_at: null,
+          delivered_at: '2026-01-15T04:31:04.180Z',
+        },
+        {
+          event_id: 'evt_01kf0e4w7t2p9x5v3r8n6k4j2h',
+          type: 'order.created',
+          object: { type: 'order', id: 'Order-1002' },
+          endpoint: 'default',
+          status: 'pending',
+          attempts: 2,
+          last_status: 503,
+          last_error: 'HTTP 503',
+          last_attempt_at: '2026-01-15T04:31:08.000Z',
+          next_attempt_at: '2026-01-15T04:36:08.000Z',
+          delivered_at: null,
+        },
+      ],
+      next_cursor: null,
+    }),
+  },
+  redeliverEvent: {
+    id: 'evt_01kf0e5d2r8q4w6y9z3b7c1m5n',
+    due: ok('Event evt_01kf0e5d2r8q4w6y9z3b7c1m5n is due for delivery to 1 endpoints', {
+      event_id: 'evt_01kf0e5d2r8q4w6y9z3b7c1m5n',
+      endpoints: ['default'],
+      due_at: '2026-01-15T04:40:00.000Z',
+    }),
+  },
 };

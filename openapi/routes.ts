@@ -26,13 +26,16 @@ import { OrdersQuery, SubscriptionsQuery } from '../lib/schemas/orders.ts';
 import { CheckoutPath, OrderPath, PaymentPath, SubscriptionPath } from '../lib/schemas/paths.ts';
 import { RefundRequest } from '../lib/schemas/refund.ts';
 import { ReconciliationQuery } from '../lib/schemas/reports.ts';
+import { DeliveriesQuery, EventPath, RedeliverQuery } from '../lib/schemas/webhooks.ts';
 import {
   CheckoutParametersSchema,
   CheckoutViewSchema,
+  DeliveryListSchema,
   EventPageSchema,
   OrderListSchema,
   PaymentRefundsSchema,
   ReconciliationReportSchema,
+  RedeliverySchema,
   RefundAnswer,
   SubscriptionListSchema,
 } from './data.ts';
@@ -77,7 +80,7 @@ export interface RouteDoc {
   method: 'get' | 'post' | 'delete';
   /** As in serverless.yml, with a leading slash. */
   path: string;
-  tag: 'Payments' | 'Subscriptions' | 'Checkouts' | 'Orders' | 'Notifications';
+  tag: 'Payments' | 'Subscriptions' | 'Checkouts' | 'Orders' | 'Notifications' | 'Webhooks';
   summary: string;
   /** Markdown. */
   description: string;
@@ -718,6 +721,84 @@ export const ROUTE_TABLE = {
       {
         error: new ForbiddenError('Only the merchant reads the events.'),
         when: 'A customer token (without `merchant`).',
+      },
+    ],
+  },
+  webhookDeliveries: {
+    method: 'get',
+    path: '/gateway/api/webhooks/deliveries',
+    tag: 'Webhooks',
+    summary: "List the webhooks' deliveries",
+    description:
+      "Each event's delivery to each of the merchant's webhook endpoints, newest event first, a page at a time, " +
+      "from the service's events (never PayHere): its `status` (`pending`, `delivered`, `failed` after its " +
+      "eighth attempt, `disabled` when its endpoint was), `attempts`, the last attempt's HTTP status and error, " +
+      'and when the next attempt is due. Merchant tokens only; a customer gets 403. `msg` is `Found <n> ' +
+      'deliveries` (this page).\n\n`next_cursor` is null on the last page; otherwise pass it as `cursor`, with ' +
+      "the same filters, for the next page. An event's deliveries are never split across pages, and a page may " +
+      'hold fewer than `limit` deliveries and still have a next one when filters drop many.',
+    scope: 'payments:read',
+    queryParameters: DeliveriesQuery,
+    queryDescriptions: {
+      endpoint: "Only this endpoint's deliveries (its configured id; `default` locally).",
+      status: 'Only deliveries in this state.',
+      limit: 'Deliveries per page, 1 to 100; 20 when not given.',
+      cursor: "The last page's `next_cursor`.",
+    },
+    queryExample: { status: 'failed', limit: '20' },
+    upstream: 'ledger',
+    answers: [
+      ok('A page of deliveries.', DeliveryListSchema, [
+        { summary: 'A page', value: EXAMPLES.webhookDeliveries.page },
+      ]),
+    ],
+    invalid: invalid(DeliveriesQuery, { status: 'lost' }, 'query'),
+    failures: [
+      {
+        error: new ForbiddenError('Only the merchant reads webhook deliveries.'),
+        when: 'A customer token (without `merchant`).',
+      },
+    ],
+  },
+  redeliverEvent: {
+    method: 'post',
+    path: '/gateway/api/events/{id}/redeliver',
+    tag: 'Webhooks',
+    summary: 'Deliver an event again',
+    description:
+      'Makes the event due now to every webhook endpoint (those it has a delivery for, and those configured now), ' +
+      'or to `endpoint` only: delivered again even if it was delivered, failed or disabled, its attempts kept; a ' +
+      'disabled endpoint is enabled again. The deliverer posts it within a minute. Merchant tokens only; a ' +
+      'customer gets 403. Events are kept 35 days.',
+    scope: 'payments:read',
+    pathParameters: EventPath,
+    pathDescription: "The event's id (`evt_...`): the delivery's `webhook-id`.",
+    pathExample: EXAMPLES.redeliverEvent.id,
+    queryParameters: RedeliverQuery,
+    queryDescriptions: {
+      endpoint: 'Only to this endpoint (its configured id); every endpoint when not given.',
+    },
+    upstream: 'ledger',
+    answers: [
+      ok('Due now.', RedeliverySchema, [
+        { summary: 'Due to one endpoint', value: EXAMPLES.redeliverEvent.due },
+      ]),
+    ],
+    invalid: invalid(EventPath, { id: 'order-1' }, 'path'),
+    failures: [
+      notFound(
+        'Event evt_01kf0e5d2r8q4w6y9z3b7c1m5n was not found.',
+        'No such event, or one older than 35 days.',
+      ),
+      {
+        error: new ForbiddenError('Only the merchant redelivers events.'),
+        when: 'A customer token (without `merchant`).',
+      },
+      {
+        error: new ConflictError(
+          'The event is being delivered right now; ask again in a minute if it is still needed.',
+        ),
+        when: 'A deliverer is posting the event at this moment, or no webhook endpoint is configured.',
       },
     ],
   },

@@ -6,6 +6,7 @@
  *
  *   functionRoles:
  *     secretArn: <the gateway secret's ARN>
+ *     webhooksSecretArn: <the webhook endpoints' secret's ARN>
  *     tables: { idempotency: IdempotencyTable, ledger: LedgerTable }   # logical ids in Resources
  *     queryIndex: { idempotency: [settle], ledger: [settle, charges] }   # per table, the indexes a Query may use
  *     functions:
@@ -14,7 +15,7 @@
  *
  * Each role may write its own function's logs, send the listed item actions to each listed table
  * (`Query` to its `queryIndex` indexes only, never the table),
- * and read the one secret if `secret` is set; a function placed in a VPC (plugins/vpc.cjs) may also
+ * read the gateway secret if `secret` is set and the webhook endpoints' if `webhooksSecret` is; a function placed in a VPC (plugins/vpc.cjs) may also
  * manage its network interfaces. A function without an entry fails the package: nothing falls
  * back to a shared role that holds more than it needs.
  */
@@ -87,6 +88,16 @@ class FunctionRolesPlugin {
           Effect: 'Allow',
           Action: ['secretsmanager:GetSecretValue'],
           Resource: [config.secretArn],
+        });
+      }
+      if (access.webhooksSecret) {
+        if (!config.webhooksSecretArn) {
+          throw new this.serverless.classes.Error('custom.functionRoles needs `webhooksSecretArn`.');
+        }
+        statements.push({
+          Effect: 'Allow',
+          Action: ['secretsmanager:GetSecretValue'],
+          Resource: [config.webhooksSecretArn],
         });
       }
       if (this.inVpc(name)) statements.push(...this.networkInterfaceStatements());

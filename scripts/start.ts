@@ -17,6 +17,7 @@ import {
   startLocalDynamoDB,
 } from './local-dynamodb.ts';
 import { startOffline } from './offline.ts';
+import { startWebhookReceiver, type WebhookReceiver } from './webhook-receiver.ts';
 
 const port = Number(process.env.PORT ?? 3000);
 const lambdaPort = Number(process.env.OFFLINE_LAMBDA_PORT ?? port + 2);
@@ -72,8 +73,17 @@ async function main(): Promise<void> {
   // A fresh key pair per start, never on disk outside the git-ignored .local/ (for `npm run token`).
   const issuer = await startIssuer({ port: Number(process.env.ISSUER_PORT ?? 0) });
   console.log(`Token issuer: ${issuer.issuer} (keys at ${issuer.jwksUrl})`);
+  // The merchant's side: a receiver that verifies and prints each webhook, unless one is named.
+  let receiver: WebhookReceiver | undefined;
+  if (!process.env.MERCHANT_WEBHOOK_URL) {
+    receiver = await startWebhookReceiver({ port: Number(process.env.WEBHOOK_RECEIVER_PORT ?? 0) });
+    console.log(
+      `Webhooks: delivered to a local receiver at ${receiver.url} (each verified and printed here)`,
+    );
+  } else console.log(`Webhooks: delivered to ${process.env.MERCHANT_WEBHOOK_URL}`);
   const functionsEnv = {
     ...env,
+    ...(receiver ? { MERCHANT_WEBHOOK_URL: receiver.url, MERCHANT_WEBHOOK_SECRET: receiver.secret } : {}),
     ...LOCAL_AWS_ENVIRONMENT,
     ...LOCAL_TABLES_ENVIRONMENT,
     PUBLIC_BASE_URL: publicBaseUrl,
@@ -108,6 +118,7 @@ Ctrl-C stops everything.`);
     await sandbox?.close();
     await dynamodb.close();
     await issuer.close();
+    await receiver?.close();
     await rm(STACK_ENV_FILE, { force: true });
     process.exit(0);
   };
@@ -116,8 +127,8 @@ Ctrl-C stops everything.`);
   offline.process.on('exit', (code) => {
     if (!stopping) {
       console.error(`serverless-offline stopped (exit ${code}).`);
-      void Promise.allSettled([sandbox?.close(), dynamodb.close(), issuer.close()]).then(() =>
-        process.exit(1),
+      void Promise.allSettled([sandbox?.close(), dynamodb.close(), issuer.close(), receiver?.close()]).then(
+        () => process.exit(1),
       );
     }
   });

@@ -45,7 +45,7 @@ export interface SecretGatewayCredentialsOptions {
  * tests and the bench set to a loopback stand-in), checked at start-up. Making the client opens
  * no connection: the first secret does.
  */
-function secretsClientFor(env: Env): SecretsClient {
+export function secretsClientFor(env: Env): SecretsClient {
   const endpoint = env.AWS_ENDPOINT_URL_SECRETS_MANAGER?.trim();
   if (endpoint) httpUrl('AWS_ENDPOINT_URL_SECRETS_MANAGER', endpoint);
   return new SecretsManagerClient({

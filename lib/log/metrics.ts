@@ -59,7 +59,11 @@ export type CountMetric =
   | 'RefundUndeterminable'
   | 'CallerRateLimited'
   | 'CallerShareUncounted'
-  | 'CardTesting';
+  | 'CardTesting'
+  | 'WebhookDelivered'
+  | 'WebhookAttemptFailed'
+  | 'WebhookDeliveryFailed'
+  | 'WebhookEndpointDisabled';
 
 export type TimeMetric = 'UpstreamLatency' | 'BudgetWaitTime';
 

@@ -21,6 +21,8 @@ import {
 import { RefundStatuses } from '../reads/refund-statuses.ts';
 import { SharedReads } from '../reads/shared-reads.ts';
 import { SubscriptionPages } from '../reads/subscription-pages.ts';
+import { webhookEndpointIds } from '../webhooks/endpoints.ts';
+import { deliverSoon } from '../webhooks/from-environment.ts';
 import { Ownership } from './access.ts';
 import { Captures } from './captures.ts';
 import { ChargeEngine } from './charge-engine.ts';
@@ -45,13 +47,18 @@ let relay: EventRelay | undefined;
 
 /**
  * The container's ledger, whose writes that record events have them published after the answer
- * (lib/events/relay.ts; the scheduled relay publishes what a frozen or ended container could not).
+ * (lib/events/relay.ts; the scheduled relay publishes what a frozen or ended container could not),
+ * each with a delivery due to every webhook endpoint.
  */
 export function ledgerWithEvents(): LedgerStore {
-  relay ??= eventRelayFromEnvironment(() => []);
+  relay ??= eventRelayFromEnvironment(() => webhookEndpointIds());
   const events = relay;
   return ledgerFromEnvironment(process.env, (pk) => {
-    inBackground(() => events.publish(pk));
+    inBackground(async () => {
+      const published = await events.publish(pk);
+      // Delivered at once where the endpoint is local; deployed, by deliverWebhooks' next run.
+      await deliverSoon(published.map((event) => event.id));
+    });
   });
 }
 

@@ -46,10 +46,16 @@ const VALID: Record<RouteName, () => CallOptions> = {
     body: { kind: 'payment', items: 'Taxi Hire 123', currency: 'LKR', amount: 345.67 },
   }),
   getCheckout: () => ({ id: `Scope-missing-${Math.random().toString(36).slice(2, 10)}` }),
+  webhookDeliveries: () => ({ query: { limit: '5' } }),
+  redeliverEvent: () => ({ id: `evt_scopemissing${Math.random().toString(36).slice(2, 10)}` }),
 };
 
-/** What each route answers a merchant when allowed (getCheckout: the order asked for does not exist). */
-const ALLOWED_STATUS: Partial<Record<RouteName, number>> = { createCheckout: 201, getCheckout: 404 };
+/** What each route answers a merchant when allowed (getCheckout, redeliverEvent: the order or event asked for does not exist). */
+const ALLOWED_STATUS: Partial<Record<RouteName, number>> = {
+  createCheckout: 201,
+  getCheckout: 404,
+  redeliverEvent: 404,
+};
 
 const callWithScope = async (route: RouteName, scope: unknown, merchant = true) => {
   const claim = merchant && typeof scope === 'string' ? `${scope} merchant` : scope;
@@ -65,9 +71,9 @@ describe('each route requires exactly its scope', () => {
     ALL_TEST_SCOPES.map((scope) => ({ route, scope, allowed: ROUTE_SCOPES[route] === scope })),
   );
 
-  it('covers fifteen routes and six scopes, one allowed scope per route', () => {
-    expect(matrix).toHaveLength(90);
-    expect(matrix.filter((cell) => cell.allowed)).toHaveLength(15);
+  it('covers seventeen routes and six scopes, one allowed scope per route', () => {
+    expect(matrix).toHaveLength(102);
+    expect(matrix.filter((cell) => cell.allowed)).toHaveLength(17);
   });
 
   it.each(matrix.filter((cell) => cell.allowed))(

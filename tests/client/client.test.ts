@@ -276,6 +276,31 @@ describe('query strings', () => {
   });
 });
 
+describe('webhook deliveries', () => {
+  it('lists the deliveries with their filters, and redelivers an event to one endpoint', async () => {
+    const page = { status: 1, msg: 'Found 0 deliveries', data: { deliveries: [], next_cursor: null } };
+    const due = {
+      status: 1,
+      msg: 'Event evt_01 is due for delivery to 1 endpoints',
+      data: { event_id: 'evt_01', endpoints: ['crm'], due_at: '2026-01-15T04:40:00.000Z' },
+    };
+    const { api, sent } = client([
+      { status: 200, body: page },
+      { status: 200, body: due },
+    ]);
+
+    const list = await api.webhookDeliveries({ query: { status: 'failed', endpoint: 'crm' } });
+    const redelivery = await api.redeliverEvent({ path: { id: 'evt_01' }, query: { endpoint: 'crm' } });
+
+    expect(list.httpStatus === 200 && list.data.deliveries).toEqual([]);
+    expect(redelivery.httpStatus === 200 && redelivery.data.endpoints).toEqual(['crm']);
+    expect(sent.map((request) => [request.method, request.url])).toEqual([
+      ['GET', 'https://api.example.test/prod/gateway/api/webhooks/deliveries?status=failed&endpoint=crm'],
+      ['POST', 'https://api.example.test/prod/gateway/api/events/evt_01/redeliver?endpoint=crm'],
+    ]);
+  });
+});
+
 describe('the reconciliation report as CSV', () => {
   const csvFetch = (answers: Response[]) => {
     const sent: { url: string; accept: string }[] = [];

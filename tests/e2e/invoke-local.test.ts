@@ -12,6 +12,7 @@ import { type Sandbox, sandboxGatewayEnv, startSandbox } from '../../sandbox/ser
 import { MERCHANT_SCOPES, TEST_AUTH_ENV, tokenFor } from '../helpers/auth.ts';
 import { recordAnswer } from '../helpers/contract.ts';
 import { lambdaContext } from '../helpers/events.ts';
+import { newWebhookSecret, putEvent } from '../helpers/webhooks.ts';
 
 /**
  * Every function of serverless.yml answers its sample event (events/<function>.json, its token
@@ -53,7 +54,13 @@ beforeAll(async () => {
     ...sandboxGatewayEnv(sandbox.url),
     LOG_LEVEL: 'silent',
     ESBUILD_WORK_FOLDER: '.esbuild-invoke-test',
+    // A webhook endpoint that refuses connections: redeliverEvent's sample needs one configured.
+    MERCHANT_WEBHOOK_URL: 'http://127.0.0.1:9/webhooks',
+    MERCHANT_WEBHOOK_SECRET: newWebhookSecret(),
   };
+  // The event redeliverEvent's sample names, as the relay would have published it.
+  const redelivered = JSON.parse(await readFile(path.join(root, 'events', 'redeliverEvent.json'), 'utf8'));
+  await putEvent({ id: redelivered.pathParameters.id, publishedAt: Date.now(), endpoints: ['default'] });
 });
 
 afterAll(async () => {
@@ -86,11 +93,12 @@ function expectDocumentedAnswer(
   result: unknown,
 ): void {
   if (!event.httpMethod) {
-    expect(result).toMatchObject(
-      name === 'relayEvents'
-        ? { published: expect.any(Number) }
-        : { looked: expect.any(Number), settled: expect.any(Number), stillUnknown: expect.any(Number) },
-    );
+    const runs: Record<string, Record<string, unknown>> = {
+      relayEvents: { published: expect.any(Number) },
+      deliverWebhooks: { events: expect.any(Number), delivered: expect.any(Number) },
+      settle: { looked: expect.any(Number), settled: expect.any(Number), stillUnknown: expect.any(Number) },
+    };
+    expect(result).toMatchObject(runs[name]!);
     return;
   }
   const printed = result as Printed;

@@ -19,12 +19,26 @@ const slsBin = createRequire(import.meta.url).resolve('osls/bin/serverless.js');
 const root = path.resolve(import.meta.dirname, '../..');
 
 const SECRET_ARN = 'arn:aws:secretsmanager:ap-south-1:123456789012:secret:payhere/test/gateway-AbCdEf';
+const WEBHOOKS_SECRET_ARN =
+  'arn:aws:secretsmanager:ap-south-1:123456789012:secret:payhere/test/webhooks-AbCdEf';
+/** A resource as the ARN text it becomes (Fn::Sub text, or Fn::Join parts joined). */
+function arnText(resource: any): string {
+  if (typeof resource === 'string') return resource;
+  if (resource['Fn::Sub']) return resource['Fn::Sub'];
+  if (resource['Fn::Join']) {
+    const [separator, parts] = resource['Fn::Join'];
+    return parts.map((part: any) => (typeof part === 'string' ? part : JSON.stringify(part))).join(separator);
+  }
+  return JSON.stringify(resource);
+}
+
 const DEPLOY_ENV = {
   GATEWAY_BASE_URL: 'https://www.payhere.lk',
   AUTH_ISSUER: 'https://issuer.example.com/',
   AUTH_AUDIENCE: 'payhere-payments-api',
   AUTH_JWKS_URL: 'https://issuer.example.com/.well-known/jwks.json',
   GATEWAY_SECRET_ARN: SECRET_ARN,
+  MERCHANT_WEBHOOKS_SECRET_ARN: WEBHOOKS_SECRET_ARN,
   // Set by mistake in the shell of whoever deploys: must not reach the template.
   GATEWAY_APP_ID: 'CANARY-APP-ID-in-deploy-env',
   GATEWAY_APP_SECRET: 'CANARY-APP-SECRET-in-deploy-env',
@@ -130,20 +144,27 @@ describe('every function', () => {
   });
 
   it('that uses the gateway’s credentials may read that one secret, whichever role it runs under; the ledger-only lists may not', () => {
-    // Answered from the ledger alone: no PayHere call, no checkout hash, no secret.
-    const ledgerOnly = new Set(['ListOrdersLambdaFunction', 'PaymentRefundsLambdaFunction']);
-    const secretRead = {
-      Effect: 'Allow',
-      Action: ['secretsmanager:GetSecretValue'],
-      Resource: expect.anything(),
-    };
+    // Answered from the ledger or the events alone: no PayHere call, no checkout hash, no gateway secret.
+    const ledgerOnly = new Set([
+      'ListOrdersLambdaFunction',
+      'PaymentRefundsLambdaFunction',
+      'WebhookDeliveriesLambdaFunction',
+      'RedeliverEventLambdaFunction',
+      'DeliverWebhooksLambdaFunction',
+      'ListEventsLambdaFunction',
+      'RelayEventsLambdaFunction',
+    ]);
     for (const [name, fn] of resourcesOf(template, 'AWS::Lambda::Function')) {
       const id = fn.Properties.Role['Fn::GetAtt'][0] as string;
       const roleStatements = template.Resources[id]!.Properties.Policies.flatMap(
         (policy: any) => policy.PolicyDocument.Statement,
       );
-      if (ledgerOnly.has(name)) expect(roleStatements, name).not.toContainEqual(secretRead);
-      else expect(roleStatements, name).toContainEqual(secretRead);
+      const readsGatewaySecret = roleStatements.some(
+        (statement: any) =>
+          [statement.Action].flat().includes('secretsmanager:GetSecretValue') &&
+          [statement.Resource].flat().map(arnText).includes(SECRET_ARN),
+      );
+      expect(readsGatewaySecret, name).toBe(!ledgerOnly.has(name));
     }
   });
 
@@ -159,19 +180,6 @@ describe('IAM', () => {
   /** Where `*` is unavoidable: log streams have random names, inside this service's own log groups. */
   const OWN_LOG_GROUPS =
     /^arn:\$\{AWS::Partition\}:logs:\$\{AWS::Region\}:\$\{AWS::AccountId\}:log-group:\/aws\/lambda\/payhere-payments-api-test(-[A-Za-z]+)?[*:]*$|^arn:\{"Ref":"AWS::Partition"\}:logs:\{"Ref":"AWS::Region"\}:\{"Ref":"AWS::AccountId"\}:log-group:\/aws\/lambda\/payhere-payments-api-test[*:]*$/;
-
-  /** A resource as the ARN text it becomes (Fn::Sub text, or Fn::Join parts joined). */
-  function arnText(resource: any): string {
-    if (typeof resource === 'string') return resource;
-    if (resource['Fn::Sub']) return resource['Fn::Sub'];
-    if (resource['Fn::Join']) {
-      const [separator, parts] = resource['Fn::Join'];
-      return parts
-        .map((part: any) => (typeof part === 'string' ? part : JSON.stringify(part)))
-        .join(separator);
-    }
-    return JSON.stringify(resource);
-  }
 
   it.each([
     ['with GATEWAY_SECRET_ARN', () => template],
@@ -191,7 +199,7 @@ describe('IAM', () => {
     }
   });
 
-  it('lets functions read exactly the configured secret, and nothing else in Secrets Manager', () => {
+  it('lets functions read exactly the configured secrets, and nothing else in Secrets Manager', () => {
     const secretStatements = statements(template).filter((s) =>
       [s.Action].flat().some((action: string) => action.startsWith('secretsmanager:')),
     );
@@ -199,8 +207,17 @@ describe('IAM', () => {
     expect(secretStatements.length).toBeGreaterThanOrEqual(1);
     for (const statement of secretStatements) {
       expect([statement.Action].flat()).toEqual(['secretsmanager:GetSecretValue']);
-      expect([statement.Resource].flat().map(arnText)).toEqual([SECRET_ARN]);
+      expect([[SECRET_ARN], [WEBHOOKS_SECRET_ARN]]).toContainEqual([statement.Resource].flat().map(arnText));
     }
+    // The webhook endpoints' secret: the deliverer's alone.
+    const deliverer = template.Resources.DeliverWebhooksLambdaFunction!.Properties.Role['Fn::GetAtt'][0];
+    const readers = Object.entries(template.Resources)
+      .filter(([, resource]: [string, any]) => resource.Type === 'AWS::IAM::Role')
+      .filter(([, role]: [string, any]) =>
+        JSON.stringify(role.Properties.Policies).includes(WEBHOOKS_SECRET_ARN),
+      )
+      .map(([id]) => id);
+    expect(readers).toEqual([deliverer]);
   });
 
   it('by default names the one secret by its name (the six ? are the suffix AWS appends)', () => {
@@ -212,6 +229,7 @@ describe('IAM', () => {
     expect(new Set(resources)).toEqual(
       new Set([
         `arn:${sub('Partition')}:secretsmanager:${sub('Region')}:${sub('AccountId')}:secret:payhere-payments-api/test/gateway-??????`,
+        `arn:${sub('Partition')}:secretsmanager:${sub('Region')}:${sub('AccountId')}:secret:payhere-payments-api/test/webhooks-??????`,
       ]),
     );
   });

@@ -69,10 +69,14 @@ describe('osls package', () => {
     for (const [name, fn] of functions) {
       expect(fn.Properties.Runtime).toBe('nodejs24.x');
       expect(fn.Properties.Architectures).toEqual(['arm64']);
-      // API Gateway gives up on a function sooner; the settle job and the event relay, on a schedule,
-      // end before their next runs.
-      const scheduled: Record<string, number> = { SettleLambdaFunction: 120, RelayEventsLambdaFunction: 60 };
-      expect(fn.Properties.Timeout).toBeLessThan(scheduled[name] ?? 29);
+      // API Gateway gives up on a function sooner; the settle job, the event relay and the webhook
+      // deliverer, on a schedule, end before their next runs.
+      const runsEvery: Record<string, number> = {
+        SettleLambdaFunction: 120,
+        RelayEventsLambdaFunction: 60,
+        DeliverWebhooksLambdaFunction: 60,
+      };
+      expect(fn.Properties.Timeout).toBeLessThan(runsEvery[name] ?? 29);
     }
     expect(methods).toEqual([...Object.values(ROUTES), NOTIFY_ROUTE].map((r) => r.method).sort());
   });
@@ -96,6 +100,8 @@ const ACCESS: Record<
     /** The events table (lib/events/): functions whose ledger writes record events publish them. */
     events?: string[];
     secret: boolean;
+    /** The webhook endpoints' secret (deliverWebhooks only). */
+    webhooksSecret?: boolean;
     /** The tables whose indexes (never the table itself) it may Query. */
     indexQueries?: string[];
     /** Those indexes, when not the settle job's. */
@@ -184,6 +190,19 @@ const ACCESS: Record<
     indexQueries: ['LedgerTable'],
     queryIndexes: ['outbox'],
   },
+  // Queries the events' `due` index only, leases events and writes their results, keeps each
+  // endpoint's failing streak; the webhooks secret, never PayHere's.
+  deliverWebhooks: {
+    events: ['GetItem', 'UpdateItem'],
+    secret: false,
+    webhooksSecret: true,
+    indexQueries: ['EventsTable'],
+    queryIndexes: ['due'],
+  },
+  // The merchant's deliveries: the events' feed index only.
+  webhookDeliveries: { secret: false, indexQueries: ['EventsTable'], queryIndexes: ['feed'] },
+  // Reads the event, makes its deliveries due, enables a disabled endpoint.
+  redeliverEvent: { events: ['GetItem', 'UpdateItem'], secret: false },
 };
 
 const logicalName = (name: string) => `${name[0]!.toUpperCase()}${name.slice(1)}`;
@@ -273,6 +292,43 @@ describe('the event relay', () => {
     expect(relays.map((rule) => [rule.Properties.ScheduleExpression, rule.Properties.State])).toEqual([
       ['rate(1 minute)', 'ENABLED'],
     ]);
+  });
+});
+
+describe('the webhook deliverer', () => {
+  it('runs on a schedule, every minute, and is reached by nothing else', () => {
+    const rules = Object.values(template.Resources).filter(
+      (r) =>
+        r.Type === 'AWS::Events::Rule' &&
+        JSON.stringify(r.Properties.Targets).includes('DeliverWebhooksLambdaFunction'),
+    );
+    const permissions = Object.values(template.Resources).filter(
+      (r) =>
+        r.Type === 'AWS::Lambda::Permission' &&
+        JSON.stringify(r.Properties.FunctionName).includes('DeliverWebhooksLambdaFunction'),
+    );
+
+    expect(rules.map((rule) => [rule.Properties.ScheduleExpression, rule.Properties.State])).toEqual([
+      ['rate(1 minute)', 'ENABLED'],
+    ]);
+    expect(
+      rules.flatMap((rule) => rule.Properties.Targets).map((target) => target.Arn['Fn::GetAtt'][0]),
+    ).toEqual(['DeliverWebhooksLambdaFunction']);
+    expect(permissions.map((permission) => permission.Properties.Principal)).toEqual([
+      'events.amazonaws.com',
+    ]);
+  });
+
+  it('reads the webhook endpoints from their own secret, and no function has a webhook URL or secret in its environment', () => {
+    const functions = Object.values(template.Resources).filter((r) => r.Type === 'AWS::Lambda::Function');
+
+    for (const fn of functions) {
+      expect(fn.Properties.Environment.Variables).toMatchObject({
+        MERCHANT_WEBHOOKS_SECRET_ID: 'payhere-payments-api/test/webhooks',
+        MERCHANT_WEBHOOK_URL: '',
+        MERCHANT_WEBHOOK_SECRET: '',
+      });
+    }
   });
 });
 
@@ -427,7 +483,15 @@ describe('each function role', () => {
         (access.events ?? []).length +
         (access.indexQueries ?? []).length,
     );
-    expect(secretActions).toEqual(access.secret ? ['secretsmanager:GetSecretValue'] : []);
+    expect(secretActions).toEqual(
+      [access.secret, access.webhooksSecret].filter(Boolean).map(() => 'secretsmanager:GetSecretValue'),
+    );
+    const secrets = statements
+      .filter((statement) => [statement.Action].flat().includes('secretsmanager:GetSecretValue'))
+      .map((statement) => JSON.stringify(statement.Resource));
+    expect(secrets.filter((resource) => resource.includes('/webhooks-'))).toHaveLength(
+      access.webhooksSecret ? 1 : 0,
+    );
   });
 
   it.each(Object.keys(ACCESS))('%s writes only its own log group', (name) => {
@@ -665,7 +729,12 @@ describe('what a cold start loads', () => {
       expect(
         sources.filter((source) => source.endsWith('lib/aws/secrets-manager.ts')),
         zip,
-      ).toHaveLength(ACCESS[zip.replace(/\.zip$/, '')]?.secret === false ? 0 : 1);
+      ).toHaveLength(
+        ACCESS[zip.replace(/\.zip$/, '')]?.secret === false &&
+          !ACCESS[zip.replace(/\.zip$/, '')]?.webhooksSecret
+          ? 0
+          : 1,
+      );
     }
   });
 });

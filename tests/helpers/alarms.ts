@@ -16,6 +16,7 @@ export const ALARMS = {
   'refund-undeterminable': 'RefundUndeterminable',
   'caller-shares-uncounted': 'CallerShareUncounted',
   'payhere-429': 'UpstreamStatus429',
+  'webhook-endpoint-disabled': 'WebhookEndpointDisabled',
 } as const;
 
 type Alarm = { Properties: any };

@@ -30,6 +30,8 @@ export const ROUTE_SCOPES: Record<RouteName, string> = {
   paymentRefunds: 'payments:read',
   reconciliationReport: 'payments:read',
   listEvents: 'payments:read',
+  webhookDeliveries: 'payments:read',
+  redeliverEvent: 'payments:read',
 };
 
 /** Every route scope; `merchant` is not one (it grants no route by itself). */

@@ -17,6 +17,8 @@ export const ROUTES = {
   paymentRefunds: { method: 'GET', resource: '/gateway/api/payments/{id}/refunds' },
   reconciliationReport: { method: 'GET', resource: '/gateway/api/reports/reconciliation' },
   listEvents: { method: 'GET', resource: '/gateway/api/events' },
+  webhookDeliveries: { method: 'GET', resource: '/gateway/api/webhooks/deliveries' },
+  redeliverEvent: { method: 'POST', resource: '/gateway/api/events/{id}/redeliver' },
 } as const satisfies Record<string, Pick<EventOptions, 'method' | 'resource'>>;
 
 export type RouteName = keyof typeof ROUTES;
@@ -27,8 +29,8 @@ export const NOTIFY_ROUTE = { method: 'POST', resource: '/gateway/notify' } as c
 /** The functions behind the API: its routes and the notification receiver (openapi/routes.ts describes them). */
 export const API_FUNCTIONS: readonly string[] = [...Object.keys(ROUTES), 'notify'];
 
-/** Every function serverless.yml declares: the API's, the settle job and the event relay, which run on a schedule. */
-export const FUNCTIONS: readonly string[] = [...API_FUNCTIONS, 'settle', 'relayEvents'];
+/** Every function serverless.yml declares: the API's, and the settle job, the event relay and the webhook deliverer, which run on a schedule. */
+export const FUNCTIONS: readonly string[] = [...API_FUNCTIONS, 'settle', 'relayEvents', 'deliverWebhooks'];
 
 /** The routes that call PayHere (createCheckout, getCheckout, listOrders, paymentRefunds and listEvents answer from the ledger or the events). */
 export const GATEWAY_ROUTES = [

@@ -4,6 +4,7 @@ import type { Answer } from '../helpers/events.ts';
 import { type CallOptions, call, useTestGateway } from '../helpers/gateway.ts';
 import { notify, signed } from '../helpers/notifications.ts';
 import { ROUTES, type RouteName } from '../helpers/routes.ts';
+import { putEvent } from '../helpers/webhooks.ts';
 
 /**
  * Every answer of every function, success or failure, replay included, tells caches to keep nothing
@@ -52,6 +53,10 @@ const SUCCESS: Record<RouteName, () => Promise<CallOptions>> = {
   },
   reconciliationReport: async () => ({ query: { from: '2025-01-01', to: '2025-01-01' } }),
   listEvents: async () => ({}),
+  webhookDeliveries: async () => ({ query: { limit: '5' } }),
+  redeliverEvent: async () => ({
+    id: (await putEvent({ publishedAt: Date.now(), endpoints: ['default'] })).id,
+  }),
 };
 
 function expectAnswerHeaders(answer: Answer): void {

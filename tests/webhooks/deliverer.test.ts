@@ -1,0 +1,254 @@
+import { afterAll, beforeAll, beforeEach, describe, expect, it, vi } from 'vitest';
+
+// Metrics on (vitest turns them off), before the deliverer loads: an endpoint disabled is counted.
+vi.hoisted(() => {
+  process.env.POWERTOOLS_METRICS_DISABLED = 'false';
+});
+
+import { publishMetrics } from '../../lib/log/metrics.ts';
+import { WebhookDeliverer } from '../../lib/webhooks/deliverer.ts';
+import { environmentWebhookEndpoints, webhookSource } from '../../lib/webhooks/endpoints.ts';
+import { webhookStoreFromEnvironment } from '../../lib/webhooks/from-environment.ts';
+import { postWebhook } from '../../lib/webhooks/post.ts';
+import { injectDynamoDbFault } from '../helpers/dynamodb-faults.ts';
+import { captureLogs } from '../helpers/logs.ts';
+import { verifyStandardWebhook } from '../helpers/standard-webhooks.ts';
+import { newWebhookSecret, putEvent, startReceiver } from '../helpers/webhooks.ts';
+
+/**
+ * The deliverer (docs/operator.md "Webhooks") against the file's events table (dynalite) and a
+ * receiver on loopback, on an injected clock: each due event posted, signed, retried on the
+ * schedule, leased, and its result written under the lease.
+ */
+const S = 1_000;
+const MIN = 60 * S;
+const H = 60 * MIN;
+
+let receiver: Awaited<ReturnType<typeof startReceiver>>;
+const secret = newWebhookSecret();
+const store = webhookStoreFromEnvironment();
+let clock: number;
+
+function deliverer(owner?: string) {
+  const source = webhookSource({ MERCHANT_WEBHOOK_URL: receiver.url, MERCHANT_WEBHOOK_SECRET: secret });
+  return new WebhookDeliverer({
+    store,
+    endpoints: environmentWebhookEndpoints(source),
+    post: postWebhook,
+    now: () => clock,
+    ...(owner ? { owner } : {}),
+  });
+}
+
+beforeAll(async () => {
+  receiver = await startReceiver();
+});
+afterAll(() => receiver.close());
+
+// Each test a year before the last on the clock: what an earlier test left pending is not due yet.
+let era = Date.parse('2040-01-01T00:00:00Z');
+beforeEach(async () => {
+  era -= 400 * 24 * H;
+  // The endpoint's failing streak is the table's, across tests: each begins with none.
+  await store.enable('default');
+  clock = era;
+  receiver.received.length = 0;
+  receiver.answer(() => 200);
+});
+
+/** Runs until nothing due at the clock is left (each run takes what is due now). */
+async function runAt(at: number, worker = deliverer()) {
+  clock = at;
+  return worker.run();
+}
+
+describe('delivering an event', () => {
+  it('posts it once, signed as Standard Webhooks says, and marks it delivered', async () => {
+    const { id, body } = await putEvent({ publishedAt: clock, endpoints: ['default'] });
+
+    const run = await runAt(clock + 10);
+    await runAt(clock + 10 * MIN);
+
+    expect(run).toMatchObject({ events: 1, delivered: 1, failed: 0 });
+    expect(receiver.received).toHaveLength(1);
+    const [got] = receiver.received;
+    expect(got!.body).toBe(body);
+    expect(got!.headers['webhook-id']).toBe(id);
+    expect(got!.headers['webhook-timestamp']).toBe(String(Math.floor((era + 10) / 1000)));
+    expect(
+      verifyStandardWebhook(secret, got!.body, got!.headers, Math.floor((era + 10) / 1000)),
+    ).toMatchObject({
+      id,
+      type: 'order.succeeded',
+    });
+    const event = await store.event(id);
+    expect(event!.deliveries.default).toMatchObject({ status: 'delivered', attempts: 1, lastStatus: 200 });
+    expect(event!.deliveries.default!.nextAt).toBeUndefined();
+  });
+
+  it('delivers nothing for an event published without endpoints, nor before its time', async () => {
+    await putEvent({ publishedAt: clock });
+    await putEvent({ publishedAt: clock + MIN, endpoints: ['default'] });
+
+    const run = await runAt(clock + 30 * S);
+
+    expect(run.events).toBe(0);
+    expect(receiver.received).toHaveLength(0);
+  });
+
+  it('gets an event to a receiver down for its first three tries later, once, on the schedule', async () => {
+    const { id } = await putEvent({ publishedAt: clock, endpoints: ['default'] });
+    receiver.answer((_request, index) => (index < 3 ? 503 : 204));
+
+    await runAt(era);
+    await runAt(era + 4 * S); // not due yet: the first retry is 5 s after the failure
+    expect(receiver.received).toHaveLength(1);
+    await runAt(era + 5 * S);
+    await runAt(era + 5 * S + 5 * MIN);
+    const failing = await store.event(id);
+    expect(failing!.deliveries.default).toMatchObject({
+      status: 'pending',
+      attempts: 3,
+      lastStatus: 503,
+      lastError: 'HTTP 503',
+      nextAt: era + 5 * S + 5 * MIN + 30 * MIN,
+    });
+    await runAt(era + 5 * S + 35 * MIN);
+    await runAt(era + 30 * H);
+
+    expect(receiver.received.map((got) => got.headers['webhook-id'])).toEqual([id, id, id, id]);
+    // Each attempt signed anew at its own time.
+    expect(new Set(receiver.received.map((got) => got.headers['webhook-timestamp'])).size).toBe(4);
+    expect((await store.event(id))!.deliveries.default).toMatchObject({
+      status: 'delivered',
+      attempts: 4,
+      lastStatus: 204,
+    });
+  });
+
+  it('retries 5 s, 5 min, 30 min, 2 h, 5 h, 10 h and 10 h after each failure, then marks it failed and leaves the queue', async () => {
+    const { id } = await putEvent({ publishedAt: clock, endpoints: ['default'] });
+    receiver.answer(() => 500);
+    const delays = [5 * S, 5 * MIN, 30 * MIN, 2 * H, 5 * H, 10 * H, 10 * H];
+    const attemptsAt = [era];
+    for (const delay of delays) attemptsAt.push(attemptsAt.at(-1)! + delay);
+
+    for (const [index, at] of attemptsAt.entries()) {
+      await runAt(at - 1);
+      expect(receiver.received).toHaveLength(index);
+      await runAt(at);
+      expect(receiver.received).toHaveLength(index + 1);
+    }
+    await runAt(era + 40 * H);
+
+    expect(receiver.received).toHaveLength(8);
+    const event = await store.event(id);
+    expect(event!.deliveries.default).toMatchObject({ status: 'failed', attempts: 8, lastStatus: 500 });
+    expect((await store.due(era + 100 * H, 100)).keys).not.toContain(`event#${id}`);
+  });
+});
+
+describe('an endpoint failing for 24 hours', () => {
+  it('is disabled, counted for its alarm, and its deliveries marked disabled, not attempted', async () => {
+    const lines = captureLogs('warn');
+    // What earlier tests counted (the schedule's last failure disabled the endpoint there too).
+    publishMetrics('earlier');
+    lines.length = 0;
+    receiver.answer(() => 500);
+    const first = await putEvent({ publishedAt: clock, endpoints: ['default'] });
+    // Failing from now on: every attempt of the first event fails, until 24 h have passed.
+    const schedule = [0, 5 * S, 5 * MIN, 30 * MIN, 2 * H, 5 * H, 10 * H];
+    let at = era;
+    for (const delay of schedule) {
+      at += delay;
+      await runAt(at);
+    }
+    const before = (await runAt(at)).disabled;
+    expect(before).toEqual([]);
+    // A second event, published 24 h after the first failure: its failure disables the endpoint.
+    const second = await putEvent({ publishedAt: era + 24 * H, endpoints: ['default'] });
+    const run = await runAt(era + 24 * H);
+    const third = await putEvent({ publishedAt: era + 25 * H, endpoints: ['default'] });
+    const requests = receiver.received.length;
+    await runAt(era + 25 * H);
+    publishMetrics('deliverWebhooks');
+
+    expect(run.disabled).toEqual(['default']);
+    expect(receiver.received).toHaveLength(requests);
+    expect((await store.event(second.id))!.deliveries.default).toMatchObject({
+      status: 'disabled',
+      attempts: 1,
+    });
+    expect((await store.event(third.id))!.deliveries.default).toMatchObject({
+      status: 'disabled',
+      attempts: 0,
+    });
+    // The first event's next attempt (10 h later) is not made either.
+    await runAt(era + 40 * H);
+    expect(receiver.received).toHaveLength(requests);
+    expect((await store.event(first.id))!.deliveries.default!.status).toBe('disabled');
+    const emf = lines.find((line) => '_aws' in line && line.route === 'deliverWebhooks');
+    expect(emf?.WebhookEndpointDisabled).toBe(1);
+    expect(lines.some((line) => line.message.startsWith('a webhook endpoint was disabled'))).toBe(true);
+  });
+});
+
+describe('leases', () => {
+  it('leave an event another deliverer holds alone until its lease ends', async () => {
+    const { id } = await putEvent({ publishedAt: clock, endpoints: ['default'] });
+    expect(await store.claim(`event#${id}`, 'someone-else', clock, clock + 60 * S)).toBeDefined();
+
+    const held = await runAt(clock + 30 * S);
+    expect(held).toMatchObject({ events: 0, skipped: 1 });
+    expect(receiver.received).toHaveLength(0);
+
+    await runAt(era + 61 * S);
+    expect(receiver.received).toHaveLength(1);
+  });
+
+  it('let two deliverers running at once post an event once', async () => {
+    await putEvent({ publishedAt: clock, endpoints: ['default'] });
+    let release!: () => void;
+    const held = new Promise<number>((resolve) => {
+      release = () => resolve(200);
+    });
+    receiver.answer(() => held);
+
+    const first = deliverer('first').run();
+    while (receiver.received.length === 0) await new Promise((resolve) => setImmediate(resolve));
+    const second = await deliverer('second').run();
+    release();
+    await first;
+
+    expect(second).toMatchObject({ events: 0, skipped: 1 });
+    expect(receiver.received).toHaveLength(1);
+  });
+});
+
+describe('a result that cannot be written', () => {
+  it('leaves the event due: it is delivered again once its lease ends, not lost', async () => {
+    const { id } = await putEvent({ publishedAt: clock, endpoints: ['default'] });
+    // The receiver takes the event, then the table fails every try of the result's write.
+    receiver.answer(async () => {
+      await injectDynamoDbFault({
+        operation: 'UpdateItem',
+        table: process.env.EVENTS_TABLE!,
+        keyPrefix: `event#${id}`,
+        fault: { kind: 'status500' },
+        times: 3,
+      });
+      return 200;
+    });
+
+    await runAt(era);
+    expect(receiver.received).toHaveLength(1);
+    expect((await store.event(id))!.deliveries.default!.status).toBe('pending');
+    receiver.answer(() => 200);
+    await runAt(era + 30 * S); // leased still
+    expect(receiver.received).toHaveLength(1);
+    await runAt(era + 61 * S);
+
+    expect(receiver.received.map((got) => got.headers['webhook-id'])).toEqual([id, id]);
+    expect((await store.event(id))!.deliveries.default).toMatchObject({ status: 'delivered', attempts: 1 });
+  });
+});
