@@ -296,4 +296,6 @@ export interface ChargeOutcome {
    * moves the order; not when the order was already in `state` (a notification got there first).
    */
   events?: readonly LedgerEvent[];
+  /** What `possibleDuplicates` become, recorded with them where any of them is new to the order. */
+  duplicateEvents?: readonly LedgerEvent[];
 }

@@ -259,24 +259,30 @@ export class LedgerStore extends LedgerTable {
    * itself). False when the charge no longer holds the order or its state is not one of `from`.
    */
   async finishCharge(orderId: string, key: string, outcome: ChargeOutcome): Promise<boolean> {
-    const { events, ...write } = outcome;
+    const { events, duplicateEvents, ...write } = outcome;
     if (!events?.length) return this.#finishCharge(orderId, key, write);
     // The events go with a move, not with the outcome recorded again over itself: the move first;
     // failing, the order may be there already (a notification got there first, or this very write
-    // was applied and its answer lost), and only the slot is freed. Either way the relay is told:
-    // the move may be the one that was applied.
+    // was applied and its answer lost), and only the slot is freed, the possible duplicates noted
+    // apart (with their event where any is new). Either way the relay is told: the move may be the
+    // one that was applied.
     const moving = outcome.from.filter((state) => state !== outcome.state);
-    const written =
-      (moving.length > 0 && (await this.#finishCharge(orderId, key, { ...write, from: moving }, events))) ||
-      (outcome.from.includes(outcome.state) &&
-        (await this.#finishCharge(orderId, key, { ...write, from: [outcome.state] })));
+    const all = [...events, ...(duplicateEvents ?? [])];
+    const { possibleDuplicates, ...freeing } = write;
+    let written =
+      moving.length > 0 && (await this.#finishCharge(orderId, key, { ...write, from: moving }, all));
+    if (!written && outcome.from.includes(outcome.state)) {
+      written = await this.#finishCharge(orderId, key, { ...freeing, from: [outcome.state] });
+      if (written && possibleDuplicates?.length)
+        await this.noteDuplicatePayments(orderId, possibleDuplicates, duplicateEvents);
+    }
     return this.#told(orderKey(orderId), '#outbox', Promise.resolve(written));
   }
 
   async #finishCharge(
     orderId: string,
     key: string,
-    outcome: Omit<ChargeOutcome, 'events'>,
+    outcome: Omit<ChargeOutcome, 'events' | 'duplicateEvents'>,
     events?: readonly LedgerEvent[],
   ): Promise<boolean> {
     const values: Record<string, AttributeValue> = {

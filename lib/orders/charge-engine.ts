@@ -396,17 +396,14 @@ export class ChargeEngine {
   async #record(order: Order, chargeKey: string, { evidence, ...recorded }: Recording): Promise<void> {
     const reference = { orderId: order.orderId, owner: order.owner };
     const after = { ...order, paymentId: recorded.paymentId ?? order.paymentId };
-    const events = [
-      orderMoved(after, { to: recorded.state, evidence }),
-      ...(recorded.possibleDuplicates?.length
-        ? [possibleDuplicates(after, recorded.state, recorded.possibleDuplicates)]
-        : []),
-    ];
     // A pending charge stays in the settle job's charges until its limit. An unknown one leaves
     // them: its key's record, kept until it is settled, is the settle job's to settle.
     const outcome: ChargeOutcome = {
       ...recorded,
-      events,
+      events: [orderMoved(after, { to: recorded.state, evidence })],
+      ...(recorded.possibleDuplicates?.length
+        ? { duplicateEvents: [possibleDuplicates(after, recorded.state, recorded.possibleDuplicates)] }
+        : {}),
       ...(recorded.state === 'pending' && recorded.dueAt === undefined
         ? { dueAt: Date.now() + this.#config.pendingLimitMs }
         : {}),

@@ -12,6 +12,7 @@ import { customer, customerToken, testLedger } from '../helpers/orders.ts';
 import { localClient } from '../idempotency/fixtures.ts';
 import { chargeBody } from '../resilience/fixtures.ts';
 import { accessToken, apiClient } from '../sandbox/helpers.ts';
+import { checkoutRequest } from '../sandbox/signing.ts';
 
 /**
  * Every change of money state the ledger records becomes one event (lib/orders/events.ts), written
@@ -157,6 +158,107 @@ describe('a checkout paid in PayHere', () => {
     expect(published[0]!.data).toMatchObject({
       previous_status: 'created',
       evidence: 'records_show_payment',
+    });
+  });
+});
+
+describe('a hold', () => {
+  it('is authorized, then captured once: a capture repeated adds none', async () => {
+    const body = chargeBody(undefined, 'AUTHORIZE');
+    const held = await call('charge', { body });
+    const token = held.body.data.authorization_token as string;
+    const capture = { authorization_token: token, amount: 100, deduction_details: 'Shipped' };
+
+    const captured = await call('capture', { body: capture });
+    await call('capture', { body: capture });
+    const published = await eventsOf(body.order_id);
+
+    expect(captured.statusCode).toBe(200);
+    expect(summary(published)).toEqual([
+      ['hold.authorized', 1],
+      ['hold.captured', 2],
+    ]);
+    expect(published[1]!.data).toEqual({ order_id: body.order_id, kind: 'authorize', amount: 100 });
+  });
+});
+
+describe('a paid order paid again', () => {
+  it('is one order.possible_duplicate, however often its notification comes', async () => {
+    const body = chargeBody();
+    await call('charge', { body });
+    const api = apiClient(sandbox, await accessToken(sandbox));
+    const second = String((await api.post('payment/charge', body)).json.data.payment_id);
+    const form = signed({
+      order_id: body.order_id,
+      payhere_amount: '120.50',
+      status_code: '2',
+      payment_id: second,
+    });
+
+    await notify(form);
+    await notify({ ...form, custom_1: 'replayed' });
+    const published = await eventsOf(body.order_id);
+
+    expect(summary(published)).toEqual([
+      ['order.succeeded', 1],
+      ['order.possible_duplicate', 2],
+    ]);
+    expect(published[1]!.data).toMatchObject({ duplicate_payment_ids: [second] });
+  });
+});
+
+describe('a subscription', () => {
+  it('is created, then cancelled once: a cancel repeated adds none', async () => {
+    const created = await call('createCheckout', {
+      body: {
+        kind: 'recurring',
+        items: 'Gym',
+        currency: 'LKR',
+        amount: 2_500,
+        recurrence: '1 Month',
+        duration: '1 Year',
+      },
+      headers: { 'On-Behalf-Of': alice },
+    });
+    const orderId: string = created.body.data.order_id;
+    const monthly = await sandbox.completeCheckout(
+      checkoutRequest('https://notify.example.invalid/payhere', {
+        kind: 'recurring',
+        order_id: orderId,
+        items: 'Gym',
+        amount: 2_500,
+        recurrence: '1 Month',
+        duration: '1 Year',
+      }),
+    );
+    await notify(
+      signed({
+        order_id: orderId,
+        payhere_amount: '2500.00',
+        status_code: '2',
+        payment_id: String(monthly.payment_id),
+        subscription_id: String(monthly.subscription_id),
+        message_type: 'AUTHORIZATION_SUCCESS',
+        recurring: '1',
+        item_recurrence: '1 Month',
+        item_duration: '1 Year',
+      }),
+    );
+
+    const cancelled = await call('cancelSubscription', { id: String(monthly.subscription_id) });
+    const again = await call('cancelSubscription', { id: String(monthly.subscription_id) });
+    const published = await eventsOf(orderId);
+
+    expect([cancelled.statusCode, again.statusCode]).toEqual([200, 409]);
+    expect(summary(published)).toEqual([
+      ['subscription.created', 1],
+      ['subscription.cancelled', 2],
+    ]);
+    expect(published[1]!.data).toEqual({
+      order_id: orderId,
+      kind: 'recurring',
+      subscription_id: String(monthly.subscription_id),
+      subscription_status: 'CANCELLED',
     });
   });
 });
