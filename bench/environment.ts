@@ -11,6 +11,7 @@ import { validRequest } from '../tests/resilience/fixtures.ts';
 const TABLE = 'payhere-payments-api-bench-idempotency';
 const LEDGER_TABLE = 'payhere-payments-api-bench-ledger';
 const STATE_TABLE = 'payhere-payments-api-bench-state';
+const EVENTS_TABLE = 'payhere-payments-api-bench-events';
 /** The floor's own budget item, so that its slots never stand in the handler's way. */
 export const FLOOR_STATE_TABLE = 'payhere-payments-api-bench-floor-state';
 const SECRET_ID = 'payhere-payments-api/bench/gateway';
@@ -51,6 +52,7 @@ export async function startBenchEnvironment(distances: BenchDistances = {}) {
   await createTable(dynamodb.endpoint, LEDGER_TABLE, { settleIndex: true });
   await createTable(dynamodb.endpoint, STATE_TABLE);
   await createTable(dynamodb.endpoint, FLOOR_STATE_TABLE);
+  await createTable(dynamodb.endpoint, EVENTS_TABLE, { events: true });
   const secrets = await startFakeSecretsManager();
   secrets.secrets.set(SECRET_ID, gatewaySecret(SANDBOX_CREDENTIALS));
   const env: Record<string, string> = {
@@ -62,6 +64,7 @@ export async function startBenchEnvironment(distances: BenchDistances = {}) {
     IDEMPOTENCY_TABLE: TABLE,
     LEDGER_TABLE,
     STATE_TABLE,
+    EVENTS_TABLE,
     DYNAMODB_ENDPOINT: dynamodb.endpoint,
     // The bench measures our code, not PayHere's limit of 20 calls per 10 s: enough slots of the
     // shared budget that no call waits (a slot serves a call every window + 250 ms margin, so the

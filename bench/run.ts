@@ -206,6 +206,93 @@ if (settleOnly) {
   process.exit(check && failures.length > 0 ? 1 : 0);
 }
 
+/**
+ * 3. Warm overhead: each function in a process of its own, as a warm container holds it; its
+ * lines said, its budget's misses added to `failures`.
+ */
+async function warmOverhead(
+  functions: readonly { name: string; bundle: string }[],
+  environment: Awaited<ReturnType<typeof startBenchEnvironment>>,
+): Promise<void> {
+  // 3. Warm overhead: each function in a process of its own, as a warm container holds it.
+  console.error(`warm requests: ${WARM_ROUNDS} rounds per route...`);
+  say();
+  say('## Warm overhead per request');
+  say();
+  say(
+    `${WARM_ROUNDS} rounds per route of ${WARM_REQUESTS.money} requests (money routes) or ${WARM_REQUESTS.other} (the others), each after ${WARM_UP} to warm up, each handler invoked with a realistic API Gateway event in a process holding only its bundle (the sandbox, DynamoDB and Secrets Manager run in another), the sandbox answering at once. Every request is paired with the floor, in the same process, taking turns at going first: the same upstream work done bare: on read routes, whose answers every container shares for 10 or 30 s (lib/reads/), the consistent lookups of the shared answers the handler makes, which a warm read finds fresh (the one read in a freshness window that asks PayHere lands in the p99, not the p50); on money routes, one undici request to the same sandbox endpoint with a cached token, inside a slot of PayHere's shared budget taken and freed with the same two conditional writes lib/budget/state-table.ts sends (on a budget item of its own, as large as the handler's), and the two DynamoDB writes of the idempotency record sent straight through lib/dynamodb/'s client, the service's own way to DynamoDB as undici is to PayHere (the same attributes, conditions and update as lib/idempotency/store.ts's first attempt). The difference is the time spent in our code: authentication, validation, the idempotency bookkeeping's own work, the gateway client, mapping.`,
+  );
+  say(
+    `Budget: p50 at most ${BUDGET.warmP50OverheadMs} ms above the floor's p50. The p99 (over all of a route's ${WARM_ROUNDS * WARM_REQUESTS.money} or ${WARM_ROUNDS * WARM_REQUESTS.other} requests) is reported, not budgeted: one garbage collection or scheduling hiccup moves it by a millisecond either way, and on money routes, with seven round trips to the local DynamoDB each, by up to 2 ms between rounds of one idle run (each round's own difference is shown). The last column compares the handler with a floor whose record is the least one could be (claim a key, store a status): the gap is what the record's contents (fingerprint, attempt, lock, the stored answer) cost the local DynamoDB, and is reported, not budgeted.`,
+  );
+  say();
+  say(
+    '| route | handler p50 | handler p99 | floor p50 | floor p99 | overhead p50 | overhead p99 | p99 by round | ratio p50 | p99 over a minimal record | status |',
+  );
+  say('|---|---|---|---|---|---|---|---|---|---|---|');
+  for (const fn of functions) {
+    const name = fn.name as GatewayRouteName;
+    const all: WarmSamples = { handlerMs: [], floorMs: [], minimalMs: [], quietMs: [], statusCodes: [] };
+    const byRound: number[] = [];
+    for (let round = 0; round < WARM_ROUNDS; round++) {
+      const count = IDEMPOTENT_ROUTES.includes(name) ? WARM_REQUESTS.money : WARM_REQUESTS.other;
+      const samples = await measureWarm(name, fn.bundle, environment, count, WARM_UP);
+      byRound.push(percentile(samples.handlerMs, 99) - percentile(samples.floorMs, 99));
+      for (const key of ['handlerMs', 'floorMs', 'minimalMs', 'statusCodes'] as const)
+        all[key].push(...samples[key]);
+    }
+    const [h50, h99, f50, f99] = [
+      median(all.handlerMs),
+      percentile(all.handlerMs, 99),
+      median(all.floorMs),
+      percentile(all.floorMs, 99),
+    ] as const;
+    if (h50 - f50 > BUDGET.warmP50OverheadMs) {
+      failures.push(`warm ${name}: p50 overhead ${round(h50 - f50, 3)} ms > ${BUDGET.warmP50OverheadMs} ms`);
+    }
+    const overMinimal = all.minimalMs.length > 0 ? `${round(h99 - percentile(all.minimalMs, 99), 3)} ms` : '';
+    say(
+      `| ${name} | ${round(h50, 3)} ms | ${round(h99, 3)} ms | ${round(f50, 3)} ms | ${round(f99, 3)} ms | ${round(h50 - f50, 3)} ms | ${round(h99 - f99, 3)} ms | ${byRound.map((d) => round(d, 2)).join(' / ')} | ${round(h50 / f50, 2)} | ${overMinimal} | ${[...new Set(all.statusCodes)].join(', ')} |`,
+    );
+  }
+}
+
+/**
+ * `--warm [routes]`: the warm overhead alone (section 3), for every gateway route or those named
+ * (`--warm charge,refund`), to bench/out/WARM.md: what a change costs a warm request without the
+ * 20 minutes of the whole run.
+ */
+const warmAt = args.indexOf('--warm');
+if (warmAt >= 0) {
+  const named = args[warmAt + 1]?.startsWith('--') === false ? args[warmAt + 1]!.split(',') : names;
+  for (const name of named)
+    if (!(names as string[]).includes(name)) throw new Error(`--warm: no route ${name}`);
+  console.error('packaging...');
+  const selected = (await packageFunctions(names)).filter((fn) => named.includes(fn.name));
+  const environment = await startBenchEnvironment();
+  // As the full run has it by then (section 3 follows the cold starts, which set it).
+  Object.assign(process.env, environment.env);
+  try {
+    say(
+      `# Warm overhead (\`npm run bench -- --warm\`), ${new Date().toISOString().slice(0, 10)}, Node ${process.version}`,
+    );
+    say();
+    say(`Load average ${loadBefore} when it began.`);
+    await warmOverhead(selected, environment);
+  } finally {
+    await environment.close();
+  }
+  say();
+  say(
+    failures.length === 0 ? 'All budgets met.' : failures.map((failure) => `- missed: ${failure}`).join('\n'),
+  );
+  const report = path.join(ROOT, 'bench', 'out', 'WARM.md');
+  await mkdir(path.dirname(report), { recursive: true });
+  await writeFile(report, `${lines.join('\n')}\n`);
+  console.error(`written to ${path.relative(ROOT, report)}`);
+  process.exit(check && failures.length > 0 ? 1 : 0);
+}
+
 // 1. Bundles: what `osls package` ships, next to each function's dependency floor.
 console.error('packaging...');
 const packaged = await packageFunctions(names);
@@ -377,50 +464,7 @@ try {
   say();
 
   if (!countsOnly) {
-    // 3. Warm overhead: each function in a process of its own, as a warm container holds it.
-    console.error(`warm requests: ${WARM_ROUNDS} rounds per route...`);
-    say();
-    say('## Warm overhead per request');
-    say();
-    say(
-      `${WARM_ROUNDS} rounds per route of ${WARM_REQUESTS.money} requests (money routes) or ${WARM_REQUESTS.other} (the others), each after ${WARM_UP} to warm up, each handler invoked with a realistic API Gateway event in a process holding only its bundle (the sandbox, DynamoDB and Secrets Manager run in another), the sandbox answering at once. Every request is paired with the floor, in the same process, taking turns at going first: the same upstream work done bare: on read routes, whose answers every container shares for 10 or 30 s (lib/reads/), the consistent lookups of the shared answers the handler makes, which a warm read finds fresh (the one read in a freshness window that asks PayHere lands in the p99, not the p50); on money routes, one undici request to the same sandbox endpoint with a cached token, inside a slot of PayHere's shared budget taken and freed with the same two conditional writes lib/budget/state-table.ts sends (on a budget item of its own, as large as the handler's), and the two DynamoDB writes of the idempotency record sent straight through lib/dynamodb/'s client, the service's own way to DynamoDB as undici is to PayHere (the same attributes, conditions and update as lib/idempotency/store.ts's first attempt). The difference is the time spent in our code: authentication, validation, the idempotency bookkeeping's own work, the gateway client, mapping.`,
-    );
-    say(
-      `Budget: p50 at most ${BUDGET.warmP50OverheadMs} ms above the floor's p50. The p99 (over all of a route's ${WARM_ROUNDS * WARM_REQUESTS.money} or ${WARM_ROUNDS * WARM_REQUESTS.other} requests) is reported, not budgeted: one garbage collection or scheduling hiccup moves it by a millisecond either way, and on money routes, with seven round trips to the local DynamoDB each, by up to 2 ms between rounds of one idle run (each round's own difference is shown). The last column compares the handler with a floor whose record is the least one could be (claim a key, store a status): the gap is what the record's contents (fingerprint, attempt, lock, the stored answer) cost the local DynamoDB, and is reported, not budgeted.`,
-    );
-    say();
-    say(
-      '| route | handler p50 | handler p99 | floor p50 | floor p99 | overhead p50 | overhead p99 | p99 by round | ratio p50 | p99 over a minimal record | status |',
-    );
-    say('|---|---|---|---|---|---|---|---|---|---|---|');
-    for (const fn of packaged) {
-      const name = fn.name as GatewayRouteName;
-      const all: WarmSamples = { handlerMs: [], floorMs: [], minimalMs: [], quietMs: [], statusCodes: [] };
-      const byRound: number[] = [];
-      for (let round = 0; round < WARM_ROUNDS; round++) {
-        const count = IDEMPOTENT_ROUTES.includes(name) ? WARM_REQUESTS.money : WARM_REQUESTS.other;
-        const samples = await measureWarm(name, fn.bundle, environment, count, WARM_UP);
-        byRound.push(percentile(samples.handlerMs, 99) - percentile(samples.floorMs, 99));
-        for (const key of ['handlerMs', 'floorMs', 'minimalMs', 'statusCodes'] as const)
-          all[key].push(...samples[key]);
-      }
-      const [h50, h99, f50, f99] = [
-        median(all.handlerMs),
-        percentile(all.handlerMs, 99),
-        median(all.floorMs),
-        percentile(all.floorMs, 99),
-      ] as const;
-      if (h50 - f50 > BUDGET.warmP50OverheadMs) {
-        failures.push(
-          `warm ${name}: p50 overhead ${round(h50 - f50, 3)} ms > ${BUDGET.warmP50OverheadMs} ms`,
-        );
-      }
-      const overMinimal =
-        all.minimalMs.length > 0 ? `${round(h99 - percentile(all.minimalMs, 99), 3)} ms` : '';
-      say(
-        `| ${name} | ${round(h50, 3)} ms | ${round(h99, 3)} ms | ${round(f50, 3)} ms | ${round(f99, 3)} ms | ${round(h50 - f50, 3)} ms | ${round(h99 - f99, 3)} ms | ${byRound.map((d) => round(d, 2)).join(' / ')} | ${round(h50 / f50, 2)} | ${overMinimal} | ${[...new Set(all.statusCodes)].join(', ')} |`,
-      );
-    }
+    await warmOverhead(packaged, environment);
 
     // 4. What the metrics and the audit trail add to a request.
     console.error('observability: metrics and audit lines on against off...');
