@@ -2,10 +2,9 @@ import { randomUUID } from 'node:crypto';
 import fc from 'fast-check';
 import { describe, expect, inject, it } from 'vitest';
 import { DYNAMODB_ATTEMPTS } from '../../lib/config/dynamodb.ts';
-import { batchGet, UpdateItemCommand } from '../../lib/dynamodb/index.ts';
+import { UpdateItemCommand } from '../../lib/dynamodb/index.ts';
 import { recordKey } from '../../lib/idempotency/idempotent.ts';
-import type { Order, OrderState } from '../../lib/ledger/model.ts';
-import { fromOrderItem, orderKey } from '../../lib/ledger/order-item.ts';
+import type { OrderState } from '../../lib/ledger/model.ts';
 import { SETTLE_INTERVAL_MS } from '../../lib/orders/charge-engine.ts';
 import { SEED } from '../../sandbox/server.ts';
 import { injectDynamoDbFault } from '../helpers/dynamodb-faults.ts';
@@ -15,8 +14,7 @@ import { testLedger } from '../helpers/orders.ts';
 import { propertyRuns } from '../helpers/property-runs.ts';
 import { ownIdempotencyTable, settleJob } from '../helpers/settle.ts';
 import { dynamoDbAt } from '../helpers/state-table.ts';
-import { localClient } from '../idempotency/fixtures.ts';
-import { type Answer, type ApiClient, accessToken, apiClient } from '../sandbox/helpers.ts';
+import { accessToken, apiClient } from '../sandbox/helpers.ts';
 import { checkoutRequest } from '../sandbox/signing.ts';
 
 /**
@@ -37,7 +35,6 @@ const store = await ownIdempotencyTable();
 let ahead = 0;
 const sandbox = useTestGateway({ beforeEachTest: 'nothing', now: () => Date.now() + ahead });
 const ledger = testLedger();
-const ledgerClient = localClient();
 /** The cases CI runs, shared by the property's test files (two, so that two workers run them at once). */
 const CASES = propertyRuns(500);
 const PARTS = 2;
@@ -150,33 +147,12 @@ async function drainFaults(orderId: string): Promise<void> {
   }
 }
 
-/** The test's access token to PayHere's API, kept while PayHere accepts it. */
-let token: string | undefined;
-
-/** A request of the test's own to PayHere's API, with a new token when the last one has expired. */
-async function atPayHere(request: (api: ApiClient) => Promise<Answer>): Promise<Answer> {
-  token ??= await accessToken(sandbox);
-  const answer = await request(apiClient(sandbox, token));
-  if (answer.status !== 401) return answer;
-  token = await accessToken(sandbox);
-  return request(apiClient(sandbox, token));
-}
-
 /** PayHere's own records of an order's payments (what a search answers, read past every fault). */
 async function paymentsAtPayHere(
   orderId: string,
 ): Promise<Array<{ payment_id: number; status: string; amount: number }>> {
-  const answer = await atPayHere((api) => api.search(orderId));
+  const answer = await apiClient(sandbox, await accessToken(sandbox)).search(orderId);
   return answer.json.status === 1 ? answer.json.data : [];
-}
-
-/** The orders as the ledger holds them (strongly consistent, as getOrder reads), in one request. */
-async function ordersNow(orderIds: readonly string[]): Promise<Array<Order | undefined>> {
-  const items = await batchGet(ledgerClient, process.env.LEDGER_TABLE!, orderIds.map(orderKey), {
-    consistent: true,
-  });
-  const orders = new Map(items.map((item) => [item.pk!.S!, fromOrderItem(item)]));
-  return orderIds.map((id) => orders.get(orderKey(id)));
 }
 
 /** Registers the property's share `part` (1 or 2) of its cases: a test file of its own runs each. */
@@ -232,7 +208,7 @@ export function evidenceProperty(part: number): void {
           };
 
           // What the ledger holds before each step: the orders as the last step left them.
-          let before = await ordersNow(orderIds);
+          let before = await Promise.all(orderIds.map((id) => ledger.getOrder(id)));
           for (const s of steps) {
             faults(s.kind === 'charge' ? s.fault : undefined);
             if (s.kind === 'charge') {
@@ -349,7 +325,7 @@ export function evidenceProperty(part: number): void {
 
             // Never two payments for one order through the service.
             expect((await paymentsAtPayHere(orderIds[0]!)).length).toBeLessThanOrEqual(1);
-            const after = await ordersNow(orderIds);
+            const after = await Promise.all(orderIds.map((id) => ledger.getOrder(id)));
             for (const [index, order] of after.entries()) {
               // A payment order succeeded only with PayHere's payment of it.
               if (index < 2 && order?.state === 'succeeded') {
@@ -364,8 +340,8 @@ export function evidenceProperty(part: number): void {
             // No recurring order succeeded on other terms than its own.
             const recurring = after[2];
             if (recurring?.state === 'succeeded') {
-              const record = (await atPayHere((api) => api.get(`subscription/${recurring.subscriptionId}`)))
-                .json.data;
+              const api = apiClient(sandbox, await accessToken(sandbox));
+              const record = (await api.get(`subscription/${recurring.subscriptionId}`)).json.data;
               expect(record.order_id).toBe(recurring.orderId);
               expect(record.recurring).toBe('Charged every month for 1 year');
             }
@@ -384,7 +360,7 @@ export function evidenceProperty(part: number): void {
             const done = await settleJob(store, ledger, later + DAY + LATER + run * SETTLE_INTERVAL_MS).run();
             if (run > 0 && done.looked === 0) break;
           }
-          const settled = await ordersNow(orderIds);
+          const settled = await Promise.all(orderIds.map((id) => ledger.getOrder(id)));
           for (const order of settled) {
             expect(order?.state).not.toBe('unknown');
             expect(order?.reportedAt ?? null).toBeNull();
