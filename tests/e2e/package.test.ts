@@ -543,6 +543,30 @@ describe('deployed defaults', () => {
       });
     }
   });
+
+  /**
+   * PayHere's limit holds whichever containers the state table fails only while the containers with
+   * shares of their own are no more than GATEWAY_FALLBACK_CONTAINERS says (docs/budget.md "The
+   * fallback"): the template must bound them by the functions' reserved concurrency, or give none a
+   * share (the default, which needs no bound).
+   */
+  it('bound the containers’ own shares by the reserved concurrency of the functions that have them, and give no function one', () => {
+    const functions = Object.values(template.Resources).filter((r) => r.Type === 'AWS::Lambda::Function');
+    expect(functions.length).toBeGreaterThan(0);
+    const withShares = functions.filter(
+      (fn) => Number(fn.Properties.Environment?.Variables?.GATEWAY_FALLBACK_CONTAINERS ?? 0) > 0,
+    );
+    const counted = new Set(
+      withShares.map((fn) => Number(fn.Properties.Environment.Variables.GATEWAY_FALLBACK_CONTAINERS)),
+    );
+    const reserved = withShares.map((fn) => fn.Properties.ReservedConcurrentExecutions as number | undefined);
+    expect(counted.size).toBeLessThanOrEqual(1);
+    expect(reserved.every((value) => typeof value === 'number')).toBe(true);
+    expect(reserved.reduce<number>((sum, value) => sum + (value ?? 0), 0)).toBeLessThanOrEqual(
+      [...counted][0] ?? 0,
+    );
+    expect(withShares).toEqual([]);
+  });
 });
 
 describe('operating it: logs, metrics and alarms (docs/operator.md "Operating it")', () => {

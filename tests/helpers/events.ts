@@ -2,6 +2,9 @@ import { randomUUID } from 'node:crypto';
 import type { APIGatewayProxyEvent, APIGatewayProxyResult, Context } from 'aws-lambda';
 import base from '../events/rest-api-event.json' with { type: 'json' };
 
+/** The captured event as JSON: each event starts from a fresh deep copy of it, parsed. */
+const BASE = JSON.stringify(base);
+
 export interface EventOptions {
   method: 'GET' | 'POST' | 'DELETE';
   /** The route's resource template, e.g. `/gateway/api/subscriptions/{id}`. */
@@ -30,8 +33,9 @@ export function apiEvent(options: EventOptions): APIGatewayProxyEvent {
   const defaults = { ...base.headers } as Record<string, string>;
   if (options.method !== 'POST') delete defaults['Content-Type'];
   const headers = options.replaceHeaders ? { ...options.headers } : { ...defaults, ...options.headers };
+  const copy = JSON.parse(BASE) as typeof base;
   return {
-    ...structuredClone(base),
+    ...copy,
     resource: options.resource,
     path,
     httpMethod: options.method,
@@ -44,7 +48,7 @@ export function apiEvent(options: EventOptions): APIGatewayProxyEvent {
       : null,
     body,
     requestContext: {
-      ...structuredClone(base.requestContext),
+      ...copy.requestContext,
       resourcePath: options.resource,
       httpMethod: options.method,
       path: `/dev${path}`,

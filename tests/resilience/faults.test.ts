@@ -1,4 +1,3 @@
-import { setTimeout } from 'node:timers/promises';
 import { describe, expect, it } from 'vitest';
 import { call, useTestGateway } from '../helpers/gateway.ts';
 import type { GatewayRouteName } from '../helpers/routes.ts';
@@ -100,8 +99,11 @@ describe('a charge whose answer is lost', () => {
     const body = chargeBody();
     // The order's one payment no charge owns, dated a second before the lost charge was sent: by
     // PayHere's clock alone it could be "earlier", but records decide, and clocks only rank.
-    const earlier = await apiClient(sandbox, await accessToken(sandbox)).post('payment/charge', body);
-    await setTimeout(1_100); // PayHere dates payments to the second
+    // PayHere dates payments to the second: its clock is set back for this payment, not waited out.
+    sandbox.setClockOffset(-1_100);
+    const earlier = await apiClient(sandbox, await accessToken(sandbox))
+      .post('payment/charge', body)
+      .finally(() => sandbox.setClockOffset(0));
     sandbox.resetCounters();
     sandbox.faults.inject('charge', { kind: 'status', status: 502 });
 
