@@ -92,8 +92,12 @@ export class DynamoDbFaultController {
     });
   }
 
-  clear(): void {
-    this.#queue = [];
+  /**
+   * Removes every fault, or only those injected for `table`: a test file clears its own table's
+   * without touching the faults other files, running at the same time, injected for theirs.
+   */
+  clear(table?: string): void {
+    this.#queue = table === undefined ? [] : this.#queue.filter((entry) => entry.match.table !== table);
   }
 
   /** How many fault uses are left (Infinity if one is unlimited). */
@@ -235,7 +239,7 @@ async function jsonBody(req: IncomingMessage): Promise<unknown> {
 
 /**
  * `POST /__dynamodb/faults` injects (`{ operation, table?, keyPrefix?, fault, times? }`), `GET`
- * answers `{ pending }`, `DELETE` clears: for a server whose requests come from another process
+ * answers `{ pending }`, `DELETE` clears (`?table=`: that table's only): for a server whose requests come from another process
  * (serverless-offline's workers, `npm start`), which cannot reach `faults` itself.
  */
 export async function handleFaultControl(
@@ -244,7 +248,7 @@ export async function handleFaultControl(
   faults: DynamoDbFaultController,
 ): Promise<void> {
   if (!fromLoopback(req)) return reply(res, 403, { message: 'Fault controls answer loopback only' });
-  const { pathname } = new URL(req.url ?? '/', 'http://127.0.0.1');
+  const { pathname, searchParams } = new URL(req.url ?? '/', 'http://127.0.0.1');
   if (pathname !== FAULTS_PATH) return reply(res, 404, { message: `No control at ${pathname}` });
   switch (req.method) {
     case 'POST': {
@@ -260,8 +264,8 @@ export async function handleFaultControl(
     case 'GET':
       return reply(res, 200, { pending: pendingOf(faults) });
     case 'DELETE':
-      faults.clear();
-      return reply(res, 200, { pending: 0 });
+      faults.clear(searchParams.get('table') ?? undefined);
+      return reply(res, 200, { pending: pendingOf(faults) });
     default:
       res.setHeader('allow', 'GET, POST, DELETE');
       return reply(res, 405, { message: `${req.method} is not a fault control` });

@@ -108,9 +108,11 @@ export class LedgerRefunds extends LedgerTable {
     events?: readonly LedgerEvent[],
   ): Promise<boolean> {
     // The slot taken anew is recorded with its event; found held by this very refund (its write
-    // repeated after a lost answer), it is taken again without one.
+    // repeated after a lost answer), it is taken again without one, and the relay reads the item.
     if (events?.length && (await this.#takeSlot(paymentId, slot, events))) return true;
-    return this.#takeSlot(paymentId, slot);
+    const taken = await this.#takeSlot(paymentId, slot);
+    if (taken && events?.length) this.onEvents(refundsKey(paymentId));
+    return taken;
   }
 
   #takeSlot(paymentId: string, slot: RefundSlot, events?: readonly LedgerEvent[]): Promise<boolean> {
@@ -234,16 +236,15 @@ export class LedgerRefunds extends LedgerTable {
       values = { ...values, ...outbox.values };
       names = { ...names, ...outbox.names };
     }
-    return this.conditional(
-      new UpdateItemCommand({
-        TableName: this.table,
-        Key: { pk: { S: refundsKey(paymentId) } },
-        UpdateExpression: expression,
-        ConditionExpression: condition,
-        ExpressionAttributeNames: { ...namesIn(`${expression} ${condition}`), ...names },
-        ExpressionAttributeValues: values,
-      }),
-    );
+    const command = new UpdateItemCommand({
+      TableName: this.table,
+      Key: { pk: { S: refundsKey(paymentId) } },
+      UpdateExpression: expression,
+      ConditionExpression: condition,
+      ExpressionAttributeNames: { ...namesIn(`${expression} ${condition}`), ...names },
+      ExpressionAttributeValues: values,
+    });
+    return events?.length ? this.recording(refundsKey(paymentId), command) : this.conditional(command);
   }
 }
 

@@ -36,7 +36,6 @@ import {
   type PaymentRefunds,
   type RefundRecord,
   type RefundSlot,
-  refundsKey,
 } from './refunds.ts';
 import {
   type LedgerStoreOptions,
@@ -112,12 +111,8 @@ export class LedgerStore extends LedgerTable {
   readonly #refunds: LedgerRefunds;
   readonly #lists: LedgerOrderLists;
 
-  /** Told the item of each write that recorded events (lib/events/relay.ts publishes them). */
-  readonly #onEvents: (pk: string) => void;
-
-  constructor(options: LedgerStoreOptions & { onEvents?: (pk: string) => void }) {
+  constructor(options: LedgerStoreOptions) {
     super(options);
-    this.#onEvents = options.onEvents ?? (() => {});
     this.#references = new LedgerReferences(options);
     this.#notifications = new LedgerNotifications(options);
     this.#refunds = new LedgerRefunds(options);
@@ -264,19 +259,21 @@ export class LedgerStore extends LedgerTable {
     // The events go with a move, not with the outcome recorded again over itself: the move first;
     // failing, the order may be there already (a notification got there first, or this very write
     // was applied and its answer lost), and only the slot is freed, the possible duplicates noted
-    // apart (with their event where any is new). Either way the relay is told: the move may be the
-    // one that was applied.
+    // apart (with their event where any is new).
     const moving = outcome.from.filter((state) => state !== outcome.state);
     const all = [...events, ...(duplicateEvents ?? [])];
     const { possibleDuplicates, ...freeing } = write;
-    let written =
-      moving.length > 0 && (await this.#finishCharge(orderId, key, { ...write, from: moving }, all));
-    if (!written && outcome.from.includes(outcome.state)) {
-      written = await this.#finishCharge(orderId, key, { ...freeing, from: [outcome.state] });
-      if (written && possibleDuplicates?.length)
+    if (moving.length > 0 && (await this.#finishCharge(orderId, key, { ...write, from: moving }, all)))
+      return true;
+    if (!outcome.from.includes(outcome.state)) return false;
+    const freed = await this.#finishCharge(orderId, key, { ...freeing, from: [outcome.state] });
+    if (freed) {
+      if (possibleDuplicates?.length)
         await this.noteDuplicatePayments(orderId, possibleDuplicates, duplicateEvents);
+      // The move may be the one that was applied, its answer lost: the relay reads the item.
+      this.onEvents(orderKey(orderId));
     }
-    return this.#told(orderKey(orderId), '#outbox', Promise.resolve(written));
+    return freed;
   }
 
   async #finishCharge(
@@ -334,16 +331,15 @@ export class LedgerStore extends LedgerTable {
       values[':duplicates'] = { SS: [...outcome.possibleDuplicates] };
     }
     if (adds.length > 0) update += ` ADD ${adds.join(', ')}`;
-    return this.conditional(
-      new UpdateItemCommand({
-        TableName: this.table,
-        Key: { pk: { S: orderKey(orderId) } },
-        UpdateExpression: update,
-        ConditionExpression: condition,
-        ExpressionAttributeNames: names,
-        ExpressionAttributeValues: values,
-      }),
-    );
+    const command = new UpdateItemCommand({
+      TableName: this.table,
+      Key: { pk: { S: orderKey(orderId) } },
+      UpdateExpression: update,
+      ConditionExpression: condition,
+      ExpressionAttributeNames: names,
+      ExpressionAttributeValues: values,
+    });
+    return events?.length ? this.recording(orderKey(orderId), command) : this.conditional(command);
   }
 
   /**
@@ -710,28 +706,19 @@ export class LedgerStore extends LedgerTable {
     values: Record<string, AttributeValue>,
     names: Record<string, string> = {},
   ): Promise<boolean> {
-    return this.#told(
-      orderKey(orderId),
-      update,
-      this.conditional(
-        new UpdateItemCommand({
-          TableName: this.table,
-          Key: { pk: { S: orderKey(orderId) } },
-          UpdateExpression: update,
-          ConditionExpression: condition,
-          ExpressionAttributeNames: { ...namesIn(`${update} ${condition}`), ...names },
-          // DynamoDB refuses an empty map of values.
-          ...(Object.keys(values).length > 0 ? { ExpressionAttributeValues: values } : {}),
-        }),
-      ),
-    );
-  }
-
-  /** A write's outcome; the relay told of its item when it appended events (`update` names the outbox). */
-  async #told(pk: string, update: string, written: Promise<boolean>): Promise<boolean> {
-    const done = await written;
-    if (done && update.includes('#outbox')) this.#onEvents(pk);
-    return done;
+    const command = new UpdateItemCommand({
+      TableName: this.table,
+      Key: { pk: { S: orderKey(orderId) } },
+      UpdateExpression: update,
+      ConditionExpression: condition,
+      ExpressionAttributeNames: { ...namesIn(`${update} ${condition}`), ...names },
+      // DynamoDB refuses an empty map of values.
+      ...(Object.keys(values).length > 0 ? { ExpressionAttributeValues: values } : {}),
+    });
+    // A write that appends events (its update names the outbox) tells the relay.
+    return update.includes('#outbox')
+      ? this.recording(orderKey(orderId), command)
+      : this.conditional(command);
   }
 
   // The references and notifications are items of their own (lib/ledger/references.ts,
@@ -791,11 +778,7 @@ export class LedgerStore extends LedgerTable {
   }
 
   takeRefundSlot(paymentId: string, slot: RefundSlot, events?: readonly LedgerEvent[]): Promise<boolean> {
-    return this.#told(
-      refundsKey(paymentId),
-      events?.length ? '#outbox' : '',
-      this.#refunds.takeRefundSlot(paymentId, slot, events),
-    );
+    return this.#refunds.takeRefundSlot(paymentId, slot, events);
   }
 
   finishRefund(
@@ -804,11 +787,7 @@ export class LedgerStore extends LedgerTable {
     record: RefundRecord,
     events?: readonly LedgerEvent[],
   ): Promise<boolean> {
-    return this.#told(
-      refundsKey(paymentId),
-      events?.length ? '#outbox' : '',
-      this.#refunds.finishRefund(paymentId, key, record, events),
-    );
+    return this.#refunds.finishRefund(paymentId, key, record, events);
   }
 
   keepPayHereStatus(paymentId: string, seen: PayHereStatus): Promise<boolean> {

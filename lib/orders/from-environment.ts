@@ -53,9 +53,9 @@ let relay: EventRelay | undefined;
 export function ledgerWithEvents(): LedgerStore {
   relay ??= eventRelayFromEnvironment(() => webhookEndpointIds());
   const events = relay;
-  return ledgerFromEnvironment(process.env, (pk) => {
+  return ledgerFromEnvironment(process.env, (pk, written) => {
     inBackground(async () => {
-      const published = await events.publish(pk);
+      const published = await events.publish(pk, written);
       // Delivered at once where the endpoint is local; deployed, by deliverWebhooks' next run.
       await deliverSoon(published.map((event) => event.id));
     });

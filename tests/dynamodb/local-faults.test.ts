@@ -303,4 +303,20 @@ describe('the fault controls over HTTP', () => {
     expect(pending).toBe('Infinity');
     expect(local.faults.pending()).toBe(0);
   });
+
+  it('clears one table’s faults and leaves another’s, which a file running beside it injected', async () => {
+    await injectDynamoDbFault(
+      { operation: 'UpdateItem', table: 'ours', fault: { kind: 'status500' }, times: Infinity },
+      local.endpoint,
+    );
+    await injectDynamoDbFault(
+      { operation: 'UpdateItem', table: 'theirs', fault: { kind: 'status500' }, times: 2 },
+      local.endpoint,
+    );
+
+    await clearDynamoDbFaults(local.endpoint, 'ours');
+
+    expect(await pendingDynamoDbFaults(local.endpoint)).toBe(2);
+    await clearDynamoDbFaults(local.endpoint);
+  });
 });

@@ -225,7 +225,7 @@ describe('through npm start’s stack', () => {
 
     const charged = await charge(body);
     const open = await ledger.getOrder(body.order_id);
-    await clearDynamoDbFaults();
+    await clearDynamoDbFaults(undefined, process.env.LEDGER_TABLE);
     await settle(MINUTE);
     const shown = await checkout(body.order_id);
 

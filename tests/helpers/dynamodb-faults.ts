@@ -13,8 +13,13 @@ export interface DynamoDbInjection extends DynamoDbFaultMatch {
   times?: number;
 }
 
-async function control(endpoint: string, method: string, body?: unknown): Promise<number | 'Infinity'> {
-  const answer = await fetch(`${endpoint}/__dynamodb/faults`, {
+async function control(
+  endpoint: string,
+  method: string,
+  body?: unknown,
+  query = '',
+): Promise<number | 'Infinity'> {
+  const answer = await fetch(`${endpoint}/__dynamodb/faults${query}`, {
     method,
     ...(body === undefined
       ? {}
@@ -44,7 +49,19 @@ export function pendingDynamoDbFaults(
   return control(endpoint, 'GET');
 }
 
-/** Clears every fault, other tests' too: for a server of the test's own, or at the end of the run. */
-export async function clearDynamoDbFaults(endpoint: string = inject('dynamodbEndpoint')): Promise<void> {
-  await control(endpoint, 'DELETE');
+/**
+ * Clears the faults injected for `table` (the test file's own), leaving those other files, running
+ * at the same time on the same server, injected for theirs; every fault without it: for a server of
+ * the test's own, or at the end of the run.
+ */
+export async function clearDynamoDbFaults(
+  endpoint: string = inject('dynamodbEndpoint'),
+  table?: string,
+): Promise<void> {
+  await control(
+    endpoint,
+    'DELETE',
+    undefined,
+    table === undefined ? '' : `?table=${encodeURIComponent(table)}`,
+  );
 }

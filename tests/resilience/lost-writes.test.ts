@@ -27,7 +27,8 @@ const LEDGER = () => process.env.LEDGER_TABLE!;
 const MINUTE = 60_000;
 
 afterEach(async () => {
-  await clearDynamoDbFaults();
+  // This file's faults only: other files inject theirs on the same server at the same time.
+  await clearDynamoDbFaults(undefined, LEDGER());
 });
 
 describe('a charge whose ledger write was applied and its answer lost', () => {
@@ -71,7 +72,7 @@ describe('a charge whose ledger write was applied and its answer lost', () => {
 
     const charged = await call('charge', { body });
     const open = await ledger.getOrder(body.order_id);
-    await clearDynamoDbFaults();
+    await clearDynamoDbFaults(undefined, LEDGER());
     const run = await settleJob(store, ledger, MINUTE).run();
 
     // The caller had PayHere's answer; the ledger had the order in flight, then settled.
@@ -108,7 +109,7 @@ describe('a charge whose ledger write was applied and its answer lost', () => {
 
     const refused = await call('charge', { body });
     const claimed = await ledger.getOrder(body.order_id);
-    await clearDynamoDbFaults();
+    await clearDynamoDbFaults(undefined, LEDGER());
     const blocked = await call('charge', { body });
     // Past the settle delay, two looks a second-look interval apart, both showing nothing.
     await settleJob(store, ledger, 15 * MINUTE).run();
