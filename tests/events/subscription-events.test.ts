@@ -267,6 +267,19 @@ describe('a subscription stopped', () => {
     expect(types(published).filter((type) => type === 'subscription.stopped')).toHaveLength(1);
     expect((await ledger.getOrder(orderId))?.subscriptionStatus).toBe('CANCELLED');
   });
+  it('within 10 s of its order’s last confirmation asks PayHere nothing and records nothing', async () => {
+    const { orderId, subscriptionId } = await subscribed();
+    const stopped = await stop(subscriptionId);
+    const callsBefore = sandbox.arrivals().length;
+
+    // The subscription's own notification confirmed it a moment ago: the right to ask is spent.
+    await notify(stopped);
+    const published = await eventsOf(orderId);
+
+    expect(sandbox.arrivals().length).toBe(callsBefore);
+    expect(types(published)).toEqual(['subscription.created']);
+    expect((await ledger.getOrder(orderId))?.subscriptionStatus).toBeNull();
+  });
 });
 
 describe('a subscription completed', () => {
