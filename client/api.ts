@@ -1429,7 +1429,9 @@ export interface Operations {
         | 'hold.expired'
         | 'subscription.created'
         | 'subscription.installment_paid'
+        | 'subscription.installment_failed'
         | 'subscription.cancelled'
+        | 'subscription.stopped'
         | 'subscription.completed'
         | 'refund.requested'
         | 'refund.settled'
@@ -2072,7 +2074,7 @@ export interface EventPage {
       }
     | {
         id: string;
-        type: 'subscription.cancelled' | 'subscription.completed';
+        type: 'subscription.cancelled' | 'subscription.stopped' | 'subscription.completed';
         created_at: string;
         object: {
           type: 'order';
@@ -2084,6 +2086,24 @@ export interface EventPage {
           kind: 'recurring';
           subscription_id: string;
           subscription_status: 'CANCELLED' | 'COMPLETED';
+        };
+      }
+    | {
+        id: string;
+        type: 'subscription.installment_failed';
+        created_at: string;
+        object: {
+          type: 'order';
+          id: string;
+        };
+        sequence: number;
+        data: {
+          order_id: string;
+          kind: 'recurring';
+          subscription_id: string;
+          subscription_status: 'FAILED';
+          installment: number;
+          installments_paid: number;
         };
       }
     | {

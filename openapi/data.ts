@@ -295,11 +295,23 @@ export const EventSchemas = {
     installments_paid: z.number(),
     next_installment: z.nullable(z.string()),
   }),
-  SubscriptionEndedEvent: event(['subscription.cancelled', 'subscription.completed'], 'order', {
+  SubscriptionEndedEvent: event(
+    ['subscription.cancelled', 'subscription.stopped', 'subscription.completed'],
+    'order',
+    {
+      order_id: z.string(),
+      kind: z.literal('recurring'),
+      subscription_id: z.string(),
+      subscription_status: z.enum(['CANCELLED', 'COMPLETED']),
+    },
+  ),
+  InstallmentFailedEvent: event(['subscription.installment_failed'], 'order', {
     order_id: z.string(),
     kind: z.literal('recurring'),
     subscription_id: z.string(),
-    subscription_status: z.enum(['CANCELLED', 'COMPLETED']),
+    subscription_status: z.literal('FAILED'),
+    installment: z.number(),
+    installments_paid: z.number(),
   }),
   HoldSettledEvent: event(['hold.captured', 'hold.released'], 'order', {
     order_id: z.string(),

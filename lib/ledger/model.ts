@@ -91,6 +91,17 @@ export interface Order extends Price, OrderDetails {
   /** A recurring order's installments PayHere's payments of the subscription show as paid. */
   installmentsPaid: number | null;
   /**
+   * A recurring order's subscription as PayHere's records (or its answer to a cancel through the
+   * service) last showed it and the ledger recorded it (lib/orders/subscription-evidence.ts decides):
+   * `FAILED` (an installment failed), `CANCELLED`, `COMPLETED`; null while none of these was recorded.
+   */
+  subscriptionStatus: SubscriptionStatus | null;
+  /**
+   * The last installment (1 is the first payment) PayHere's records showed failed: its subscription
+   * `FAILED` after one fewer installments paid; null when none was recorded.
+   */
+  failedInstallment: number | null;
+  /**
    * What a verified notification reported but PayHere could not confirm yet (a payment id, a
    * subscription id, installments paid): checked again on the next read, never shown before.
    */
@@ -117,6 +128,10 @@ export interface Order extends Price, OrderDetails {
    */
   duplicatePayments: string[];
 }
+
+/** What the ledger records of a subscription's status at PayHere (`ACTIVE` is never recorded: it is the default). */
+export const SUBSCRIPTION_STATUSES = ['FAILED', 'CANCELLED', 'COMPLETED'] as const;
+export type SubscriptionStatus = (typeof SUBSCRIPTION_STATUSES)[number];
 
 /** An order's payments as PayHere answered them while the order was in `state` (lib/orders/payments.ts). */
 export interface PaymentsCopy {
@@ -191,6 +206,20 @@ export interface OrderMove {
   events?: readonly LedgerEvent[];
 }
 
+/**
+ * What PayHere said of an order's subscription, recorded as lib/orders/subscription-evidence.ts
+ * decided, from the facts it read: the write is conditional on them.
+ */
+export interface SubscriptionChange {
+  subscriptionId: string;
+  to: SubscriptionStatus;
+  from: Pick<Order, 'subscriptionStatus' | 'failedInstallment'>;
+  /** `FAILED`: the installment that failed. */
+  failedInstallment?: number;
+  /** What the change becomes for the merchant (lib/orders/events.ts), recorded with it. */
+  events: readonly LedgerEvent[];
+}
+
 /** A notification that matched no order, or not its amount, status or state: kept for the operator. */
 export interface UnmatchedNotification {
   reason:
@@ -237,6 +266,8 @@ export type NewOrder = Omit<
   | 'failedAttempts'
   | 'duplicatePayments'
   | 'nextInstallment'
+  | 'subscriptionStatus'
+  | 'failedInstallment'
 >;
 
 /** How a charge wants to take an order's payment slot (see claimCharge). */

@@ -9,6 +9,8 @@ import {
   type OrderKind,
   type OrderState,
   type PaymentsCopy,
+  SUBSCRIPTION_STATUSES,
+  type SubscriptionStatus,
 } from './model.ts';
 import { number, optionalNumber, optionalText, text } from './table.ts';
 
@@ -61,6 +63,8 @@ export const ATTRIBUTES = [
   'subscriptionId',
   'card',
   'installmentsPaid',
+  'subscriptionStatus',
+  'failedInstallment',
   'reportedPaymentId',
   'reportedSubscriptionId',
   'reportedInstallmentsPaid',
@@ -171,6 +175,8 @@ export function fromOrderItem(item: Record<string, AttributeValue>): Order {
             nothingAt: optionalNumber(item, 'nothingAt'),
           },
     installmentsPaid: optionalNumber(item, 'installmentsPaid'),
+    subscriptionStatus: subscriptionStatusOf(item),
+    failedInstallment: optionalNumber(item, 'failedInstallment'),
     reported: {
       paymentId: optionalText(item, 'reportedPaymentId'),
       subscriptionId: optionalText(item, 'reportedSubscriptionId'),
@@ -189,6 +195,15 @@ export function fromOrderItem(item: Record<string, AttributeValue>): Order {
       }),
     ),
   };
+}
+
+/** The subscription's status the ledger recorded; one it does not know is an error, as a state would be. */
+function subscriptionStatusOf(item: Record<string, AttributeValue>): SubscriptionStatus | null {
+  const status = optionalText(item, 'subscriptionStatus');
+  if (status === null) return null;
+  if (!(SUBSCRIPTION_STATUSES as readonly string[]).includes(status))
+    throw new Error(`ledger order with an unknown subscription status ${status}`);
+  return status as SubscriptionStatus;
 }
 
 /** A back-office field as the item keeps it: JSON text, absent when there is none. */

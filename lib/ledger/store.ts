@@ -14,6 +14,7 @@ import type {
   PaymentsCopy,
   Reference,
   ReferenceKind,
+  SubscriptionChange,
   UnmatchedNotification,
 } from './model.ts';
 import { type KeptNotification, LedgerNotifications } from './notifications.ts';
@@ -144,6 +145,8 @@ export class LedgerStore extends LedgerTable {
       failedAttempts: {},
       duplicatePayments: [],
       nextInstallment: null,
+      subscriptionStatus: null,
+      failedInstallment: null,
     };
     const written = await this.conditional(
       new PutItemCommand({
@@ -647,29 +650,43 @@ export class LedgerStore extends LedgerTable {
   }
 
   /**
-   * What PayHere said of the order's subscription the service cancelled (CANCELLED, or COMPLETED
-   * when it refused as already completed), recorded with its event where the order did not show
-   * that status yet. False when it did, or the order has no such subscription.
+   * Record what PayHere said of the order's subscription, as lib/orders/subscription-evidence.ts
+   * decided, with its event: only while the order's subscription is the one decided on and its
+   * recorded status and failed installment are still those the decision read (`change.from`). An
+   * ended subscription has no next installment. False when they changed meanwhile, or when this
+   * very write was applied and its answer lost (its retry finds them changed); the relay is told
+   * either way, so that an event written by a write whose answer was lost is published at once.
    */
-  async endSubscription(
-    orderId: string,
-    subscriptionId: string,
-    status: string,
-    events: readonly LedgerEvent[],
-  ): Promise<boolean> {
-    const outbox = appendEvents(events, this.now());
-    return this.#updateOrder(
-      orderId,
-      `SET #subscriptionStatus = :status, #updatedAt = :now, ${outbox.set}`,
-      '#subscriptionId = :subscriptionId AND (attribute_not_exists(#subscriptionStatus) OR #subscriptionStatus <> :status)',
-      {
-        ':status': { S: status },
-        ':now': number(this.now()),
-        ':subscriptionId': { S: subscriptionId },
-        ...outbox.values,
-      },
-      { ...outbox.names, '#subscriptionStatus': 'subscriptionStatus' },
-    );
+  async recordSubscription(orderId: string, change: SubscriptionChange): Promise<boolean> {
+    const values: Record<string, AttributeValue> = {
+      ':subscriptionId': { S: change.subscriptionId },
+      ':status': { S: change.to },
+      ':now': number(this.now()),
+    };
+    const conditions = ['#subscriptionId = :subscriptionId'];
+    if (change.from.subscriptionStatus === null) conditions.push('attribute_not_exists(#subscriptionStatus)');
+    else {
+      conditions.push('#subscriptionStatus = :fromStatus');
+      values[':fromStatus'] = { S: change.from.subscriptionStatus };
+    }
+    if (change.from.failedInstallment === null) conditions.push('attribute_not_exists(#failedInstallment)');
+    else {
+      conditions.push('#failedInstallment = :fromFailed');
+      values[':fromFailed'] = number(change.from.failedInstallment);
+    }
+    const set = ['#subscriptionStatus = :status', '#updatedAt = :now'];
+    if (change.failedInstallment !== undefined) {
+      set.push('#failedInstallment = :failed');
+      values[':failed'] = number(change.failedInstallment);
+    }
+    const outbox = appendEvents(change.events, this.now());
+    set.push(outbox.set);
+    Object.assign(values, outbox.values);
+    const ended = change.to === 'CANCELLED' || change.to === 'COMPLETED';
+    const update = `SET ${set.join(', ')}${ended ? ' REMOVE #nextInstallment' : ''}`;
+    const written = await this.#updateOrder(orderId, update, conditions.join(' AND '), values, outbox.names);
+    if (!written) this.onEvents(orderKey(orderId));
+    return written;
   }
 
   /** Payments of the order besides its own that could be duplicates (the merchant checks them). */

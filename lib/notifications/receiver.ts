@@ -19,6 +19,7 @@ import {
   notifiedAmountFits,
   type Recorded,
 } from '../orders/evidence.ts';
+import { applySubscriptionEvidence } from '../orders/subscription-evidence.ts';
 import { sameTerms, termsOf } from '../orders/terms.ts';
 import { forgetWithin, type ReadInvalidation } from '../reads/invalidation.ts';
 import type { Notification } from '../schemas/notification.ts';
@@ -266,6 +267,8 @@ export class NotificationReceiver {
     if (!fitsKind(notification, order.kind, report === 'success')) {
       return this.#unmatched('flow_mismatch', notification);
     }
+    if (aboutSubscription(notification, order))
+      return this.#subscriptionStanding(notification, order, deadline);
     if (report === 'notified_failed' && order.kind === 'preapproval')
       await this.#failedPreapproval(notification, order);
     let evidence: Evidence;
@@ -538,6 +541,68 @@ export class NotificationReceiver {
   }
 
   /**
+   * A running subscription's notification that may tell of its status (an installment failed, the
+   * subscription stopped or completed, or nothing more falls due): what PayHere's records show of
+   * it is recorded, never what the notification says (its `message_type` is unsigned, and every
+   * installment, stop and completion of one subscription is signed alike but for the status code).
+   * One confirmation within the notification's right to ask reads the subscription's payments, then
+   * its record: the installments they show paid are confirmed with their event first, then its
+   * status goes through lib/orders/subscription-evidence.ts (an installment failed, stopped,
+   * completed: each once). A notification that may not ask now records nothing.
+   */
+  async #subscriptionStanding(notification: Notification, order: Order, deadline: number): Promise<Outcome> {
+    const subscriptionId = order.subscriptionId!;
+    if (notification.subscription_id !== undefined && notification.subscription_id !== subscriptionId)
+      return 'unchanged';
+    const standing = (await this.#mayConfirm(order))
+      ? await this.#confirmations.subscriptionStanding(order, subscriptionId, deadline)
+      : undefined;
+    if (!standing) return 'unchanged';
+    let confirmed = false;
+    const paid = standing.installmentsPaid;
+    if (paid > 0 && (order.installmentsPaid === null || paid > order.installmentsPaid)) {
+      // Only a success's next date goes with the installments it confirms; an end has none.
+      const next = notification.status_code === '2' ? nextInstallmentOf(notification) : undefined;
+      const event = installmentPaid(order, paid, next === undefined ? order.nextInstallment : next);
+      confirmed = await this.#ledger.confirmInstallments(order.orderId, paid, next, [event]);
+      if (confirmed)
+        auditNotification(order, { outcome: 'recorded', subscriptionId, installmentsPaid: paid });
+    }
+    const seen = {
+      evidence: 'records_show_status',
+      status: standing.status,
+      installmentsPaid: paid,
+    } as const;
+    const applied = await applySubscriptionEvidence(this.#ledger, order, subscriptionId, seen);
+    if ('unchanged' in applied) {
+      auditNotification(order, {
+        outcome: 'unchanged',
+        subscriptionId,
+        subscriptionStatus: standing.status,
+        why: applied.unchanged,
+        statusCode: notification.status_code,
+      });
+      if (confirmed) await this.#forget(order.orderId, subscriptionId);
+      return 'unchanged';
+    }
+    // Kept for the next cancel through the service, answered 409 without PayHere.
+    if (applied.recorded !== 'FAILED')
+      await this.#ledger.setSubscriptionStatus(subscriptionId, applied.recorded).catch((error: unknown) => {
+        log.warn('could not keep a subscription’s state on its reference', { error: describeError(error) });
+      });
+    await this.#forget(order.orderId, subscriptionId);
+    countMetric('NotificationRecorded');
+    auditNotification(order, {
+      outcome: 'recorded',
+      subscriptionId,
+      subscriptionStatus: applied.recorded,
+      installmentsPaid: paid,
+      statusCode: notification.status_code,
+    });
+    return 'recorded';
+  }
+
+  /**
    * Whether this notification may ask PayHere's records about its order: at most once per order per
    * CONFIRM_INTERVAL_MS, whatever notifications arrive (each read is one of the merchant's 20 per
    * 10 s). One that may not is kept as a report, which the settle job or a view confirms later.
@@ -611,6 +676,28 @@ function auditNotification(
     kind: order.kind,
     ...change,
   });
+}
+
+/** The message types that tell of a subscription's status (docs/payhere.md "Notifications"): unsigned. */
+const STANDING_MESSAGES = new Set([
+  'RECURRING_INSTALLMENT_FAILED',
+  'RECURRING_STOPPED',
+  'RECURRING_COMPLETE',
+]);
+
+/**
+ * Whether a notification of a running subscription may tell of its status rather than only of an
+ * installment paid: a signed failure or cancel (status code -2, -1), an unsigned message type that
+ * says so, or a success after which nothing more falls due (the last installment). Which it is
+ * chooses only what PayHere's records are read for; what is recorded is what they show.
+ */
+function aboutSubscription(notification: Notification, order: Order): boolean {
+  if (order.kind !== 'recurring' || order.subscriptionId === null) return false;
+  if (order.state !== 'succeeded' && order.state !== 'chargedback') return false;
+  const code = notification.status_code;
+  if (code === '-1' || code === '-2') return true;
+  if (code !== '2') return false;
+  return STANDING_MESSAGES.has(notification.message_type ?? '') || notification.item_rec_date_next === '';
 }
 
 /**

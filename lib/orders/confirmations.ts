@@ -115,6 +115,27 @@ export class Confirmations {
     });
   }
 
+  /**
+   * The order's subscription as PayHere's records show it: its record's `status`, and the
+   * installments its payments show paid, read first. In that order, a retry PayHere charged between
+   * the two reads shows as the record `ACTIVE` again, never as a failure of the installment after
+   * it. Undefined when PayHere cannot say now, or its record is not the order's.
+   */
+  async subscriptionStanding(
+    order: Order,
+    subscriptionId: string,
+    deadline: number,
+  ): Promise<{ status: string; installmentsPaid: number } | undefined> {
+    const installmentsPaid = await this.installmentsPaid(order, subscriptionId, deadline);
+    if (installmentsPaid === undefined) return undefined;
+    const found = await this.#ask('a subscription', order, null, async () => {
+      const { data } = await this.#payhere.getSubscription(subscriptionId, deadline, this.#share);
+      return data;
+    });
+    if (!found || found.order_id !== order.orderId) return undefined;
+    return { status: found.status, installmentsPaid };
+  }
+
   /** PayHere's answer to `question`; `notFound` when it says there is no such record; undefined when it cannot say. */
   async #ask<T>(what: string, order: Order, notFound: T, question: () => Promise<T>): Promise<T | undefined> {
     try {

@@ -1,5 +1,5 @@
 import type { EventType } from '../events/types.ts';
-import type { LedgerEvent, Order, OrderKind, OrderState } from '../ledger/model.ts';
+import type { LedgerEvent, Order, OrderKind, OrderState, SubscriptionStatus } from '../ledger/model.ts';
 
 /**
  * What each change of money state the ledger records becomes for the merchant's backend: one event,
@@ -99,19 +99,35 @@ export function installmentPaid(
   };
 }
 
-/** The order's subscription ended as PayHere said: cancelled through the service, or completed. */
-export function subscriptionEnded(
+/**
+ * What the order's subscription became as PayHere said (lib/orders/subscription-evidence.ts
+ * decides): cancelled through the service (its cancel accepted, or refused as already cancelled),
+ * stopped (PayHere's records show it CANCELLED: by PayHere, the customer, or a cancel the service
+ * did not record), completed, or an installment failed (`installment`: 1 is the first payment).
+ */
+export function subscriptionChanged(
   orderId: string,
   subscriptionId: string,
-  status: 'CANCELLED' | 'COMPLETED',
+  change: { to: SubscriptionStatus; evidence: string; installment?: number },
 ): LedgerEvent {
+  const type: EventType =
+    change.to === 'FAILED'
+      ? 'subscription.installment_failed'
+      : change.to === 'COMPLETED'
+        ? 'subscription.completed'
+        : change.evidence === 'records_show_status'
+          ? 'subscription.stopped'
+          : 'subscription.cancelled';
   return {
-    type: status === 'CANCELLED' ? 'subscription.cancelled' : 'subscription.completed',
+    type,
     data: {
       order_id: orderId,
       kind: 'recurring',
       subscription_id: subscriptionId,
-      subscription_status: status,
+      subscription_status: change.to,
+      ...(change.installment === undefined
+        ? {}
+        : { installment: change.installment, installments_paid: change.installment - 1 }),
     },
   };
 }

@@ -6,7 +6,7 @@ import { describeError, log } from '../log/log.ts';
 import { type ReadInvalidation, thenForget } from '../reads/invalidation.ts';
 import type { SharedReads } from '../reads/shared-reads.ts';
 import { type Actor, Ownership, readLedger } from './access.ts';
-import { subscriptionEnded } from './events.ts';
+import { applySubscriptionEvidence, type SubscriptionEvidence } from './subscription-evidence.ts';
 
 /** The states a subscription cannot be cancelled from, with PayHere's own refusal of each. */
 const ENDED: Record<string, string> = {
@@ -62,33 +62,37 @@ export class SubscriptionCancels {
         () => this.#payhere.cancelSubscription(id, deadline),
         () => this.#invalidation.forgetSubscription(id),
       );
-      await this.#remember(subscriptionId, 'CANCELLED', reference);
+      await this.#remember(subscriptionId, 'CANCELLED', reference, 'cancel_accepted');
       return answer;
     } catch (error) {
       const ended = Object.entries(ENDED).find(
         ([, refusal]) => error instanceof ConflictError && error.message === refusal,
       );
-      if (ended) await this.#remember(subscriptionId, ended[0], reference);
+      if (ended) await this.#remember(subscriptionId, ended[0], reference, 'cancel_refused');
       throw error;
     }
   }
 
   /**
    * Kept for the next cancel (a write that fails costs that cancel one PayHere call, nothing more),
-   * and on its order with its event (subscription.cancelled or .completed) where the order did not
-   * show that status yet.
+   * and on its order with its event (subscription.cancelled or .completed) as
+   * lib/orders/subscription-evidence.ts decides: once, and never over an end the order shows.
    */
-  async #remember(subscriptionId: string, status: string, reference: Reference | undefined): Promise<void> {
+  async #remember(
+    subscriptionId: string,
+    status: string,
+    reference: Reference | undefined,
+    evidence: SubscriptionEvidence,
+  ): Promise<void> {
     if (!reference) return;
+    const ledger = this.#ledger;
     try {
       await Promise.all([
-        readLedger(() => this.#ledger.setSubscriptionStatus(subscriptionId, status)),
-        (status === 'CANCELLED' || status === 'COMPLETED') &&
-          readLedger(() =>
-            this.#ledger.endSubscription(reference.orderId, subscriptionId, status, [
-              subscriptionEnded(reference.orderId, subscriptionId, status),
-            ]),
-          ),
+        readLedger(() => ledger.setSubscriptionStatus(subscriptionId, status)),
+        readLedger(async () => {
+          const order = await ledger.getOrder(reference.orderId);
+          if (order) await applySubscriptionEvidence(ledger, order, subscriptionId, { evidence, status });
+        }),
       ]);
     } catch (error) {
       log.warn('could not keep a subscription’s state on the ledger', { error: describeError(error) });

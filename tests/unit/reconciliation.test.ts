@@ -47,6 +47,8 @@ function order(fields: {
     updatedAt: CHECKED_AT - 3_600_000,
     charge: null,
     installmentsPaid: null,
+    subscriptionStatus: null,
+    failedInstallment: null,
     reported: { paymentId: null, subscriptionId: null, installmentsPaid: null, nextInstallment: null },
     reportedAt: null,
     settleAt: null,

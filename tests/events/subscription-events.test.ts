@@ -1,0 +1,346 @@
+import { randomUUID } from 'node:crypto';
+import { afterEach, describe, expect, it } from 'vitest';
+import { type EventBody, EventStore, FEED_SETTLE_MS } from '../../lib/events/store.ts';
+import { backgroundSettled } from '../../lib/net/background.ts';
+import {
+  clearDynamoDbFaults,
+  injectDynamoDbFault,
+  pendingDynamoDbFaults,
+} from '../helpers/dynamodb-faults.ts';
+import { call, useTestGateway } from '../helpers/gateway.ts';
+import { notify } from '../helpers/notifications.ts';
+import { checkedSecondsAgo, customer, testLedger } from '../helpers/orders.ts';
+import { localClient } from '../idempotency/fixtures.ts';
+import { expectEventsReplayOrders } from './replay.ts';
+
+/**
+ * A subscription's installment failed, stopped and completed (docs/contract.md "Events"): what
+ * PayHere's notifications report is recorded, with its event, only once PayHere's records show it,
+ * and once: through the handlers in-process against the sandbox (which plays PayHere's scheduler
+ * and keeps its records) and the local DynamoDB, with its faults.
+ */
+const sandbox = useTestGateway({ beforeEachTest: 'keepTokens' });
+const ledger = testLedger();
+const client = localClient();
+const alice = customer('alice');
+/** The sandbox's notifications go nowhere: the tests post their forms, in the order they choose. */
+const NOWHERE = 'https://notify.example.invalid/payhere';
+
+const events = () =>
+  new EventStore({ client, table: process.env.EVENTS_TABLE!, now: () => Date.now() + FEED_SETTLE_MS });
+
+/** The order's events published so far, in their sequence (two relays may publish them in either order). */
+async function eventsOf(orderId: string): Promise<EventBody[]> {
+  await backgroundSettled();
+  const published = (await events().page({ limit: 100, objectId: orderId })).events;
+  return published.sort((a, b) => a.sequence - b.sequence);
+}
+
+const types = (list: EventBody[]) => list.map((event) => event.type);
+
+afterEach(async () => {
+  // This file's faults only: other files inject theirs on the same server at the same time.
+  await clearDynamoDbFaults(undefined, process.env.LEDGER_TABLE);
+});
+
+/** A recurring order paid in the sandbox, its first notification received: subscription.created. */
+async function subscribed(duration = '1 Year'): Promise<{ orderId: string; subscriptionId: number }> {
+  const orderId = `Gym-${randomUUID()}`;
+  const created = await call('createCheckout', {
+    body: {
+      kind: 'recurring',
+      order_id: orderId,
+      items: 'Gym',
+      currency: 'LKR',
+      amount: 2_500,
+      recurrence: '1 Month',
+      duration,
+    },
+    headers: { 'On-Behalf-Of': alice },
+  });
+  expect(created.statusCode).toBe(201);
+  const completed = await sandbox.completeCheckout({
+    ...created.body.data,
+    outcome: 'success',
+    notify_url: NOWHERE,
+  });
+  await notify(completed.deliveries[0]!.fields);
+  expect(await ledger.getOrder(orderId)).toMatchObject({ state: 'succeeded' });
+  return { orderId, subscriptionId: completed.subscription_id! };
+}
+
+/** Posts a notification with its order's right to ask PayHere free (the last confirmation a minute ago). */
+async function deliver(orderId: string, form: Record<string, string>) {
+  await checkedSecondsAgo(orderId, 'notification', 60);
+  const answer = await notify(form);
+  expect(answer.statusCode).toBe(200);
+  return answer;
+}
+
+const installment = async (subscriptionId: number, outcome: 'success' | 'decline') =>
+  (await sandbox.chargeInstallment(subscriptionId, { outcome, notify_url: NOWHERE })).deliveries[0]!.fields;
+const stop = async (subscriptionId: number) =>
+  (await sandbox.stopSubscription(subscriptionId, { notify_url: NOWHERE })).deliveries[0]!.fields;
+const complete = async (subscriptionId: number) =>
+  (await sandbox.completeSubscription(subscriptionId, { notify_url: NOWHERE })).deliveries[0]!.fields;
+
+describe('an installment that failed', () => {
+  it('is one subscription.installment_failed once PayHere’s records show it; replayed or varied it adds none', async () => {
+    const { orderId, subscriptionId } = await subscribed();
+    const failed = await installment(subscriptionId, 'decline');
+
+    await deliver(orderId, failed);
+    await deliver(orderId, failed);
+    await deliver(orderId, { ...failed, item_rec_install_paid: '7' });
+    const published = await eventsOf(orderId);
+
+    expect(failed).toMatchObject({ status_code: '-2', message_type: 'RECURRING_INSTALLMENT_FAILED' });
+    expect(types(published)).toEqual([
+      'subscription.created',
+      'subscription.installment_paid',
+      'subscription.installment_failed',
+    ]);
+    expect(published[2]!.data).toEqual({
+      order_id: orderId,
+      kind: 'recurring',
+      subscription_id: String(subscriptionId),
+      subscription_status: 'FAILED',
+      installment: 2,
+      installments_paid: 1,
+    });
+    expect(await ledger.getOrder(orderId)).toMatchObject({
+      state: 'succeeded',
+      subscriptionStatus: 'FAILED',
+      failedInstallment: 2,
+      installmentsPaid: 1,
+    });
+  });
+
+  it('failing again after a paid retry is the next installment’s failure: one event each', async () => {
+    const { orderId, subscriptionId } = await subscribed();
+    await deliver(orderId, await installment(subscriptionId, 'decline'));
+    // PayHere's scheduler retries it and the card pays: the third installment then fails.
+    await deliver(orderId, await installment(subscriptionId, 'success'));
+    const third = await installment(subscriptionId, 'decline');
+
+    await deliver(orderId, third);
+    const published = await eventsOf(orderId);
+
+    expect(types(published).filter((type) => type === 'subscription.installment_failed')).toHaveLength(2);
+    expect(published.at(-1)!.data).toMatchObject({ installment: 3, installments_paid: 2 });
+    expect(await ledger.getOrder(orderId)).toMatchObject({ failedInstallment: 3, installmentsPaid: 2 });
+  });
+
+  it('is not recorded when PayHere’s records no longer show it: retried and paid before its notification came', async () => {
+    const { orderId, subscriptionId } = await subscribed();
+    const failed = await installment(subscriptionId, 'decline');
+    await installment(subscriptionId, 'success');
+
+    await deliver(orderId, failed);
+    const published = await eventsOf(orderId);
+
+    expect(types(published)).toEqual(['subscription.created', 'subscription.installment_paid']);
+    expect(await ledger.getOrder(orderId)).toMatchObject({
+      subscriptionStatus: null,
+      failedInstallment: null,
+      installmentsPaid: 2,
+    });
+  });
+});
+
+describe('a notification whose unsigned message_type was altered', () => {
+  it.each(['RECURRING_COMPLETE', 'RECURRING_STOPPED', 'RECURRING_INSTALLMENT_FAILED'])(
+    'a paid installment’s, made %s, records no end and no failure: PayHere’s records show it running',
+    async (messageType) => {
+      const { orderId, subscriptionId } = await subscribed();
+      const paid = await installment(subscriptionId, 'success');
+
+      const answer = await deliver(orderId, { ...paid, message_type: messageType, item_rec_date_next: '' });
+      const published = await eventsOf(orderId);
+
+      expect(answer.statusCode).toBe(200);
+      // The installment PayHere's payments show is the one thing recorded.
+      expect(types(published)).toEqual(['subscription.created', 'subscription.installment_paid']);
+      expect(await ledger.getOrder(orderId)).toMatchObject({
+        subscriptionStatus: null,
+        failedInstallment: null,
+        installmentsPaid: 2,
+      });
+    },
+  );
+
+  it('a failure’s, made RECURRING_STOPPED, records the failure PayHere’s records show, not a stop', async () => {
+    const { orderId, subscriptionId } = await subscribed();
+    const failed = await installment(subscriptionId, 'decline');
+
+    await deliver(orderId, { ...failed, message_type: 'RECURRING_STOPPED' });
+    const published = await eventsOf(orderId);
+
+    expect(types(published)).not.toContain('subscription.stopped');
+    expect(types(published).at(-1)).toBe('subscription.installment_failed');
+    expect((await ledger.getOrder(orderId))?.subscriptionStatus).toBe('FAILED');
+  });
+});
+
+describe('a subscription stopped', () => {
+  it('is one subscription.stopped; replayed it adds none, and a cancel through the service is answered 409 without PayHere', async () => {
+    const { orderId, subscriptionId } = await subscribed();
+    const stopped = await stop(subscriptionId);
+
+    await deliver(orderId, stopped);
+    await deliver(orderId, stopped);
+    const callsBefore = sandbox.arrivals().length;
+    const cancel = await call('cancelSubscription', { id: String(subscriptionId) });
+    const published = await eventsOf(orderId);
+
+    expect(stopped).toMatchObject({ status_code: '-1', message_type: 'RECURRING_STOPPED' });
+    expect(cancel.statusCode).toBe(409);
+    expect(sandbox.arrivals().length).toBe(callsBefore);
+    expect(types(published)).toEqual([
+      'subscription.created',
+      'subscription.installment_paid',
+      'subscription.stopped',
+    ]);
+    expect(published[2]!.data).toEqual({
+      order_id: orderId,
+      kind: 'recurring',
+      subscription_id: String(subscriptionId),
+      subscription_status: 'CANCELLED',
+    });
+    expect(await ledger.getOrder(orderId)).toMatchObject({
+      state: 'succeeded',
+      subscriptionStatus: 'CANCELLED',
+      nextInstallment: null,
+    });
+  });
+
+  it('before its last installment’s success and failure arrive: each counted as PayHere’s records show, nothing moved back', async () => {
+    const { orderId, subscriptionId } = await subscribed();
+    const paid = await installment(subscriptionId, 'success');
+    const failed = await installment(subscriptionId, 'decline');
+    const stopped = await stop(subscriptionId);
+
+    await deliver(orderId, stopped);
+    await deliver(orderId, paid);
+    await deliver(orderId, failed);
+    const published = await eventsOf(orderId);
+    const order = await ledger.getOrder(orderId);
+
+    // The stop's read of PayHere's payments counted the installment paid before it.
+    expect(types(published)).toEqual([
+      'subscription.created',
+      'subscription.installment_paid',
+      'subscription.stopped',
+    ]);
+    expect(published[1]!.data).toMatchObject({ installments_paid: 2 });
+    expect(order).toMatchObject({
+      subscriptionStatus: 'CANCELLED',
+      failedInstallment: null,
+      installmentsPaid: 2,
+    });
+    await expectEventsReplayOrders([order!]);
+  });
+
+  it('whose write was applied and its answer lost is still one subscription.stopped', async () => {
+    const { orderId, subscriptionId } = await subscribed();
+    await deliver(orderId, await installment(subscriptionId, 'success'));
+    const stopped = await stop(subscriptionId);
+    // The right to ask and the installments are written; the status's write lands and its answer is lost.
+    await checkedSecondsAgo(orderId, 'notification', 60);
+    await injectDynamoDbFault({
+      operation: 'UpdateItem',
+      table: process.env.LEDGER_TABLE!,
+      keyPrefix: `order#${orderId}`,
+      fault: { kind: 'slow', ms: 0 },
+    });
+    await injectDynamoDbFault({
+      operation: 'UpdateItem',
+      table: process.env.LEDGER_TABLE!,
+      keyPrefix: `order#${orderId}`,
+      fault: { kind: 'applyAndLose' },
+    });
+
+    const answer = await notify(stopped);
+    const published = await eventsOf(orderId);
+
+    expect(answer.statusCode).toBe(200);
+    expect(await pendingDynamoDbFaults()).toBe(0);
+    expect(types(published).filter((type) => type === 'subscription.stopped')).toHaveLength(1);
+    expect((await ledger.getOrder(orderId))?.subscriptionStatus).toBe('CANCELLED');
+  });
+  it('within 10 s of its order’s last confirmation asks PayHere nothing and records nothing', async () => {
+    const { orderId, subscriptionId } = await subscribed();
+    const stopped = await stop(subscriptionId);
+    const callsBefore = sandbox.arrivals().length;
+
+    // The subscription's own notification confirmed it a moment ago: the right to ask is spent.
+    await notify(stopped);
+    const published = await eventsOf(orderId);
+
+    expect(sandbox.arrivals().length).toBe(callsBefore);
+    expect(types(published)).toEqual(['subscription.created']);
+    expect((await ledger.getOrder(orderId))?.subscriptionStatus).toBeNull();
+  });
+});
+
+describe('a subscription completed', () => {
+  it('is one subscription.completed; replayed it adds none, and no later cancel or failure records another end', async () => {
+    const { orderId, subscriptionId } = await subscribed();
+    const completed = await complete(subscriptionId);
+
+    await deliver(orderId, completed);
+    await deliver(orderId, completed);
+    const cancel = await call('cancelSubscription', { id: String(subscriptionId) });
+    const published = await eventsOf(orderId);
+
+    expect(completed).toMatchObject({ status_code: '2', message_type: 'RECURRING_COMPLETE' });
+    expect(cancel.statusCode).toBe(409);
+    expect(types(published)).toEqual([
+      'subscription.created',
+      'subscription.installment_paid',
+      'subscription.completed',
+    ]);
+    expect((await ledger.getOrder(orderId))?.subscriptionStatus).toBe('COMPLETED');
+  });
+
+  it('by its last installment is recorded from that installment’s notification: paid, then completed', async () => {
+    const { orderId, subscriptionId } = await subscribed('2 Month');
+    const last = await installment(subscriptionId, 'success');
+
+    await deliver(orderId, last);
+    const published = await eventsOf(orderId);
+
+    expect(last.item_rec_date_next).toBe('');
+    expect(types(published)).toEqual([
+      'subscription.created',
+      'subscription.installment_paid',
+      'subscription.completed',
+    ]);
+    expect(published[1]!.data).toMatchObject({ installments_paid: 2, next_installment: null });
+    expect(await ledger.getOrder(orderId)).toMatchObject({
+      subscriptionStatus: 'COMPLETED',
+      installmentsPaid: 2,
+      nextInstallment: null,
+    });
+  });
+});
+
+describe('a subscription cancelled through the service', () => {
+  it('is one subscription.cancelled; PayHere’s stop notification of it then adds none', async () => {
+    const { orderId, subscriptionId } = await subscribed();
+
+    const cancelled = await call('cancelSubscription', { id: String(subscriptionId) });
+    const stopped = await stop(subscriptionId);
+    await deliver(orderId, stopped);
+    const published = await eventsOf(orderId);
+
+    expect(cancelled.statusCode).toBe(200);
+    // The stop's read of PayHere's payments counted the first installment: the one event it adds.
+    expect(types(published)).toEqual([
+      'subscription.created',
+      'subscription.cancelled',
+      'subscription.installment_paid',
+    ]);
+    expect((await ledger.getOrder(orderId))?.subscriptionStatus).toBe('CANCELLED');
+  });
+});
