@@ -25,6 +25,7 @@ import { buildCandidates, candidatesSection, DECISIONS, type Decision } from './
 import { type ColdRequest, DYNAMODB_READS, DYNAMODB_WRITES, dynamodbCount, measureCold } from './cold.ts';
 import { customerReadsSection, measureCustomerReads } from './customers.ts';
 import { startBenchEnvironment } from './environment.ts';
+import { measureEventDelivery } from './events.ts';
 import { fairnessSection, runFairness } from './fairness.ts';
 import { FIRST_ANSWER_BUDGET, firstAnswerSection, measureFirstAnswer } from './first-answer.ts';
 import { firstAnswerBundles, modelFromArgs } from './first-answer-cli.ts';
@@ -210,6 +211,28 @@ if (settleOnly) {
  * 3. Warm overhead: each function in a process of its own, as a warm container holds it; its
  * lines said, its budget's misses added to `failures`.
  */
+/** How many charges the event delivery section follows to the receiver, after how many to warm up. */
+const EVENT_CHARGES = { count: 200, warmUp: 20 };
+
+/** The event delivery section, where the charge is among `functions`. */
+async function eventDelivery(
+  functions: readonly { name: string; bundle: string }[],
+  environment: Awaited<ReturnType<typeof startBenchEnvironment>>,
+): Promise<void> {
+  const charge = functions.find((fn) => fn.name === 'charge');
+  if (!charge) return;
+  console.error(`event delivery: ${EVENT_CHARGES.count} charges followed to the merchant's receiver...`);
+  const section = await measureEventDelivery(
+    charge.bundle,
+    environment,
+    EVENT_CHARGES.count,
+    EVENT_CHARGES.warmUp,
+  );
+  say();
+  for (const line of section.lines) say(line);
+  failures.push(...section.failures);
+}
+
 async function warmOverhead(
   functions: readonly { name: string; bundle: string }[],
   environment: Awaited<ReturnType<typeof startBenchEnvironment>>,
@@ -279,6 +302,7 @@ if (warmAt >= 0) {
     say();
     say(`Load average ${loadBefore} when it began.`);
     await warmOverhead(selected, environment);
+    await eventDelivery(selected, environment);
   } finally {
     await environment.close();
   }
@@ -465,6 +489,7 @@ try {
 
   if (!countsOnly) {
     await warmOverhead(packaged, environment);
+    await eventDelivery(packaged, environment);
 
     // 4. What the metrics and the audit trail add to a request.
     console.error('observability: metrics and audit lines on against off...');

@@ -100,9 +100,11 @@ export class DynamoDbFaultController {
     this.#queue = table === undefined ? [] : this.#queue.filter((entry) => entry.match.table !== table);
   }
 
-  /** How many fault uses are left (Infinity if one is unlimited). */
-  pending(): number {
-    return this.#queue.reduce((sum, entry) => sum + entry.remaining, 0);
+  /** How many fault uses are left (Infinity if one is unlimited), or only those injected for `table`. */
+  pending(table?: string): number {
+    return this.#queue
+      .filter((entry) => table === undefined || entry.match.table === table)
+      .reduce((sum, entry) => sum + entry.remaining, 0);
   }
 
   /** The fault for this request, consumed in the order injected; undefined when there is none. */
@@ -221,8 +223,8 @@ function reply(res: ServerResponse, status: number, body: unknown): void {
 }
 
 // Infinity does not survive JSON.stringify; say it in words.
-function pendingOf(faults: DynamoDbFaultController): number | string {
-  const pending = faults.pending();
+function pendingOf(faults: DynamoDbFaultController, table?: string): number | string {
+  const pending = faults.pending(table);
   return Number.isFinite(pending) ? pending : 'Infinity';
 }
 
@@ -239,7 +241,7 @@ async function jsonBody(req: IncomingMessage): Promise<unknown> {
 
 /**
  * `POST /__dynamodb/faults` injects (`{ operation, table?, keyPrefix?, fault, times? }`), `GET`
- * answers `{ pending }`, `DELETE` clears (`?table=`: that table's only): for a server whose requests come from another process
+ * answers `{ pending }`, `DELETE` clears (`?table=`: that table's faults only, for both): for a server whose requests come from another process
  * (serverless-offline's workers, `npm start`), which cannot reach `faults` itself.
  */
 export async function handleFaultControl(
@@ -262,7 +264,7 @@ export async function handleFaultControl(
       return reply(res, 200, { pending: pendingOf(faults) });
     }
     case 'GET':
-      return reply(res, 200, { pending: pendingOf(faults) });
+      return reply(res, 200, { pending: pendingOf(faults, searchParams.get('table') ?? undefined) });
     case 'DELETE':
       faults.clear(searchParams.get('table') ?? undefined);
       return reply(res, 200, { pending: pendingOf(faults) });

@@ -304,7 +304,7 @@ describe('the fault controls over HTTP', () => {
     expect(local.faults.pending()).toBe(0);
   });
 
-  it('clears one table’s faults and leaves another’s, which a file running beside it injected', async () => {
+  it('counts and clears one table’s faults, leaving another’s, which a file running beside it injected', async () => {
     await injectDynamoDbFault(
       { operation: 'UpdateItem', table: 'ours', fault: { kind: 'status500' }, times: Infinity },
       local.endpoint,
@@ -314,8 +314,11 @@ describe('the fault controls over HTTP', () => {
       local.endpoint,
     );
 
+    const ours = await pendingDynamoDbFaults(local.endpoint, 'ours');
     await clearDynamoDbFaults(local.endpoint, 'ours');
 
+    expect(ours).toBe('Infinity');
+    expect(await pendingDynamoDbFaults(local.endpoint, 'ours')).toBe(0);
     expect(await pendingDynamoDbFaults(local.endpoint)).toBe(2);
     await clearDynamoDbFaults(local.endpoint);
   });

@@ -264,7 +264,7 @@ describe('a subscription stopped', () => {
     const published = await eventsOf(orderId);
 
     expect(answer.statusCode).toBe(200);
-    expect(await pendingDynamoDbFaults()).toBe(0);
+    expect(await pendingDynamoDbFaults(undefined, process.env.LEDGER_TABLE)).toBe(0);
     expect(types(published).filter((type) => type === 'subscription.stopped')).toHaveLength(1);
     expect((await ledger.getOrder(orderId))?.subscriptionStatus).toBe('CANCELLED');
   });

@@ -42,11 +42,17 @@ export function injectDynamoDbFault(
   });
 }
 
-/** How many fault uses are left ('Infinity' if one is unlimited). */
+/** How many fault uses are left ('Infinity' if one is unlimited); with `table`, of that table's faults only. */
 export function pendingDynamoDbFaults(
   endpoint: string = inject('dynamodbEndpoint'),
+  table?: string,
 ): Promise<number | 'Infinity'> {
-  return control(endpoint, 'GET');
+  return control(
+    endpoint,
+    'GET',
+    undefined,
+    table === undefined ? '' : `?table=${encodeURIComponent(table)}`,
+  );
 }
 
 /**

@@ -13,16 +13,27 @@ export async function startOfflineAgainst(
   sandbox: Sandbox,
   env: Record<string, string>,
 ): Promise<{ offline: Offline; api: string }> {
-  const offline = await startOffline({
-    port: await freePort(),
-    lambdaPort: await freePort(),
-    env: {
-      ...sandboxGatewayEnv(sandbox.url),
-      LOG_LEVEL: 'silent',
-      ...env,
-    },
+  const offline = await startOfflineOnFreePorts({
+    ...sandboxGatewayEnv(sandbox.url),
+    LOG_LEVEL: 'silent',
+    ...env,
   });
   return { offline, api: `${offline.baseUrl}/gateway/api` };
+}
+
+/**
+ * serverless-offline on two loopback ports free when it starts. A port found free can be taken by
+ * another process of the run before serverless-offline listens on it (EADDRINUSE): it is started
+ * again on others, at most three times.
+ */
+async function startOfflineOnFreePorts(env: Record<string, string>): Promise<Offline> {
+  for (let attempt = 1; ; attempt++) {
+    try {
+      return await startOffline({ port: await freePort(), lambdaPort: await freePort(), env });
+    } catch (error) {
+      if (attempt >= 3 || !String(error).includes('EADDRINUSE')) throw error;
+    }
+  }
 }
 
 /** Each caller's share as serverless.yml deploys it (the tests' environment makes them generous). */
@@ -62,6 +73,6 @@ export async function startOfflineAsDeployed(
     GATEWAY_RATE_LIMIT: '20/10000',
     LOG_LEVEL: 'silent',
   };
-  const offline = await startOffline({ port: await freePort(), lambdaPort: await freePort(), env });
+  const offline = await startOfflineOnFreePorts(env);
   return { offline, base: `${offline.baseUrl}/gateway/api`, env };
 }
