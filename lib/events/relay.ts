@@ -76,7 +76,10 @@ export class EventRelay {
       const now = this.#now();
       const endpoints = this.#endpoints();
       const events = entries.map((entry, i) => eventBody(object, first + i, entry));
-      const written = await Promise.all(events.map((event) => this.#events.publish(event, now, endpoints)));
+      // A millisecond apart, in sequence: the feed lists an object's events published together in order.
+      const written = await Promise.all(
+        events.map((event, i) => this.#events.publish(event, now + i, endpoints)),
+      );
       published.push(...events.filter((_, i) => written[i]));
       const emptied = await sendConditional(
         this.#client,

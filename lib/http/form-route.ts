@@ -4,6 +4,7 @@ import type * as z from 'zod/mini';
 import { callers } from '../budget/caller-shares.ts';
 import { InvalidRequestError, UnsupportedMediaTypeError } from '../envelope/errors.ts';
 import { setLogContext } from '../log/log.ts';
+import { counted } from '../net/background.ts';
 import { requestDeadline } from './deadline.ts';
 import { headerValues } from './headers.ts';
 import { envelopeErrors } from './middleware.ts';
@@ -74,7 +75,7 @@ export function formRoute<Body>(
   handler: (request: FormRequest<Body>) => Promise<Result>,
 ) {
   // The options travel with the handler, as route()'s do, for the API description's tests.
-  return Object.assign(formStack(options, handler), { route: { ...options, form: true as const } });
+  return Object.assign(counted(formStack(options, handler)), { route: { ...options, form: true as const } });
 }
 
 function formStack<Body>(

@@ -6,6 +6,7 @@ import { callers } from '../budget/caller-shares.ts';
 import { WRITES_AFTER_ANSWER_MS } from '../config/dynamodb.ts';
 import { type FieldError, InvalidRequestError } from '../envelope/errors.ts';
 import { type IdempotencyOptions, runIdempotent } from '../idempotency/idempotent.ts';
+import { counted } from '../net/background.ts';
 import { authenticate } from './auth/middleware.ts';
 import type { Scope } from './auth/scopes.ts';
 import { type Caller, callerOf } from './caller.ts';
@@ -101,7 +102,8 @@ export function route<Body = undefined, Path = undefined, Query = undefined>(
   options: RouteOptions<Body, Path, Query>,
   handler: (request: ValidRequest<Body, Path, Query>) => Promise<Result>,
 ) {
-  return Object.assign(stackFor(options, handler), { route: options });
+  // Counted while it answers: work left for after the answer waits for it (lib/net/background.ts).
+  return Object.assign(counted(stackFor(options, handler)), { route: options });
 }
 
 function stackFor<Body, Path, Query>(

@@ -37,3 +37,39 @@ export function inBackground(work: () => Promise<unknown>): Promise<void> {
 export async function backgroundSettled(): Promise<void> {
   while (running.size > 0) await Promise.all(running);
 }
+
+/** Requests this container is answering now (route() and formRoute() count them). */
+let answering = 0;
+/** Work waiting for the container's requests to be answered. */
+let waiting: Array<() => Promise<unknown>> = [];
+
+/**
+ * `handler`, counted while it answers: work left for after the answer (afterAnswer) waits until no
+ * request of the container is being answered, so that it never competes with one.
+ */
+export function counted<A extends unknown[], R>(
+  handler: (...args: A) => Promise<R>,
+): (...args: A) => Promise<R> {
+  return async (...args: A) => {
+    answering++;
+    try {
+      return await handler(...args);
+    } finally {
+      answering--;
+      if (answering === 0) {
+        const ready = waiting;
+        waiting = [];
+        for (const work of ready) inBackground(work);
+      }
+    }
+  };
+}
+
+/**
+ * Start `work` in the background once every request the container is answering has its answer
+ * (at once, in the background, when none is: a scheduled job, a test calling a store).
+ */
+export function afterAnswer(work: () => Promise<unknown>): void {
+  if (answering === 0) inBackground(work);
+  else waiting.push(work);
+}

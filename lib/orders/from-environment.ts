@@ -7,13 +7,14 @@ import {
   wholeNumber,
 } from '../config/config.ts';
 import { credentialsFor } from '../config/secrets.ts';
+import type { AttributeValue } from '../dynamodb/index.ts';
 import { eventRelayFromEnvironment } from '../events/from-environment.ts';
 import type { EventRelay } from '../events/relay.ts';
 import { createPayHere, type PayHere, payHereFromEnvironment } from '../gateway/index.ts';
 import { idempotencyStoreFromEnvironment } from '../idempotency/from-environment.ts';
 import { ledgerFromEnvironment, reconciliationReadsFromEnvironment } from '../ledger/from-environment.ts';
 import type { LedgerStore } from '../ledger/store.ts';
-import { inBackground } from '../net/background.ts';
+import { afterAnswer } from '../net/background.ts';
 import {
   paymentSnapshotsFromEnvironment,
   sharedReadStoreFromEnvironment,
@@ -44,6 +45,8 @@ import { SubscriptionCancels } from './subscriptions.ts';
 
 /** The container's relay of the ledger's events to the events table, made with its first ledger. */
 let relay: EventRelay | undefined;
+/** Items whose events wait for the relay, with the outbox as their latest write left it (undefined: read it). */
+const unpublished = new Map<string, Record<string, AttributeValue> | undefined>();
 
 /**
  * The container's ledger, whose writes that record events have them published after the answer
@@ -54,8 +57,15 @@ export function ledgerWithEvents(): LedgerStore {
   relay ??= eventRelayFromEnvironment(() => webhookEndpointIds());
   const events = relay;
   return ledgerFromEnvironment(process.env, (pk, written) => {
-    inBackground(async () => {
-      const published = await events.publish(pk, written);
+    // One relay per item, after the answer: a request that writes two events on one item (a
+    // refund's slot, then its outcome) publishes both at once, and never while it is answering.
+    const queued = unpublished.has(pk);
+    unpublished.set(pk, queued && unpublished.get(pk) === undefined ? undefined : written);
+    if (queued) return;
+    afterAnswer(async () => {
+      const latest = unpublished.get(pk);
+      unpublished.delete(pk);
+      const published = await events.publish(pk, latest);
       // Delivered at once where the endpoint is local; deployed, by deliverWebhooks' next run.
       await deliverSoon(published.map((event) => event.id));
     });

@@ -1,6 +1,6 @@
 import { setImmediate } from 'node:timers/promises';
 import { describe, expect, it, vi } from 'vitest';
-import { backgroundSettled, inBackground } from '../../lib/net/background.ts';
+import { afterAnswer, backgroundSettled, counted, inBackground } from '../../lib/net/background.ts';
 import { captureLogs } from '../helpers/logs.ts';
 
 describe('work in the background', () => {
@@ -65,5 +65,59 @@ describe('work in the background', () => {
       process.off('unhandledRejection', onUnhandled);
       vi.unstubAllEnvs();
     }
+  });
+});
+
+describe('work left for after the answer', () => {
+  it('waits until every request the container answers has its answer, then starts', async () => {
+    const events: string[] = [];
+    let finishSecond: () => void = () => {};
+    const handler = counted(async (name: string, wait: boolean) => {
+      afterAnswer(async () => {
+        events.push(`relay of ${name}`);
+      });
+      if (wait) await new Promise<void>((resolve) => (finishSecond = resolve));
+      events.push(`${name} answered`);
+      return name;
+    });
+
+    const second = handler('second', true);
+    await handler('first', false);
+    await setImmediate();
+    const whileSecondAnswers = [...events];
+    finishSecond();
+    await second;
+    await backgroundSettled();
+
+    expect(whileSecondAnswers).toEqual(['first answered']);
+    expect(events).toEqual(['first answered', 'second answered', 'relay of second', 'relay of first']);
+  });
+
+  it('starts at once, in the background, when no request is being answered', async () => {
+    const events: string[] = [];
+
+    afterAnswer(async () => {
+      events.push('relay');
+    });
+    const before = [...events];
+    await backgroundSettled();
+
+    expect(before).toEqual([]);
+    expect(events).toEqual(['relay']);
+  });
+
+  it('waits for a request that failed too', async () => {
+    const events: string[] = [];
+    const failing = counted(async () => {
+      afterAnswer(async () => {
+        events.push('relay');
+      });
+      throw new Error('refused');
+    });
+
+    await expect(failing()).rejects.toThrow('refused');
+    await backgroundSettled();
+
+    expect(events).toEqual(['relay']);
   });
 });
