@@ -8,7 +8,7 @@ import { SEED } from '../../sandbox/server.ts';
 import { clearDynamoDbFaults, injectDynamoDbFault } from '../helpers/dynamodb-faults.ts';
 import { call, useTestGateway } from '../helpers/gateway.ts';
 import { notify, signed } from '../helpers/notifications.ts';
-import { customer, customerToken, testLedger } from '../helpers/orders.ts';
+import { customer, customerToken, newOrder, testLedger } from '../helpers/orders.ts';
 import { localClient } from '../idempotency/fixtures.ts';
 import { chargeBody } from '../resilience/fixtures.ts';
 import { accessToken, apiClient } from '../sandbox/helpers.ts';
@@ -268,26 +268,7 @@ describe('the relay', () => {
   it('publishes what a container left in an outbox, once, however many run it at once', async () => {
     // An order moved by a ledger that tells no relay (a container frozen after its write).
     const orderId = `events-left-${Date.now()}`;
-    await ledger.createOrder({
-      orderId,
-      owner: alice,
-      kind: 'payment',
-      items: 'Door bell',
-      currency: 'LKR',
-      amountCents: 1000,
-      recurrence: null,
-      duration: null,
-      startupFeeCents: null,
-      customerToken: null,
-      authorizationToken: null,
-      subscriptionId: null,
-      card: null,
-      custom1: null,
-      custom2: null,
-      lineItems: null,
-      customerDetails: null,
-      metadata: null,
-    });
+    await ledger.createOrder(newOrder({ orderId, owner: alice, kind: 'payment' }));
     const order = (await ledger.getOrder(orderId))!;
     await applyEvidence(ledger, order, 'notified_pending');
     const relay = () =>
