@@ -13,6 +13,7 @@ import {
   UpdateItemCommand,
   type UpdateItemCommandInput,
 } from '../lib/dynamodb/index.ts';
+import { LedgerStore } from '../lib/ledger/store.ts';
 import { SHARED_READS, SharedReadStore } from '../lib/reads/store.ts';
 import { SANDBOX_CREDENTIALS } from '../sandbox/server.ts';
 import { type GatewayRouteName, IDEMPOTENT_ROUTES } from '../tests/helpers/routes.ts';
@@ -365,6 +366,34 @@ export function bareFloor(
   }
 
   /**
+   * A merchant's refund of a payment between the ledger's refund bookkeeping, the same requests
+   * lib/orders/refunds.ts sends, through the ledger's own store (lib/ledger/), without events: the
+   * payment's refund slot taken (one refund in flight), what is left read (its reference, then its
+   * order and its refund item, at once), the refund sent, its outcome recorded, then its order looked
+   * up again and its kept payments dropped.
+   */
+  const ledger = new LedgerStore({ client: dynamodb, table: plan.ledgerTable });
+  async function withRefundLedger(call: UpstreamCall, exchange: () => Promise<string>): Promise<string> {
+    const refund = JSON.parse(call.body!) as { payment_id?: number; amount?: number };
+    if (refund.payment_id === undefined) return exchange();
+    const paymentId = String(refund.payment_id);
+    const key = `bench#${crypto.randomUUID()}`;
+    const amountCents = refund.amount === undefined ? null : Math.round(refund.amount * 100);
+    await ledger.takeRefundSlot(paymentId, { key, takenAt: Date.now(), amountCents, by: 'bench' });
+    const orderId = (await ledger.lookup('payment', paymentId))?.orderId;
+    await Promise.all([
+      orderId === undefined ? undefined : ledger.getOrder(orderId),
+      ledger.paymentRefunds(paymentId),
+    ]);
+    const body = await exchange();
+    const refundId = (JSON.parse(body) as { data?: { refund_id?: number } }).data?.refund_id ?? null;
+    await ledger.finishRefund(paymentId, key, { accepted: { amountCents, refundId } });
+    const order = (await ledger.lookup('payment', paymentId))?.orderId;
+    if (order !== undefined) await ledger.dropPayments(order);
+    return body;
+  }
+
+  /**
    * Each caller's share (lib/budget/caller-shares.ts): before its slot, every PayHere call of a
    * caller (the bench calls as the merchant) counts against the caller's share with one conditional
    * write; the floor sends that very write (shareWrite), on a caller of its own.
@@ -436,9 +465,15 @@ export function bareFloor(
           sharedLookups([SHARED_READS.subscription(id).key, SHARED_READS.subscriptions.key]),
         ]);
       }
-      // The merchant's charge also takes and settles its order in the ledger (the bench calls as the merchant).
+      // The merchant's charge also takes and settles its order in the ledger, and a refund its
+      // payment's refund slot (the bench calls as the merchant).
       const upstream = async () => {
-        const body = route === 'charge' ? await withLedger(call, () => exchange(call)) : await exchange(call);
+        const body =
+          route === 'charge'
+            ? await withLedger(call, () => exchange(call))
+            : route === 'refund'
+              ? await withRefundLedger(call, () => exchange(call))
+              : await exchange(call);
         await dropsAfter(route, call);
         return body;
       };
