@@ -10,8 +10,10 @@ import { once } from 'node:events';
 import { readFileSync } from 'node:fs';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
+import path from 'node:path';
 import { pathToFileURL } from 'node:url';
 import type { APIGatewayProxyResult } from 'aws-lambda';
+import { ROOT } from './build.ts';
 import type { EventsPlan, EventsSamples } from './events.ts';
 
 const plan = JSON.parse(readFileSync(process.argv[2]!, 'utf8')) as EventsPlan;
@@ -34,7 +36,9 @@ await once(receiver, 'listening');
 process.env.MERCHANT_WEBHOOK_URL = `http://127.0.0.1:${(receiver.address() as AddressInfo).port}/events`;
 process.env.MERCHANT_WEBHOOK_SECRET = plan.secret;
 
-const { handler } = (await import(pathToFileURL(plan.bundle).href)) as { handler: Handler };
+const { handler } = (await import(pathToFileURL(path.resolve(ROOT, plan.bundle)).href)) as {
+  handler: Handler;
+};
 const samples: EventsSamples = { answerMs: [], deliveredMs: [], statusCodes: [] };
 
 for (const [i, request] of plan.requests.entries()) {

@@ -1,6 +1,6 @@
 import { execFile } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { writeFile } from 'node:fs/promises';
+import { rm, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { promisify } from 'node:util';
 import { OUT, ROOT } from './build.ts';
@@ -11,6 +11,7 @@ const run = promisify(execFile);
 const CHILD = path.join(ROOT, 'bench', 'events-child.ts');
 
 export interface EventsPlan {
+  /** The charge's bundle, from the repository's root (the plan names no path of this machine). */
   bundle: string;
   warmUp: number;
   secret: string;
@@ -43,18 +44,24 @@ export async function measureEventDelivery(
     requests.push({ orderId, event });
   }
   const plan: EventsPlan = {
-    bundle: chargeBundle,
+    bundle: path.relative(ROOT, chargeBundle),
     warmUp,
     secret: `whsec_${randomBytes(32).toString('base64')}`,
     requests,
   };
   const planFile = path.join(OUT, 'events-charge.json');
   await writeFile(planFile, JSON.stringify(plan));
-  const { stdout } = await run(process.execPath, [CHILD, planFile], {
-    env: { ...process.env, ...environment.env },
-    maxBuffer: 64 * 1024 * 1024,
-    timeout: 300_000,
-  });
+  let stdout: string;
+  try {
+    ({ stdout } = await run(process.execPath, [CHILD, planFile], {
+      env: { ...process.env, ...environment.env },
+      maxBuffer: 64 * 1024 * 1024,
+      timeout: 300_000,
+    }));
+  } finally {
+    // The plan holds this run's secret and requests: it is for this run alone.
+    await rm(planFile, { force: true });
+  }
   const samples = JSON.parse(stdout.trim().split('\n').at(-1)!) as EventsSamples;
   const missing = samples.deliveredMs.filter((ms) => Number.isNaN(ms)).length;
   const delivered = samples.deliveredMs.filter((ms) => !Number.isNaN(ms));

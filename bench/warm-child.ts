@@ -5,15 +5,18 @@
  * line. Usage: node bench/warm-child.ts <plan.json>; prints one JSON line.
  */
 import { readFileSync } from 'node:fs';
+import path from 'node:path';
 import { pathToFileURL } from 'node:url';
 import type { APIGatewayProxyResult } from 'aws-lambda';
+import { ROOT } from './build.ts';
 import type { UpstreamCall } from './environment.ts';
 import { bareFloor, type FloorWrites, type WarmPlan, type WarmSamples } from './warm.ts';
 
 const plan = JSON.parse(readFileSync(process.argv[2]!, 'utf8')) as WarmPlan;
 type Handler = (event: unknown, context: unknown) => Promise<APIGatewayProxyResult>;
 const importHandler = async (query = '') =>
-  ((await import(`${pathToFileURL(plan.bundle).href}${query}`)) as { handler: Handler }).handler;
+  ((await import(`${pathToFileURL(path.resolve(ROOT, plan.bundle)).href}${query}`)) as { handler: Handler })
+    .handler;
 
 const handler = await importHandler();
 /**

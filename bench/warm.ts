@@ -1,5 +1,5 @@
 import { execFile } from 'node:child_process';
-import { writeFile } from 'node:fs/promises';
+import { rm, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { promisify } from 'node:util';
 import { Pool } from 'undici';
@@ -26,6 +26,7 @@ const CHILD = path.join(ROOT, 'bench', 'warm-child.ts');
 /** What the warm runner needs: requests prepared ahead, and where the floor sends its own. */
 export interface WarmPlan {
   route: GatewayRouteName;
+  /** The function's bundle, from the repository's root (the plan names no path of this machine). */
   bundle: string;
   warmUp: number;
   /**
@@ -518,7 +519,7 @@ export async function measureWarm(
   const plan: WarmPlan = {
     route,
     mode,
-    bundle,
+    bundle: path.relative(ROOT, bundle),
     warmUp,
     requests,
     resetStateFirst: route === 'retrySubscription' || route === 'cancelSubscription',
@@ -530,11 +531,16 @@ export async function measureWarm(
   };
   const planFile = path.join(OUT, `warm-${route}-${mode}.json`);
   await writeFile(planFile, JSON.stringify(plan));
-  const { stdout } = await run(process.execPath, [CHILD, planFile], {
-    env: { ...process.env, ...environment.env },
-    // Every request writes its metrics (and, in observability mode, its audit line) to stdout.
-    maxBuffer: 256 * 1024 * 1024,
-    timeout: 300_000,
-  });
-  return JSON.parse(stdout.trim().split('\n').at(-1)!) as WarmSamples;
+  try {
+    const { stdout } = await run(process.execPath, [CHILD, planFile], {
+      env: { ...process.env, ...environment.env },
+      // Every request writes its metrics (and, in observability mode, its audit line) to stdout.
+      maxBuffer: 256 * 1024 * 1024,
+      timeout: 300_000,
+    });
+    return JSON.parse(stdout.trim().split('\n').at(-1)!) as WarmSamples;
+  } finally {
+    // The plan holds this run's loopback ports: it is for this run alone.
+    await rm(planFile, { force: true });
+  }
 }

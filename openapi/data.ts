@@ -1,5 +1,6 @@
 import * as z from 'zod/mini';
 import type { EventPage } from '../lib/events/feed.ts';
+import type { EventType } from '../lib/events/types.ts';
 import { SubscriptionList } from '../lib/gateway/schemas.ts';
 import { ORDER_KINDS, ORDER_STATES } from '../lib/ledger/model.ts';
 import type { CheckoutParameters, CheckoutView } from '../lib/orders/checkout.ts';
@@ -244,7 +245,7 @@ export const ReconciliationReportSchema = z.strictObject({
 });
 
 /** An event's envelope (docs/contract.md "Events"), with `type` one of `types` and `data` as they carry it. */
-const event = <T extends readonly [string, ...string[]], D extends z.core.$ZodShape>(
+const event = <const T extends readonly [string, ...string[]], D extends z.core.$ZodShape>(
   types: T,
   objectType: 'order' | 'payment',
   data: D,
@@ -372,7 +373,10 @@ const reportDescribed: Same<keyof z.infer<typeof ReconciliationReportSchema>, ke
 void reportDescribed;
 void parametersDescribed;
 void viewDescribed;
-const eventsDescribed: Same<keyof z.infer<typeof EventPageSchema>, keyof EventPage> = true;
+// Every event type has its schema, and no schema names a type the service never writes.
+type DescribedEventType = z.infer<(typeof EventSchemas)[keyof typeof EventSchemas]>['type'];
+const eventsDescribed: Same<keyof z.infer<typeof EventPageSchema>, keyof EventPage> &
+  Same<DescribedEventType, EventType> = true;
 void eventsDescribed;
 
 /** webhookDeliveries: a page of deliveries, newest event first (lib/webhooks/deliveries.ts). */
