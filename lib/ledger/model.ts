@@ -114,6 +114,12 @@ export interface Order extends Price, OrderDetails {
   /** Epoch ms: when the report is settled as not done if PayHere's records still do not show it. */
   settleAt: number | null;
   /**
+   * Epoch ms: when the settle job reads the order's subscription from PayHere's records, because a
+   * notification of its status or an installment came when the order could not be checked; null
+   * when no such read is due.
+   */
+  standingCheckAt: number | null;
+  /**
    * A hold's authorization token is proven (true: PayHere's own answer gave it, or a capture or
    * release through the service used it) or known only from a notification (false); null for no hold.
    */
@@ -261,6 +267,7 @@ export type NewOrder = Omit<
   | 'reported'
   | 'reportedAt'
   | 'settleAt'
+  | 'standingCheckAt'
   | 'holdVerified'
   | 'paymentsCopy'
   | 'failedAttempts'

@@ -184,7 +184,9 @@ export function fromOrderItem(item: Record<string, AttributeValue>): Order {
       nextInstallment: optionalText(item, 'reportedNextInstallment'),
     },
     reportedAt: optionalNumber(item, 'reportedAt'),
-    settleAt: optionalNumber(item, 'settleAt'),
+    // One settle queue at a time: a report's deadline, or a subscription's standing check.
+    settleAt: item.settleQueue?.S === 'standing' ? null : optionalNumber(item, 'settleAt'),
+    standingCheckAt: item.settleQueue?.S === 'standing' ? optionalNumber(item, 'settleAt') : null,
     holdVerified: item.holdVerified?.BOOL ?? null,
     paymentsCopy: paymentsCopyOf(item),
     duplicatePayments: [...(item.duplicatePayments?.SS ?? [])].sort(),

@@ -84,6 +84,11 @@ export type { LedgerStoreOptions } from './table.ts';
  */
 export const SETTLE_INDEX = 'settle';
 const SETTLE_REPORTED = 'reported';
+/**
+ * The settle index's other queue: running subscriptions whose status PayHere's records are to be
+ * read (`settleAt`: when), because a notification of it came when its order could not be checked.
+ */
+const SETTLE_STANDING = 'standing';
 /** What a report leaves on an order; a settled report removes it all. */
 const REPORT_ATTRIBUTES = [
   '#reportedAt',
@@ -140,6 +145,7 @@ export class LedgerStore extends LedgerTable {
       reported: { paymentId: null, subscriptionId: null, installmentsPaid: null, nextInstallment: null },
       reportedAt: null,
       settleAt: null,
+      standingCheckAt: null,
       holdVerified: null,
       paymentsCopy: null,
       failedAttempts: {},
@@ -475,18 +481,70 @@ export class LedgerStore extends LedgerTable {
    * The orders whose reported success is due for settlement at `now` (the settle index: keys
    * only, read again strongly before acting), oldest first, at most `limit`.
    */
-  async reportedDue(now: number, limit: number): Promise<string[]> {
+  reportedDue(now: number, limit: number): Promise<string[]> {
+    return this.#due(SETTLE_REPORTED, now, limit);
+  }
+
+  /**
+   * The orders whose subscription's standing is due to be read from PayHere's records at `now`
+   * (keys only, read again strongly before acting), oldest first, at most `limit`.
+   */
+  standingDue(now: number, limit: number): Promise<string[]> {
+    return this.#due(SETTLE_STANDING, now, limit);
+  }
+
+  async #due(queue: string, now: number, limit: number): Promise<string[]> {
     const { Items } = await this.client.send(
       new QueryCommand({
         TableName: this.table,
         IndexName: SETTLE_INDEX,
         KeyConditionExpression: '#settleQueue = :queue AND #settleAt <= :now',
         ExpressionAttributeNames: { '#settleQueue': 'settleQueue', '#settleAt': 'settleAt' },
-        ExpressionAttributeValues: { ':queue': { S: SETTLE_REPORTED }, ':now': number(now) },
+        ExpressionAttributeValues: { ':queue': { S: queue }, ':now': number(now) },
         Limit: limit,
       }),
     );
     return (Items ?? []).map((item) => text(item, 'pk').slice('order#'.length));
+  }
+
+  /**
+   * Have the settle job read the order's subscription from PayHere's records at `at`: a
+   * notification of its status could not be confirmed now. An earlier check already due stays
+   * (so a stream of notifications cannot push it back); false when one is, or when the order holds
+   * a report (a subscription the records do not show yet has no standing to read). Applied with
+   * its answer lost, its retry finds its own check and writes nothing.
+   */
+  checkStandingAt(orderId: string, at: number): Promise<boolean> {
+    return this.#updateOrder(
+      orderId,
+      'SET #settleQueue = :standing, #settleAt = :at',
+      'attribute_exists(#subscriptionId) AND attribute_not_exists(#reportedAt) AND ' +
+        '(attribute_not_exists(#settleQueue) OR (#settleQueue = :standing AND #settleAt > :at))',
+      { ':standing': { S: SETTLE_STANDING }, ':at': number(at) },
+    );
+  }
+
+  /**
+   * The standing check due at `at` is done: the order leaves the queue, unless a later
+   * notification asked again meanwhile (its check is then another `at`, and stays).
+   */
+  standingChecked(orderId: string, at: number): Promise<boolean> {
+    return this.#updateOrder(
+      orderId,
+      'REMOVE #settleQueue, #settleAt',
+      '#settleQueue = :standing AND #settleAt = :at',
+      { ':standing': { S: SETTLE_STANDING }, ':at': number(at) },
+    );
+  }
+
+  /** A standing check PayHere could not answer is looked at again at `later`. */
+  postponeStanding(orderId: string, at: number, later: number): Promise<boolean> {
+    return this.#updateOrder(
+      orderId,
+      'SET #settleAt = :later',
+      '#settleQueue = :standing AND #settleAt = :at',
+      { ':standing': { S: SETTLE_STANDING }, ':at': number(at), ':later': number(later) },
+    );
   }
 
   /** A report that could not be settled now is looked at again at `settleAt`. */

@@ -49,6 +49,7 @@ export type CountMetric =
   | 'ReportUnconfirmed'
   | 'SettledRequest'
   | 'SettledReport'
+  | 'SettledStanding'
   | 'UnknownOverAnHour'
   | 'SettleBacklog'
   | 'SettledOpenCharge'

@@ -1,4 +1,4 @@
-// About 450 lines, one file: one notification's path (signature, replay, flow and terms, PayHere's
+// One file, long on purpose: one notification's path (signature, replay, flow and terms, PayHere's
 // confirmation, the move through lib/orders/evidence.ts, audit, installments, what is kept apart),
 // read top to bottom as PayHere's message is handled.
 import { createHash } from 'node:crypto';
@@ -19,7 +19,7 @@ import {
   notifiedAmountFits,
   type Recorded,
 } from '../orders/evidence.ts';
-import { applySubscriptionEvidence } from '../orders/subscription-evidence.ts';
+import { SubscriptionStandings } from '../orders/standings.ts';
 import { sameTerms, termsOf } from '../orders/terms.ts';
 import { forgetWithin, type ReadInvalidation } from '../reads/invalidation.ts';
 import type { Notification } from '../schemas/notification.ts';
@@ -172,6 +172,7 @@ export class NotificationReceiver {
   readonly #credentials: CredentialsProvider;
   readonly #confirmations: Confirmations;
   readonly #invalidation: ReadInvalidation | undefined;
+  readonly #standings: SubscriptionStandings;
   readonly #settleDelayMs: number;
   readonly #keepSeconds: number;
   readonly #failedWindowMs: number;
@@ -193,6 +194,11 @@ export class NotificationReceiver {
     this.#credentials = options.credentials;
     this.#confirmations = options.confirmations;
     this.#invalidation = options.invalidation;
+    this.#standings = new SubscriptionStandings({
+      ledger: options.ledger,
+      confirmations: options.confirmations,
+      forget: (orderId, subscriptionId) => this.#forget(orderId, subscriptionId),
+    });
     this.#settleDelayMs = options.settleDelayMs;
     this.#keepSeconds = (options.keepDays ?? DEFAULT_KEEP_DAYS) * 86_400;
   }
@@ -452,8 +458,11 @@ export class NotificationReceiver {
       countMetric('NotificationTokenConflict');
       return 'unchanged';
     }
+    // A later installment's notification: what cannot be confirmed now is, by the settle job, later.
+    // (The first payment's installment is counted by any later read of the subscription's payments.)
     if (order.kind === 'recurring' && order.state === 'succeeded' && order.subscriptionId) {
-      await this.#installments(notification, order, deadline);
+      if ((await this.#installments(notification, order, deadline)) === 'deferred')
+        await this.#checkStandingLater(order);
     }
     const paymentId = notification.payment_id;
     if (
@@ -511,11 +520,17 @@ export class NotificationReceiver {
 
   /**
    * Every installment carries the same signature, so what a notification says was paid counts only
-   * once PayHere's payments of the subscription show it; until then it is kept as reported.
+   * once PayHere's payments of the subscription show it; until then it is kept as reported
+   * (`deferred`: PayHere was not asked, or could not say).
    */
-  async #installments(notification: Notification, order: Order, deadline: number): Promise<void> {
+  async #installments(
+    notification: Notification,
+    order: Order,
+    deadline: number,
+  ): Promise<'done' | 'deferred'> {
     const subscriptionId = order.subscriptionId!;
-    if (notification.subscription_id !== undefined && notification.subscription_id !== subscriptionId) return;
+    if (notification.subscription_id !== undefined && notification.subscription_id !== subscriptionId)
+      return 'done';
     const paid = (await this.#mayConfirm(order))
       ? await this.#confirmations.installmentsPaid(order, subscriptionId, deadline)
       : undefined;
@@ -533,11 +548,12 @@ export class NotificationReceiver {
         });
         await this.#forget(order.orderId, subscriptionId);
       }
-      return;
+      return 'done';
     }
     const reported = Number(notification.item_rec_install_paid);
     if (Number.isSafeInteger(reported) && reported > 0)
       await this.#ledger.reportInstallments(order.orderId, reported);
+    return 'deferred';
   }
 
   /**
@@ -545,35 +561,26 @@ export class NotificationReceiver {
    * subscription stopped or completed, or nothing more falls due): what PayHere's records show of
    * it is recorded, never what the notification says (its `message_type` is unsigned, and every
    * installment, stop and completion of one subscription is signed alike but for the status code).
-   * One confirmation within the notification's right to ask reads the subscription's payments, then
-   * its record: the installments they show paid are confirmed with their event first, then its
-   * status goes through lib/orders/subscription-evidence.ts (an installment failed, stopped,
-   * completed: each once). A notification that may not ask now records nothing.
+   * One confirmation within the notification's right to ask reads the subscription's standing
+   * (lib/orders/standings.ts). One that may not ask now, or that PayHere cannot answer, records
+   * nothing now and has the settle job read the standing once the right to ask is free again.
    */
   async #subscriptionStanding(notification: Notification, order: Order, deadline: number): Promise<Outcome> {
     const subscriptionId = order.subscriptionId!;
     if (notification.subscription_id !== undefined && notification.subscription_id !== subscriptionId)
       return 'unchanged';
+    // Only a success's next date goes with the installments it confirms; an end has none.
+    const next = notification.status_code === '2' ? nextInstallmentOf(notification) : undefined;
     const standing = (await this.#mayConfirm(order))
-      ? await this.#confirmations.subscriptionStanding(order, subscriptionId, deadline)
+      ? await this.#standings.record(order, subscriptionId, deadline, next)
       : undefined;
-    if (!standing) return 'unchanged';
-    let confirmed = false;
-    const paid = standing.installmentsPaid;
-    if (paid > 0 && (order.installmentsPaid === null || paid > order.installmentsPaid)) {
-      // Only a success's next date goes with the installments it confirms; an end has none.
-      const next = notification.status_code === '2' ? nextInstallmentOf(notification) : undefined;
-      const event = installmentPaid(order, paid, next === undefined ? order.nextInstallment : next);
-      confirmed = await this.#ledger.confirmInstallments(order.orderId, paid, next, [event]);
-      if (confirmed)
-        auditNotification(order, { outcome: 'recorded', subscriptionId, installmentsPaid: paid });
+    if (!standing) {
+      await this.#checkStandingLater(order);
+      return 'unchanged';
     }
-    const seen = {
-      evidence: 'records_show_status',
-      status: standing.status,
-      installmentsPaid: paid,
-    } as const;
-    const applied = await applySubscriptionEvidence(this.#ledger, order, subscriptionId, seen);
+    const { applied, installmentsPaid: paid } = standing;
+    if (standing.confirmed)
+      auditNotification(order, { outcome: 'recorded', subscriptionId, installmentsPaid: paid });
     if ('unchanged' in applied) {
       auditNotification(order, {
         outcome: 'unchanged',
@@ -582,15 +589,8 @@ export class NotificationReceiver {
         why: applied.unchanged,
         statusCode: notification.status_code,
       });
-      if (confirmed) await this.#forget(order.orderId, subscriptionId);
       return 'unchanged';
     }
-    // Kept for the next cancel through the service, answered 409 without PayHere.
-    if (applied.recorded !== 'FAILED')
-      await this.#ledger.setSubscriptionStatus(subscriptionId, applied.recorded).catch((error: unknown) => {
-        log.warn('could not keep a subscription’s state on its reference', { error: describeError(error) });
-      });
-    await this.#forget(order.orderId, subscriptionId);
     countMetric('NotificationRecorded');
     auditNotification(order, {
       outcome: 'recorded',
@@ -600,6 +600,23 @@ export class NotificationReceiver {
       statusCode: notification.status_code,
     });
     return 'recorded';
+  }
+
+  /**
+   * The order's subscription is read from PayHere's records by the settle job once the order's
+   * right to ask is free again: what a notification could not confirm now is confirmed later, not
+   * dropped (PayHere does not send it again). A write that fails is logged: the notification is
+   * answered all the same, and the next one of the subscription asks again.
+   */
+  async #checkStandingLater(order: Order): Promise<void> {
+    try {
+      await this.#ledger.checkStandingAt(order.orderId, Date.now() + CONFIRM_INTERVAL_MS);
+    } catch (error) {
+      log.warn('could not have the settle job check a subscription later', {
+        orderId: order.orderId,
+        error: describeError(error),
+      });
+    }
   }
 
   /**

@@ -8,6 +8,7 @@ import { Confirmations } from '../orders/confirmations.ts';
 import { settleDepsFromEnvironment } from '../orders/from-environment.ts';
 import { MoneySettlement } from '../orders/money-settlement.ts';
 import { OrderReports } from '../orders/reports.ts';
+import { SubscriptionStandings } from '../orders/standings.ts';
 import { CappedTransport } from './capped-transport.ts';
 import { SettleJob, type SettleLimits } from './job.ts';
 import { OpenCharges } from './open-charges.ts';
@@ -49,11 +50,27 @@ export function settleJobFromEnvironment(env: Env = process.env): {
     config: orders,
     ...(deps.invalidation ? { invalidation: deps.invalidation } : {}),
   });
+  // Money's kind of read; within the job every call is idle work anyway (lib/settle/job.ts).
+  const confirmations = new Confirmations({ payhere, reserved: true });
   const reports = new OrderReports({
     ledger: deps.ledger,
-    // Money's kind of read; within the job every call is idle work anyway (lib/settle/job.ts).
-    confirmations: new Confirmations({ payhere, reserved: true }),
+    confirmations,
     keepDays: orders.notificationKeepDays,
+  });
+  const { invalidation } = deps;
+  const standings = new SubscriptionStandings({
+    ledger: deps.ledger,
+    confirmations,
+    ...(invalidation
+      ? {
+          forget: async (orderId: string, subscriptionId: string) => {
+            await Promise.all([
+              invalidation.forgetOrder(orderId),
+              invalidation.forgetSubscription(subscriptionId),
+            ]);
+          },
+        }
+      : {}),
   });
   const store = idempotencyStoreFromEnvironment(env);
   const job = new SettleJob({
@@ -61,6 +78,7 @@ export function settleJobFromEnvironment(env: Env = process.env): {
     ledger: deps.ledger,
     money: new MoneySettlement({ ...deps, chargeEngine }),
     reports,
+    standings,
     openCharges: new OpenCharges({
       ledger: deps.ledger,
       store,

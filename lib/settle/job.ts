@@ -6,6 +6,7 @@ import { describeError, log } from '../log/log.ts';
 import { countMetric } from '../log/metrics.ts';
 import { LOOK_AGAIN_MS, type MoneySettlement, type MoneySubject } from '../orders/money-settlement.ts';
 import type { OrderReports } from '../orders/reports.ts';
+import type { SubscriptionStandings } from '../orders/standings.ts';
 import type { OpenCharges } from './open-charges.ts';
 
 /** How much one run may do: records and reports looked at, and PayHere calls (lib/settle/capped-transport.ts). */
@@ -39,13 +40,15 @@ const RESERVE_MS = 3_000;
  */
 const IN_FLIGHT = 4;
 
-type Item = { request: string } | { charge: string } | { report: string };
+type Item = { request: string } | { charge: string } | { report: string } | { standing: string };
 
 /**
  * The settle job (docs/contract.md "Every unknown resolves"), run on a schedule: every money
  * request whose outcome is unknown (answered 202, or whose Lambda died in flight) and every success
  * a notification reported that PayHere's records did not show, once due (the settle delay after its
- * window), is settled from PayHere's records: done, or not done, or looked at again later.
+ * window), is settled from PayHere's records: done, or not done, or looked at again later; and every
+ * running subscription whose status a notification told of when its order could not be checked has
+ * its standing read from PayHere's records (lib/orders/standings.ts).
  *
  * Its PayHere calls are idle work (lib/budget/limiter.ts): each takes a slot of the shared budget
  * only while the live reserve stays free beside it, and waits for one no later than the run's end,
@@ -60,6 +63,7 @@ export class SettleJob {
   readonly #money: MoneySettlement;
   readonly #reports: OrderReports;
   readonly #openCharges: OpenCharges | undefined;
+  readonly #standings: SubscriptionStandings | undefined;
   readonly #limits: SettleLimits;
   readonly #calls: () => number;
   readonly #now: () => number;
@@ -72,6 +76,8 @@ export class SettleJob {
     reports: OrderReports;
     /** The orders charges still hold open once no request can finish them (the backstop). */
     openCharges?: OpenCharges;
+    /** The subscriptions whose standing a notification could not have read. */
+    standings?: SubscriptionStandings;
     limits: SettleLimits;
     /** PayHere calls made so far (the job's capped transport counts them). */
     calls: () => number;
@@ -88,6 +94,7 @@ export class SettleJob {
     this.#money = options.money;
     this.#reports = options.reports;
     this.#openCharges = options.openCharges;
+    this.#standings = options.standings;
     this.#limits = options.limits;
     this.#calls = options.calls;
     this.#now = options.now ?? Date.now;
@@ -105,20 +112,25 @@ export class SettleJob {
     };
     const now = this.#now();
     const { items } = this.#limits;
-    const [keys, orders, open] = await Promise.all([
+    const [keys, orders, open, standing] = await Promise.all([
       this.#store.due(now, items),
       this.#ledger.reportedDue(now, items),
       this.#openCharges ? this.#openCharges.due(now, items) : [],
+      this.#standings ? this.#ledger.standingDue(now, items) : [],
     ]);
-    // A full page of either may hide more.
-    if (keys.length >= items || orders.length >= items || open.length >= items) run.backlog = true;
-    // Requests, open charges and reports in turn, each oldest first: a backlog of one never starves another.
+    // A full page of any may hide more.
+    if ([keys, orders, open, standing].some((page) => page.length >= items)) run.backlog = true;
+    // Requests, open charges, reports and standings in turn, each oldest first: a backlog of one
+    // never starves another.
     const queue = alternate<Item>(
       alternate<Item>(
         keys.map((request) => ({ request })),
         open.map((charge) => ({ charge })),
       ),
-      orders.map((report) => ({ report })),
+      alternate<Item>(
+        orders.map((report) => ({ report })),
+        standing.map((order) => ({ standing: order })),
+      ),
     );
     let next = 0;
     let started = 0;
@@ -143,7 +155,9 @@ export class SettleJob {
               ? this.#settleRequest(item.request, run, deadline, work)
               : 'charge' in item
                 ? this.#settleOpenCharge(item.charge, run, deadline)
-                : this.#settleReport(item.report, run, deadline, work),
+                : 'report' in item
+                  ? this.#settleReport(item.report, run, deadline, work)
+                  : this.#settleStanding(item.standing, run, deadline, work),
           );
         } catch (error) {
           failed ??= { error };
@@ -248,6 +262,25 @@ export class SettleJob {
     run.stillUnknown++;
     if (this.#now() - order.reportedAt > HOUR_MS) run.overAnHour++;
     await this.#ledger.postponeReport(orderId, this.#now() + LOOK_AGAIN_MS);
+  }
+
+  /** A subscription whose standing a notification could not have read: read now, or looked at later. */
+  async #settleStanding(orderId: string, run: SettleRun, deadline: number, work: IdleWork): Promise<void> {
+    const order = await this.#ledger.getOrder(orderId);
+    const at = order?.standingCheckAt ?? null;
+    // Checked by another run meanwhile, or asked again for later.
+    if (!order || at === null || at > this.#now()) return;
+    run.looked++;
+    if ((await this.#standings!.settle(order, at, deadline - RESERVE_MS)) === 'settled') {
+      run.settled++;
+      return;
+    }
+    if (work.refused) {
+      run.interrupted++;
+      return;
+    }
+    run.stillUnknown++;
+    await this.#ledger.postponeStanding(orderId, at, this.#now() + LOOK_AGAIN_MS);
   }
 }
 

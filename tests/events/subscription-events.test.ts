@@ -2,6 +2,8 @@ import { randomUUID } from 'node:crypto';
 import { afterEach, describe, expect, it } from 'vitest';
 import { type EventBody, EventStore, FEED_SETTLE_MS } from '../../lib/events/store.ts';
 import { backgroundSettled } from '../../lib/net/background.ts';
+import { CONFIRM_INTERVAL_MS } from '../../lib/notifications/receiver.ts';
+import { ledgerWithEvents } from '../../lib/orders/from-environment.ts';
 import {
   clearDynamoDbFaults,
   injectDynamoDbFault,
@@ -10,6 +12,7 @@ import {
 import { call, useTestGateway } from '../helpers/gateway.ts';
 import { notify } from '../helpers/notifications.ts';
 import { checkedSecondsAgo, customer, testLedger } from '../helpers/orders.ts';
+import { ownIdempotencyTable, settleJob as settleJobOver } from '../helpers/settle.ts';
 import { localClient } from '../idempotency/fixtures.ts';
 import { expectEventsReplayOrders } from './replay.ts';
 
@@ -19,6 +22,8 @@ import { expectEventsReplayOrders } from './replay.ts';
  * and once: through the handlers in-process against the sandbox (which plays PayHere's scheduler
  * and keeps its records) and the local DynamoDB, with its faults.
  */
+// The settle job's own idempotency table, set before the handlers load.
+const store = await ownIdempotencyTable();
 const sandbox = useTestGateway({ beforeEachTest: 'keepTokens' });
 const ledger = testLedger();
 const client = localClient();
@@ -37,6 +42,15 @@ async function eventsOf(orderId: string): Promise<EventBody[]> {
 }
 
 const types = (list: EventBody[]) => list.map((event) => event.type);
+
+/** The settle job's ledger tells the relay, as the scheduled function's does. */
+const settleJob = (later: number) => settleJobOver(store, ledgerWithEvents(), later);
+
+/** Every standing check of this file's earlier tests settled, so that a test's runs see only its own. */
+async function settleAllDue(): Promise<void> {
+  for (let run = 0; run < 5; run++)
+    if ((await settleJob(10 * CONFIRM_INTERVAL_MS).run()).looked === 0) return;
+}
 
 afterEach(async () => {
   // This file's faults only: other files inject theirs on the same server at the same time.
@@ -271,18 +285,113 @@ describe('a subscription stopped', () => {
     expect(types(published).filter((type) => type === 'subscription.stopped')).toHaveLength(1);
     expect((await ledger.getOrder(orderId))?.subscriptionStatus).toBe('CANCELLED');
   });
-  it('within 10 s of its order’s last confirmation asks PayHere nothing and records nothing', async () => {
+  it('within 10 s of its order’s last confirmation asks PayHere nothing then; the settle job records it once the right to ask is free, once', async () => {
     const { orderId, subscriptionId } = await subscribed();
     const stopped = await stop(subscriptionId);
+    await settleAllDue();
     const callsBefore = sandbox.arrivals().length;
 
     // The subscription's own notification confirmed it a moment ago: the right to ask is spent.
+    const asked = Date.now();
     await notify(stopped);
+    const then = await ledger.getOrder(orderId);
+    const early = await settleJob(0).run();
+    const callsEarly = sandbox.arrivals().length;
+    const due = await settleJob(CONFIRM_INTERVAL_MS + 1_000).run();
+    const callsDue = sandbox.arrivals().length;
+    const again = await settleJob(10 * CONFIRM_INTERVAL_MS).run();
     const published = await eventsOf(orderId);
 
-    expect(sandbox.arrivals().length).toBe(callsBefore);
-    expect(types(published)).toEqual(['subscription.created']);
-    expect((await ledger.getOrder(orderId))?.subscriptionStatus).toBeNull();
+    expect(callsEarly).toBe(callsBefore);
+    expect(early.looked).toBe(0);
+    expect(then).toMatchObject({ subscriptionStatus: null });
+    expect(then!.standingCheckAt).toBeGreaterThanOrEqual(asked + CONFIRM_INTERVAL_MS);
+    expect(then!.standingCheckAt).toBeLessThanOrEqual(Date.now() + CONFIRM_INTERVAL_MS);
+    expect(due).toMatchObject({ looked: 1, settled: 1, stillUnknown: 0 });
+    // Its payments, then its record.
+    expect(callsDue - callsEarly).toBe(2);
+    expect(again.looked).toBe(0);
+    expect(sandbox.arrivals().length).toBe(callsDue);
+    // Its read of PayHere's payments counted the first installment too.
+    expect(types(published)).toEqual([
+      'subscription.created',
+      'subscription.installment_paid',
+      'subscription.stopped',
+    ]);
+    expect(await ledger.getOrder(orderId)).toMatchObject({
+      subscriptionStatus: 'CANCELLED',
+      standingCheckAt: null,
+    });
+  });
+
+  it('that PayHere cannot confirm now is checked by the settle job until it can', async () => {
+    const { orderId, subscriptionId } = await subscribed();
+    const stopped = await stop(subscriptionId);
+    await settleAllDue();
+    sandbox.faults.inject('subscriptionPayments', { kind: 'status', status: 400 }, 2);
+
+    const answer = await deliver(orderId, stopped);
+    const first = await settleJob(CONFIRM_INTERVAL_MS + 1_000).run();
+    const postponed = (await ledger.getOrder(orderId))?.standingCheckAt;
+    const second = await settleJob(10 * 60_000).run();
+    const published = await eventsOf(orderId);
+
+    expect(answer.statusCode).toBe(200);
+    expect(first).toMatchObject({ looked: 1, settled: 0, stillUnknown: 1 });
+    expect(postponed).toBeGreaterThan(Date.now() + CONFIRM_INTERVAL_MS);
+    expect(second).toMatchObject({ looked: 1, settled: 1 });
+    expect(sandbox.faults.pending()).toBe(0);
+    // Its read of PayHere's payments counted the first installment too.
+    expect(types(published)).toEqual([
+      'subscription.created',
+      'subscription.installment_paid',
+      'subscription.stopped',
+    ]);
+    expect(await ledger.getOrder(orderId)).toMatchObject({
+      subscriptionStatus: 'CANCELLED',
+      standingCheckAt: null,
+    });
+  });
+});
+
+describe('an installment whose notification came within 10 s of its order’s last confirmation', () => {
+  it('is confirmed by the settle job: one subscription.installment_paid', async () => {
+    const { orderId, subscriptionId } = await subscribed();
+    const paid = await installment(subscriptionId, 'success');
+    await settleAllDue();
+
+    await checkedSecondsAgo(orderId, 'notification', 1);
+    await notify(paid);
+    const then = await ledger.getOrder(orderId);
+    await settleJob(CONFIRM_INTERVAL_MS + 1_000).run();
+    const published = await eventsOf(orderId);
+
+    expect(then).toMatchObject({ installmentsPaid: null, reported: { installmentsPaid: 2 } });
+    expect(then!.standingCheckAt).not.toBeNull();
+    expect(types(published)).toEqual(['subscription.created', 'subscription.installment_paid']);
+    expect(published[1]!.data).toMatchObject({ installments_paid: 2 });
+    expect(await ledger.getOrder(orderId)).toMatchObject({ installmentsPaid: 2, standingCheckAt: null });
+  });
+
+  it('that PayHere’s records show failed and then paid again is one payment and no failure', async () => {
+    const { orderId, subscriptionId } = await subscribed();
+    const failed = await installment(subscriptionId, 'decline');
+    await settleAllDue();
+
+    await checkedSecondsAgo(orderId, 'notification', 1);
+    await notify(failed);
+    // PayHere's scheduler retries it and the card pays before the settle job looks.
+    await installment(subscriptionId, 'success');
+    await settleJob(CONFIRM_INTERVAL_MS + 1_000).run();
+    const published = await eventsOf(orderId);
+
+    expect(types(published)).toEqual(['subscription.created', 'subscription.installment_paid']);
+    expect(await ledger.getOrder(orderId)).toMatchObject({
+      subscriptionStatus: null,
+      failedInstallment: null,
+      installmentsPaid: 2,
+      standingCheckAt: null,
+    });
   });
 });
 

@@ -17,6 +17,7 @@ import { Confirmations } from '../../lib/orders/confirmations.ts';
 import { Holds } from '../../lib/orders/holds.ts';
 import { MoneySettlement } from '../../lib/orders/money-settlement.ts';
 import { OrderReports } from '../../lib/orders/reports.ts';
+import { SubscriptionStandings } from '../../lib/orders/standings.ts';
 import { CappedTransport } from '../../lib/settle/capped-transport.ts';
 import { SettleJob, type SettleLimits } from '../../lib/settle/job.ts';
 import { OpenCharges } from '../../lib/settle/open-charges.ts';
@@ -68,6 +69,7 @@ export function settleJob(
   const orders = loadOrdersConfig(process.env);
   const deps = { payhere, ledger, holds: new Holds(ledger), settleDelayMs: orders.settleDelayMs, now };
   const chargeEngine = new ChargeEngine({ payhere, ledger, config: orders });
+  const confirmations = new Confirmations({ payhere, reserved: true });
   const job = new SettleJob({
     store,
     ledger,
@@ -80,12 +82,8 @@ export function settleJob(
       pendingLimitMs: orders.pendingLimitMs,
       now,
     }),
-    reports: new OrderReports({
-      ledger,
-      confirmations: new Confirmations({ payhere, reserved: true }),
-      keepDays: 90,
-      now,
-    }),
+    reports: new OrderReports({ ledger, confirmations, keepDays: 90, now }),
+    standings: new SubscriptionStandings({ ledger, confirmations }),
     limits,
     calls: () => transport.calls,
     now,

@@ -1,5 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { describe, expect, inject, it } from 'vitest';
+import { UpdateItemCommand } from '../../lib/dynamodb/index.ts';
 import type { ChargeClaim, ChargeOutcome, NewOrder } from '../../lib/ledger/model.ts';
 import { LedgerStore } from '../../lib/ledger/store.ts';
 import { CHARGEABLE, chargeMove, type Evidence } from '../../lib/orders/evidence.ts';
@@ -230,6 +231,75 @@ describe('references', () => {
 
     expect((await ledger.subscriptionsOf(owner)).sort()).toEqual(['420075032251', '420075032252']);
     expect(await ledger.subscriptionsOf(`owner-${randomUUID()}`)).toEqual([]);
+  });
+});
+
+describe('a subscription’s standing check', () => {
+  /** A running subscription's order; its checks due long ago, so that they come first in the queue. */
+  async function subscribed(): Promise<{ id: string; at: number }> {
+    const id = orderId();
+    await ledger.createOrder(
+      checkout({
+        orderId: id,
+        kind: 'recurring',
+        recurrence: '1 Month',
+        duration: '1 Year',
+        subscriptionId: '420075032251',
+      }),
+    );
+    return { id, at: 1_000 + Math.floor(Math.random() * 1_000_000) };
+  }
+
+  it('is due from its time, and a later ask never pushes it back', async () => {
+    const { id, at } = await subscribed();
+
+    expect(await ledger.checkStandingAt(id, at)).toBe(true);
+    expect(await ledger.checkStandingAt(id, at + 10_000)).toBe(false);
+    const before = await ledger.standingDue(at - 1, 1_000);
+    const due = await ledger.standingDue(at, 1_000);
+    const order = await ledger.getOrder(id);
+
+    expect(before).not.toContain(id);
+    expect(due).toContain(id);
+    expect(order).toMatchObject({ standingCheckAt: at, settleAt: null });
+    expect(await ledger.reportedDue(Date.now(), 1_000)).not.toContain(id);
+    // An earlier ask takes its place.
+    expect(await ledger.checkStandingAt(id, at - 500)).toBe(true);
+    expect((await ledger.getOrder(id))?.standingCheckAt).toBe(at - 500);
+  });
+
+  it('is refused for an order with no subscription, or with a reported success still to settle', async () => {
+    const plain = orderId();
+    await ledger.createOrder(checkout({ orderId: plain }));
+    const { id, at } = await subscribed();
+    // What a report leaves on an order (lib/ledger/store.ts): the settle index's other queue.
+    await localClient().send(
+      new UpdateItemCommand({
+        TableName: inject('ledgerTable'),
+        Key: { pk: { S: `order#${id}` } },
+        UpdateExpression: 'SET reportedAt = :at, settleQueue = :reported, settleAt = :at',
+        ExpressionAttributeValues: { ':at': { N: String(at) }, ':reported': { S: 'reported' } },
+      }),
+    );
+
+    expect(await ledger.checkStandingAt(plain, at)).toBe(false);
+    expect(await ledger.checkStandingAt(id, at)).toBe(false);
+    expect(await ledger.checkStandingAt(`LEDGER-${randomUUID()}`, at)).toBe(false);
+    expect(await ledger.getOrder(id)).toMatchObject({ standingCheckAt: null, settleAt: at });
+  });
+
+  it('is cleared or postponed only as the check that was read: a retried clear writes nothing', async () => {
+    const { id, at } = await subscribed();
+    await ledger.checkStandingAt(id, at);
+
+    expect(await ledger.standingChecked(id, at + 1)).toBe(false);
+    expect(await ledger.postponeStanding(id, at + 1, at + 60_000)).toBe(false);
+    expect(await ledger.postponeStanding(id, at, at + 60_000)).toBe(true);
+    expect(await ledger.standingChecked(id, at)).toBe(false);
+    expect(await ledger.standingChecked(id, at + 60_000)).toBe(true);
+    expect(await ledger.standingChecked(id, at + 60_000)).toBe(false);
+    expect((await ledger.getOrder(id))?.standingCheckAt).toBeNull();
+    expect(await ledger.standingDue(at + 60_000, 1_000)).not.toContain(id);
   });
 });
 

@@ -52,6 +52,7 @@ function order(fields: {
     reported: { paymentId: null, subscriptionId: null, installmentsPaid: null, nextInstallment: null },
     reportedAt: null,
     settleAt: null,
+    standingCheckAt: null,
     holdVerified: null,
     paymentsCopy: null,
     failedAttempts: {},

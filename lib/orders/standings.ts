@@ -1,0 +1,103 @@
+import type { Order } from '../ledger/model.ts';
+import type { LedgerStore } from '../ledger/store.ts';
+import { audit } from '../log/audit.ts';
+import { describeError, log } from '../log/log.ts';
+import { countMetric } from '../log/metrics.ts';
+import type { Confirmations } from './confirmations.ts';
+import { installmentPaid } from './events.ts';
+import { applySubscriptionEvidence, type SubscriptionApplied } from './subscription-evidence.ts';
+
+/** What PayHere's records showed of a running subscription, and what the ledger recorded of it. */
+export interface Standing {
+  /** PayHere's record's status, as it came. */
+  status: string;
+  /** The installments PayHere's payments of the subscription show paid. */
+  installmentsPaid: number;
+  /** Whether those installments were new to the ledger (confirmed, with their event). */
+  confirmed: boolean;
+  /** The status as lib/orders/subscription-evidence.ts decided it. */
+  applied: SubscriptionApplied;
+}
+
+/**
+ * A running subscription's standing as PayHere's records show it (docs/contract.md "Events"):
+ * its payments, read first, then its record. The installments they show paid are confirmed with
+ * their event first, then its status goes through lib/orders/subscription-evidence.ts (an
+ * installment failed, stopped, completed: each once). Read after a notification that may ask
+ * PayHere now, or by the settle job for one that could not: a notification of a stop, say, that
+ * arrived while its order's right to ask was spent is checked later, never dropped.
+ */
+export class SubscriptionStandings {
+  readonly #ledger: LedgerStore;
+  readonly #confirmations: Confirmations;
+  readonly #forget: (orderId: string, subscriptionId: string) => Promise<void>;
+
+  constructor(options: {
+    ledger: LedgerStore;
+    confirmations: Confirmations;
+    /** The order and subscription changed at PayHere: their shared reads are dropped. */
+    forget?: (orderId: string, subscriptionId: string) => Promise<void>;
+  }) {
+    this.#ledger = options.ledger;
+    this.#confirmations = options.confirmations;
+    this.#forget = options.forget ?? (async () => {});
+  }
+
+  /**
+   * Read the subscription's standing and record what it shows; undefined when PayHere cannot say
+   * now (nothing recorded). `next`: the installment date a success notification gave, taken with
+   * the installments it confirms (unsigned, so never on its own).
+   */
+  async record(
+    order: Order,
+    subscriptionId: string,
+    deadline: number,
+    next?: string | null,
+  ): Promise<Standing | undefined> {
+    const standing = await this.#confirmations.subscriptionStanding(order, subscriptionId, deadline);
+    if (!standing) return undefined;
+    let confirmed = false;
+    const paid = standing.installmentsPaid;
+    if (paid > 0 && (order.installmentsPaid === null || paid > order.installmentsPaid)) {
+      const event = installmentPaid(order, paid, next === undefined ? order.nextInstallment : next);
+      confirmed = await this.#ledger.confirmInstallments(order.orderId, paid, next, [event]);
+    }
+    const applied = await applySubscriptionEvidence(this.#ledger, order, subscriptionId, {
+      evidence: 'records_show_status',
+      status: standing.status,
+      installmentsPaid: paid,
+    });
+    // Kept for the next cancel through the service, answered 409 without PayHere.
+    if ('recorded' in applied && applied.recorded !== 'FAILED')
+      await this.#ledger.setSubscriptionStatus(subscriptionId, applied.recorded).catch((error: unknown) => {
+        log.warn('could not keep a subscription’s state on its reference', { error: describeError(error) });
+      });
+    if (confirmed || 'recorded' in applied) await this.#forget(order.orderId, subscriptionId);
+    return { status: standing.status, installmentsPaid: paid, confirmed, applied };
+  }
+
+  /**
+   * The settle job's look at an order whose standing check, due `at`, has come: recorded and the
+   * order taken off the queue (a subscription gone from the order has nothing to read), or
+   * `unknown` when PayHere could not say: the check stays, for the job to look at again.
+   */
+  async settle(order: Order, at: number, deadline: number): Promise<'settled' | 'unknown'> {
+    const subscriptionId = order.subscriptionId;
+    const standing = subscriptionId ? await this.record(order, subscriptionId, deadline) : undefined;
+    if (subscriptionId && !standing) return 'unknown';
+    await this.#ledger.standingChecked(order.orderId, at);
+    if (standing && ('recorded' in standing.applied || standing.confirmed)) {
+      countMetric('SettledStanding');
+      audit({
+        route: 'settle',
+        outcome: 'recorded',
+        replayed: false,
+        orderId: order.orderId,
+        subscriptionId: subscriptionId ?? undefined,
+        subscriptionStatus: 'recorded' in standing.applied ? standing.applied.recorded : undefined,
+        installmentsPaid: standing.installmentsPaid,
+      });
+    }
+    return 'settled';
+  }
+}
