@@ -138,19 +138,24 @@ export async function createTable(
         },
       }))
     : [];
-  // The events' feed (lib/events/store.ts): one partition, in the order the events were published.
+  // The events' feed (lib/events/store.ts): one partition, in the order the events were published;
+  // and each object's events, in the same order.
   if (options.events)
-    lists.push({
-      IndexName: 'feed',
-      KeySchema: [
-        { AttributeName: 'feed', KeyType: 'HASH' },
-        { AttributeName: 'feedKey', KeyType: 'RANGE' },
-      ],
-      Projection: { ProjectionType: 'ALL' },
-    });
+    for (const [name, hash] of [
+      ['feed', 'feed'],
+      ['object', 'objectId'],
+    ])
+      lists.push({
+        IndexName: name,
+        KeySchema: [
+          { AttributeName: hash, KeyType: 'HASH' },
+          { AttributeName: 'feedKey', KeyType: 'RANGE' },
+        ],
+        Projection: { ProjectionType: 'ALL' },
+      });
   const listKeys = [
     ...(options.orderLists ? ['listed', 'owner', 'state', 'listedAt'] : []),
-    ...(options.events ? ['feed', 'feedKey'] : []),
+    ...(options.events ? ['feed', 'feedKey', 'objectId'] : []),
   ];
   await localRequest(endpoint, 'CreateTable', {
     TableName: table,

@@ -16,10 +16,13 @@ import type { OutboxEntry } from '../ledger/outbox.ts';
  *   event#<id>   id, type, objectType, objectId, sequence, createdAt (ms), body (the JSON listed
  *                and delivered), publishedAt (ms), expiresAt (s, TTL: RETENTION_DAYS)
  *                feed = 'events', feedKey = <publishedAt, 13 digits>#<id>   the `feed` index
+ *                objectId, feedKey                                         the `object` index
  *                deliveries { <endpoint id>: { status, attempts, nextAt } }, dueQueue = 'deliveries',
  *                dueAt                                                     the `due` index
  */
 export const FEED_INDEX = 'feed';
+/** The events of one object (an order, a payment), in the feed's order: the `object` index. */
+export const OBJECT_INDEX = 'object';
 const FEED = 'events';
 export const DUE_QUEUE = 'deliveries';
 /** How long events are kept (and listed, and redelivered). */
@@ -155,31 +158,30 @@ export class EventStore {
   }
 
   /**
-   * A page of the feed, oldest first, of events published at least FEED_SETTLE_MS ago; filtered by
-   * type and object id after reading, so a page may hold fewer than `limit` and still have more.
+   * A page of the feed, oldest first, of events published at least FEED_SETTLE_MS ago: the whole
+   * feed, or one object's events (its own index). Filtered by type after reading, so a page of one
+   * type may hold fewer than `limit` and still have more.
    */
   async page(query: FeedQuery): Promise<FeedPage> {
     const visible = `${String(this.#now() - FEED_SETTLE_MS).padStart(13, '0')}#~`;
-    const filters: string[] = [];
-    const names: Record<string, string> = { '#feed': 'feed', '#feedKey': 'feedKey' };
-    const values: Record<string, AttributeValue> = { ':feed': { S: FEED }, ':visible': { S: visible } };
+    const [partition, value] =
+      query.objectId === undefined ? (['feed', FEED] as const) : (['objectId', query.objectId] as const);
+    const names: Record<string, string> = { '#partition': partition, '#feedKey': 'feedKey' };
+    const values: Record<string, AttributeValue> = {
+      ':partition': { S: value },
+      ':visible': { S: visible },
+    };
     if (query.type !== undefined) {
-      filters.push('#type = :type');
       names['#type'] = 'type';
       values[':type'] = { S: query.type };
-    }
-    if (query.objectId !== undefined) {
-      filters.push('#objectId = :objectId');
-      names['#objectId'] = 'objectId';
-      values[':objectId'] = { S: query.objectId };
     }
     const after = query.after?.match(FEED_KEY);
     const { Items, LastEvaluatedKey } = await this.#client.send(
       new QueryCommand({
         TableName: this.#table,
-        IndexName: FEED_INDEX,
-        KeyConditionExpression: '#feed = :feed AND #feedKey <= :visible',
-        ...(filters.length > 0 ? { FilterExpression: filters.join(' AND ') } : {}),
+        IndexName: query.objectId === undefined ? FEED_INDEX : OBJECT_INDEX,
+        KeyConditionExpression: '#partition = :partition AND #feedKey <= :visible',
+        ...(query.type !== undefined ? { FilterExpression: '#type = :type' } : {}),
         ExpressionAttributeNames: names,
         ExpressionAttributeValues: values,
         Limit: query.limit,
@@ -187,7 +189,7 @@ export class EventStore {
           ? {
               ExclusiveStartKey: {
                 pk: { S: `event#${after[2]}` },
-                feed: { S: FEED },
+                [partition]: { S: value },
                 feedKey: { S: query.after! },
               },
             }

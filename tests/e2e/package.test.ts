@@ -181,7 +181,7 @@ const ACCESS: Record<
     indexQueries: ['IdempotencyTable', 'LedgerTable'],
   },
   // The events' feed: the events table's feed index only; no PayHere, no secret.
-  listEvents: { secret: false, indexQueries: ['EventsTable'], queryIndexes: ['feed'] },
+  listEvents: { secret: false, indexQueries: ['EventsTable'], queryIndexes: ['feed', 'object'] },
   // The relay: the ledger's outbox index, each item read and its outbox emptied, each event published.
   relayEvents: {
     ledger: ['GetItem', 'UpdateItem'],
@@ -383,7 +383,7 @@ describe('the tables in the packaged template', () => {
     expect(table.UpdateReplacePolicy).toBe('Retain');
   });
 
-  it('keep the events on demand, keyed by pk, in a feed and a queue of deliveries, expired by TTL, with point-in-time recovery, retained', () => {
+  it('keep the events on demand, keyed by pk, in a feed, by object and in a queue of deliveries, expired by TTL, with point-in-time recovery, retained', () => {
     const table = tables().EventsTable!;
 
     expect(table.Properties).toMatchObject({
@@ -398,6 +398,14 @@ describe('the tables in the packaged template', () => {
         IndexName: 'feed',
         KeySchema: [
           { AttributeName: 'feed', KeyType: 'HASH' },
+          { AttributeName: 'feedKey', KeyType: 'RANGE' },
+        ],
+        Projection: { ProjectionType: 'ALL' },
+      },
+      {
+        IndexName: 'object',
+        KeySchema: [
+          { AttributeName: 'objectId', KeyType: 'HASH' },
           { AttributeName: 'feedKey', KeyType: 'RANGE' },
         ],
         Projection: { ProjectionType: 'ALL' },

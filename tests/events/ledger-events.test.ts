@@ -321,6 +321,39 @@ describe('the feed', () => {
   });
 });
 
+describe('one object’s events', () => {
+  it('come in full pages after a cursor, however many others were published between them', async () => {
+    const charged = await call('charge', { body: chargeBody() });
+    const paymentId = String(charged.body.data.payment_id);
+    for (let refund = 0; refund < 2; refund++) {
+      // Others' events between each of the payment's.
+      for (let other = 0; other < 3; other++) await call('charge', { body: chargeBody() });
+      const refunded = await call('refund', {
+        body: { payment_id: paymentId, amount: 10, description: 'Broken' },
+      });
+      expect(refunded.statusCode).toBe(200);
+    }
+    await backgroundSettled();
+
+    const first = await events().page({ limit: 3, objectId: paymentId });
+    const rest = await events().page({ limit: 3, objectId: paymentId, after: first.position! });
+    const settled = await events().page({ limit: 100, objectId: paymentId, type: 'refund.settled' });
+
+    expect(summary(first.events)).toEqual([
+      ['refund.requested', 1],
+      ['refund.settled', 2],
+      ['refund.requested', 3],
+    ]);
+    expect(first.more).toBe(true);
+    expect(summary(rest.events)).toEqual([['refund.settled', 4]]);
+    expect(rest.more).toBe(false);
+    expect(summary(settled.events)).toEqual([
+      ['refund.settled', 2],
+      ['refund.settled', 4],
+    ]);
+  });
+});
+
 describe('GET /gateway/api/events', () => {
   it('gives the merchant its events after a cursor, a customer 403, an altered cursor 400', async () => {
     const body = chargeBody();
