@@ -1,14 +1,17 @@
 import { randomUUID } from 'node:crypto';
 import { setTimeout as delay } from 'node:timers/promises';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { ScanCommand } from '../../lib/dynamodb/index.ts';
 import { LedgerStore } from '../../lib/ledger/store.ts';
 import { type Sandbox, SEED, startSandbox } from '../../sandbox/server.ts';
 import type { Offline } from '../../scripts/offline.ts';
 import { MERCHANT_SCOPES, tokenFor } from '../helpers/auth.ts';
+import { signed } from '../helpers/notifications.ts';
 import { startOfflineAsDeployed } from '../helpers/offline.ts';
 import { customer, customerToken, newOrder, saveCard } from '../helpers/orders.ts';
 import { dynamoDbAt } from '../helpers/state-table.ts';
 import { busiestWindow } from '../helpers/windows.ts';
+import { accessToken, apiClient } from '../sandbox/helpers.ts';
 
 /**
  * Issue 35, "Small groups and strangers", through `npm start`'s stack (serverless-offline, several
@@ -16,7 +19,8 @@ import { busiestWindow } from '../helpers/windows.ts';
  * customers poll their own pre-approval orders (PayHere shows no payment for one: a not-found)
  * while a sixth charges its priced orders. Each poll used to be a PayHere call, and five such
  * customers filled the slots every customer's charge needs. Bounded: the pollers for READING_MS,
- * one request at a time each, and three charges.
+ * one request at a time each, and three charges. Then 1,000 variants of one recorded signed
+ * notification, which must cost nothing.
  */
 const READERS = 5;
 const READING_MS = 15_000;
@@ -153,4 +157,75 @@ describe('five customers polling their own pre-approval orders while a sixth cha
     const all = sandbox.arrivals().map((arrival) => arrival.at);
     expect(busiestWindow(all, 10_000)).toBeLessThanOrEqual(20);
   });
+});
+
+describe('1,000 variants of one signed notification, through the stack', () => {
+  it('are replays of the recorded one: all answered 200, no ledger item written, no PayHere call', async () => {
+    const ledger = dynamoDbAt(env.DYNAMODB_ENDPOINT!);
+    const items = async () =>
+      (await ledger.send(new ScanCommand({ TableName: env.LEDGER_TABLE!, ConsistentRead: true }))).Items
+        ?.length ?? 0;
+    const notifyUrl = `${base.replace('/gateway/api', '')}/gateway/notify`;
+    const post = async (form: Record<string, string>) =>
+      (
+        await fetch(notifyUrl, {
+          method: 'POST',
+          headers: { 'content-type': 'application/x-www-form-urlencoded' },
+          body: new URLSearchParams(form).toString(),
+          signal: AbortSignal.timeout(30_000),
+        })
+      ).status;
+    // A checkout the customer paid in PayHere's SDK, and its notification, received and recorded.
+    const merchant = `Bearer ${await tokenFor(MERCHANT_SCOPES)}`;
+    const created = await send(
+      'POST',
+      '/checkouts',
+      { authorization: merchant, 'on-behalf-of': customer('variants') },
+      { kind: 'payment', items: 'Door bell', currency: 'LKR', amount: 1000 },
+    );
+    const orderId = String(created.body.data!.order_id);
+    const paid = await apiClient(sandbox, await accessToken(sandbox)).post('payment/charge', {
+      type: 'PAYMENT',
+      order_id: orderId,
+      items: 'Door bell',
+      currency: 'LKR',
+      amount: 1000,
+      customer_token: SEED.customerTokens.success,
+    });
+    const form = signed({
+      order_id: orderId,
+      payhere_amount: '1000.00',
+      status_code: '2',
+      payment_id: String(paid.json.data.payment_id),
+      custom_1: 'a',
+    });
+    expect(await post(form)).toBe(200);
+    const before = await items();
+    sandbox.resetCounters();
+
+    // Unsigned extras and md5sig's letter case changed; four at a time, as PayHere's retries and a
+    // replaying stranger might, without starting a worker per request.
+    const statuses: number[] = [];
+    for (let batch = 0; batch < 250; batch++)
+      statuses.push(
+        ...(await Promise.all(
+          Array.from({ length: 4 }, (_, j) => {
+            const i = batch * 4 + j;
+            return post({
+              ...form,
+              md5sig: i % 2 === 0 ? form.md5sig!.toLowerCase() : form.md5sig!,
+              custom_1: `variant ${i}`,
+              status_message: `message ${i}`,
+              [`extra_${i % 7}`]: 'x'.repeat(i % 50),
+            });
+          }),
+        )),
+      );
+
+    expect(statuses).toEqual(Array(1_000).fill(200));
+    expect(await items()).toBe(before);
+    expect(sandbox.arrivals()).toEqual([]);
+    const order = await send('GET', `/checkouts/${orderId}`, { authorization: merchant });
+    expect(order.body.data).toMatchObject({ status: 'succeeded' });
+  }, 120_000);
 });
