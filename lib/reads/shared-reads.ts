@@ -64,9 +64,6 @@ const SEEN_KEPT = 1_000;
 
 const reserved = (reservation: Reservation | undefined) => (reservation ? { reservation } : {});
 
-/** After the table failed, reads go straight to PayHere this long before trying it again. */
-const TABLE_RETRY_MS = 10_000;
-
 /** A stored answer within its window, or only when one was fetched (past its window, or unreadable). */
 type Lookup<T> = { fresh: true; answer: T; fetchedAt: number } | { fresh: false; fetchedAt: number };
 
@@ -77,8 +74,9 @@ type Schema<T> = { safeParse(input: unknown): { success: true; data: T } | { suc
  * PayHere is kept for its window and served to every container and caller meanwhile; in one
  * container, callers asking for the same thing at once share one fetch. A not-found of an order's
  * or a subscription's payments is shared like an answer. Never stored: a pending answer, an answer
- * too large. The table is a convenience, never a
- * dependency: when it is slow or down, reads go to PayHere (through the budget) as without it.
+ * too large. The table is a convenience, never a dependency: a read whose table request fails or
+ * is too slow goes to PayHere (through the budget) as without it, and the next read asks the table
+ * again (a slow request costs its own read, not the container's next seconds).
  *
  * Only the read routes use this. Reads that settle money (a lost charge's search, a lost cancel's
  * or retry's check) and the notification receiver's and getCheckout's confirmations call PayHere
@@ -95,7 +93,8 @@ export class SharedReads {
   readonly #keeping = new Map<string, Promise<void>>();
   /** Where payments PayHere's answers show refunded have their status kept (none: not kept). */
   readonly #refundStatuses: RefundStatuses | undefined;
-  #tableDownUntil = 0;
+  /** Whether the table's last request failed (for the log: one line per outage, not per read). */
+  #tableFailing = false;
 
   constructor(options: {
     payhere: PayHere;
@@ -308,11 +307,11 @@ export class SharedReads {
   /** What the table holds of `read`: its answer while fresh, else when it was fetched; undefined if nothing. */
   async #lookup<T>(read: SharedRead, schema: Schema<T>, deadline: number): Promise<Lookup<T> | undefined> {
     await this.#keeping.get(read.key);
-    if (this.#now() < this.#tableDownUntil) return undefined;
     const ms = this.#tableTime(deadline);
     let stored: StoredAnswer | undefined;
     try {
       stored = await this.#store.get(read, ms);
+      this.#tableFailing = false;
     } catch (error) {
       this.#tableFailed(error, ms);
       return undefined;
@@ -338,7 +337,6 @@ export class SharedReads {
   }
 
   async #keep(read: SharedRead, answer: unknown, fetchedAt: number, deadline: number): Promise<void> {
-    if (this.#now() < this.#tableDownUntil) return;
     const ms = this.#tableTime(deadline);
     try {
       await this.#store.put(read, answer, fetchedAt, ms);
@@ -355,19 +353,17 @@ export class SharedReads {
     return Math.max(1, Math.min(this.#store.timeoutMs, Math.floor((deadline - Date.now()) / 4)));
   }
 
-  /** A request cut short by the read's own deadline says nothing about the table; one given its full timeout does. */
+  /**
+   * A table request that failed or was too slow costs that read only (it goes to PayHere as
+   * without the table); the next read asks the table again. Logged once until the table answers
+   * again; a request cut short by the read's own deadline says nothing about the table.
+   */
   #tableFailed(error: unknown, ms: number): void {
-    if (ms >= this.#store.timeoutMs) this.#tableDown(error);
-  }
-
-  #tableDown(error: unknown): void {
-    if (this.#now() >= this.#tableDownUntil) {
-      log.warn('the shared state table cannot be reached: reads go to the gateway', {
-        error: describeError(error),
-        retryTableInMs: TABLE_RETRY_MS,
-      });
-    }
-    this.#tableDownUntil = this.#now() + TABLE_RETRY_MS;
+    if (ms < this.#store.timeoutMs || this.#tableFailing) return;
+    this.#tableFailing = true;
+    log.warn('the shared state table did not answer: this read goes to the gateway', {
+      error: describeError(error),
+    });
   }
 }
 

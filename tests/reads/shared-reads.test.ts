@@ -4,6 +4,7 @@ import { loadConfig } from '../../lib/config/config.ts';
 import { NotFoundError } from '../../lib/envelope/errors.ts';
 import { NoPaymentsError } from '../../lib/gateway/answers.ts';
 import { createPayHere } from '../../lib/gateway/index.ts';
+import { backgroundSettled } from '../../lib/net/background.ts';
 import { ageHeaders, SharedReads } from '../../lib/reads/shared-reads.ts';
 import { CLOCK_SKEW_MS, SHARED_READS, SharedReadStore } from '../../lib/reads/store.ts';
 import { SEED } from '../../sandbox/server.ts';
@@ -287,6 +288,27 @@ describe('a table that cannot be reached', () => {
       expect(answer.answer.data).toMatchObject({ subscription_id: SEED.subscriptions.active });
       expect(Date.now() - started).toBeLessThan(1_500);
       expect(count('getSubscription')).toBe(1);
+    } finally {
+      await relay.close();
+    }
+  });
+});
+
+describe('a table request that was too slow', () => {
+  it('costs that read only: the next read asks the table again and its answer is shared', async () => {
+    const relay = await slowRelay(1_000);
+    try {
+      const { reads } = await sharedReads({ endpoint: relay.endpoint, timeoutMs: 200 });
+      const slow = await reads.paymentsOfOrder(SEED.orders.sample, deadline());
+      await backgroundSettled();
+      relay.slow = false;
+
+      const next = await reads.paymentsOfOrder(SEED.orders.sample, deadline());
+      await backgroundSettled();
+      const after = await reads.paymentsOfOrder(SEED.orders.sample, deadline());
+
+      expect([slow.shared, next.shared, after.shared]).toEqual([false, false, true]);
+      expect(count('search')).toBe(2);
     } finally {
       await relay.close();
     }
