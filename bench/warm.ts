@@ -366,33 +366,9 @@ export function bareFloor(
     return body;
   }
 
-  /**
-   * A merchant's refund of a payment between the ledger's refund bookkeeping, the same requests
-   * lib/orders/refunds.ts sends, through the ledger's own store (lib/ledger/), without events: the
-   * payment's refund slot taken (one refund in flight), what is left read (its reference, then its
-   * order and its refund item, at once), the refund sent, its outcome recorded, then its order looked
-   * up again and its kept payments dropped.
-   */
   const ledger = new LedgerStore({ client: dynamodb, table: plan.ledgerTable });
-  async function withRefundLedger(call: UpstreamCall, exchange: () => Promise<string>): Promise<string> {
-    const refund = JSON.parse(call.body!) as { payment_id?: number; amount?: number };
-    if (refund.payment_id === undefined) return exchange();
-    const paymentId = String(refund.payment_id);
-    const key = `bench#${crypto.randomUUID()}`;
-    const amountCents = refund.amount === undefined ? null : Math.round(refund.amount * 100);
-    await ledger.takeRefundSlot(paymentId, { key, takenAt: Date.now(), amountCents, by: 'bench' });
-    const orderId = (await ledger.lookup('payment', paymentId))?.orderId;
-    await Promise.all([
-      orderId === undefined ? undefined : ledger.getOrder(orderId),
-      ledger.paymentRefunds(paymentId),
-    ]);
-    const body = await exchange();
-    const refundId = (JSON.parse(body) as { data?: { refund_id?: number } }).data?.refund_id ?? null;
-    await ledger.finishRefund(paymentId, key, { accepted: { amountCents, refundId } });
-    const order = (await ledger.lookup('payment', paymentId))?.orderId;
-    if (order !== undefined) await ledger.dropPayments(order);
-    return body;
-  }
+  const withRefundLedger = (call: UpstreamCall, exchange: () => Promise<string>) =>
+    refundBookkeeping(ledger, call.body, exchange);
 
   /**
    * Each caller's share (lib/budget/caller-shares.ts): before its slot, every PayHere call of a
@@ -488,6 +464,37 @@ export function bareFloor(
     },
     close: () => pool.close(),
   };
+}
+
+/**
+ * A merchant's refund of a payment between the ledger's refund bookkeeping, the same requests
+ * lib/orders/refunds.ts sends, through the ledger's own store (lib/ledger/), without events: the
+ * payment's refund slot taken (one refund in flight), what is left read (its reference, then its
+ * order and its refund item, at once), the refund sent, its outcome recorded, then its order looked
+ * up again and its kept payments dropped (tests/bench/refund-floor.test.ts holds it to the route's).
+ */
+export async function refundBookkeeping(
+  ledger: LedgerStore,
+  requestBody: string | undefined,
+  exchange: () => Promise<string>,
+): Promise<string> {
+  const refund = JSON.parse(requestBody ?? '{}') as { payment_id?: number | string; amount?: number };
+  if (refund.payment_id === undefined) return exchange();
+  const paymentId = String(refund.payment_id);
+  const key = `bench#${crypto.randomUUID()}`;
+  const amountCents = refund.amount === undefined ? null : Math.round(refund.amount * 100);
+  await ledger.takeRefundSlot(paymentId, { key, takenAt: Date.now(), amountCents, by: 'bench' });
+  const orderId = (await ledger.lookup('payment', paymentId))?.orderId;
+  await Promise.all([
+    orderId === undefined ? undefined : ledger.getOrder(orderId),
+    ledger.paymentRefunds(paymentId),
+  ]);
+  const body = await exchange();
+  const refundId = (JSON.parse(body) as { data?: { refund_id?: number } }).data?.refund_id ?? null;
+  await ledger.finishRefund(paymentId, key, { accepted: { amountCents, refundId } });
+  const order = (await ledger.lookup('payment', paymentId))?.orderId;
+  if (order !== undefined) await ledger.dropPayments(order);
+  return body;
 }
 
 /**
