@@ -12,7 +12,7 @@
  */
 import { AwsServiceError, AwsTimeoutError } from '../../lib/aws/errors.ts';
 import { SharedLimiter } from '../../lib/budget/limiter.ts';
-import type { BudgetSnapshot, SharedStateTable } from '../../lib/budget/state-table.ts';
+import type { BudgetSnapshot, SharedStateTable, WaitMark } from '../../lib/budget/state-table.ts';
 import type { CallKind } from '../../lib/budget/window-limiter.ts';
 import { RateLimitedError } from '../../lib/envelope/errors.ts';
 import { busiestWindow } from './windows.ts';
@@ -155,6 +155,7 @@ class SimulatedStateTable {
   #pausedUntil = 0;
   #owedUntil = 0;
   #spareUntil = 0;
+  #moneyUntil = 0;
   /** Requests served in the current second, by kind: what the partition's rate counts. */
   #second = -1;
   #served = { read: 0, write: 0 };
@@ -173,6 +174,7 @@ class SimulatedStateTable {
       pausedUntil: this.#pausedUntil,
       owedUntil: this.#owedUntil,
       spareUntil: this.#spareUntil,
+      moneyUntil: this.#moneyUntil,
     };
   }
 
@@ -250,7 +252,7 @@ class SimulatedStateTable {
     now: number,
     take: string,
     keepFree: readonly number[] = [],
-    yieldToOwed = false,
+    yieldTo: readonly WaitMark[] = [],
   ): ReturnType<SharedStateTable['takeSlot']> {
     return this.#request('write', () => {
       const free = (s: number) => (this.#busyUntil.get(s) ?? Number.NEGATIVE_INFINITY) <= freeBefore;
@@ -258,7 +260,7 @@ class SimulatedStateTable {
         free(slot) &&
         this.#pausedUntil <= now &&
         keepFree.every(free) &&
-        (!yieldToOwed || this.#owedUntil <= now);
+        yieldTo.every((mark) => (mark === 'owed' ? this.#owedUntil : this.#moneyUntil) <= now);
       if (!ok) return { taken: false as const, budget: this.#snapshot() };
       const previous = this.#busyUntil.get(slot);
       this.#busyUntil.set(slot, busyUntil);
@@ -290,9 +292,10 @@ class SimulatedStateTable {
     });
   }
 
-  async markWaiting(who: 'owed' | 'spare', until: number): Promise<void> {
+  async markWaiting(who: WaitMark | 'spare', until: number): Promise<void> {
     await this.#request('write', () => {
       if (who === 'owed') this.#owedUntil = Math.max(this.#owedUntil, until);
+      else if (who === 'money') this.#moneyUntil = Math.max(this.#moneyUntil, until);
       else this.#spareUntil = Math.max(this.#spareUntil, until);
     });
   }
