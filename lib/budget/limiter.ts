@@ -243,11 +243,13 @@ export class SharedLimiter implements GatewayLimiter {
   /**
    * Callers of one container ask the table one at a time, reads apart from money and tokens: a
    * burst in one container is one client of the table, not a herd of them, and a read waiting for
-   * a slot never holds up a charge that may take a reserved one.
+   * a slot never holds up a charge that may take a reserved one, nor does a customer's charge
+   * waiting for a slot of the shared part.
    */
   readonly #turns: Record<Queue, Promise<void>> = {
     read: Promise.resolve(),
     reserved: Promise.resolve(),
+    shared: Promise.resolve(),
     idle: Promise.resolve(),
     spare: Promise.resolve(),
   };
@@ -287,7 +289,6 @@ export class SharedLimiter implements GatewayLimiter {
   }
 
   async #acquire(kind: CallKind, maxWaitMs: number, call: Call): Promise<Permit> {
-    const { spare } = call;
     const askedAt = this.#now();
     const giveUpAt = askedAt + maxWaitMs;
     let failed = 0;
@@ -298,7 +299,7 @@ export class SharedLimiter implements GatewayLimiter {
       if (this.#failingSince !== undefined) this.#probedAt = now;
       try {
         return (
-          (await this.#inTurn(spare ? 'spare' : queueOf(kind), giveUpAt, () =>
+          (await this.#inTurn(queueOf(kind, call), giveUpAt, () =>
             this.#shared(kind, askedAt, giveUpAt, call),
           )) ?? (await this.#fromFallback(kind, giveUpAt, call))
         );
@@ -634,9 +635,10 @@ export class SharedLimiter implements GatewayLimiter {
 
 /**
  * The queue a call asks the table in, within one container: a call beyond its caller's share waits
- * in one of its own, never ahead of a call within one.
+ * in one of its own, never ahead of a call within one; a money call that may not take the reserve
+ * (a customer's) in one of its own, neither behind reads nor ahead of calls that may take it.
  */
-type Queue = 'read' | 'reserved' | 'idle' | 'spare';
+type Queue = 'read' | 'reserved' | 'shared' | 'idle' | 'spare';
 
 /** A call as the shared budget sees it besides its kind: `reserve` already false for reads and spare calls. */
 interface Call {
@@ -644,7 +646,8 @@ interface Call {
   reserve: boolean;
 }
 
-function queueOf(kind: CallKind): Queue {
+function queueOf(kind: CallKind, call: Call): Queue {
+  if (call.spare) return 'spare';
   if (kind === 'read' || kind === 'idle') return kind;
-  return 'reserved';
+  return call.reserve ? 'reserved' : 'shared';
 }

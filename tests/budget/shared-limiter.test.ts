@@ -528,6 +528,36 @@ describe('money calls that wait for a slot of the shared part (reads yield to mo
     expect(counted('BudgetFallback')).toBe(0);
   });
 
+  it('never hold up, within one container, a merchant’s charge that may take the reserve', async () => {
+    // Prepare: reads hold the shared part; a customer's charge of the same container waits for a
+    // slot of it (its sleep runs until the test ends it).
+    const { table } = await freshStateTable();
+    const clock = steppingClock();
+    const limiter = container(table, clock);
+    await readsHoldTheSharedPart(limiter);
+    let wake!: () => void;
+    const asleep = new Promise<void>((resolve) => {
+      clock.sleep = async (ms) => {
+        resolve();
+        await new Promise<void>((woken) => {
+          wake = woken;
+        });
+        clock.advance(ms);
+      };
+    });
+    const waiting = container(table, clock);
+    const customer = waiting.acquire('money', 20_000, customerMoney);
+    await asleep;
+
+    // Act: the merchant's charge, with no time to wait.
+    const merchant = await waiting.acquire('money', 0).then(() => 'sent');
+    wake();
+
+    // Assess
+    expect(merchant).toBe('sent');
+    await expect(customer).resolves.toBeDefined();
+  });
+
   it('leave the merchant’s charge that waits for a reserved slot unmarked: reads lose nothing to it', async () => {
     // Prepare: every slot taken, the reserve's first to free (at T0 + 10.5 s), the shared part's
     // a second later.
