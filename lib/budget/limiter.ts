@@ -5,7 +5,7 @@ import { RateLimitedError } from '../envelope/errors.ts';
 import { describeError, log } from '../log/log.ts';
 import { countMetric } from '../log/metrics.ts';
 import { fullJitterMs } from '../net/backoff.ts';
-import type { BudgetSnapshot, SharedStateTable } from './state-table.ts';
+import type { BudgetSnapshot, SharedStateTable, WaitMark } from './state-table.ts';
 import {
   budgetRefused,
   budgetWaited,
@@ -21,14 +21,28 @@ export interface Permit {
   handBack(): Promise<void>;
 }
 
+/** What a call is beside its kind. */
+export interface AcquireOptions {
+  /**
+   * A call beyond its caller's share: it takes a slot of the shared part only, and only while no
+   * call within a share, nor a money call, waits for one (docs/budget.md "Each caller's share").
+   */
+  spare?: boolean;
+  /**
+   * Whether a money call or a token request may take the reserved share (true by default): a
+   * customer's money call (and what a notification makes the service ask) may not; it takes the
+   * shared part only, where reads still yield to it. Reads never take the reserve.
+   */
+  reserve?: boolean;
+}
+
 /** What the gateway client asks of a budget. */
 export interface GatewayLimiter {
   /**
    * A slot for a call of `kind`, waiting at most `maxWaitMs`; else 429 `rate_limited` with
-   * Retry-After. `spare`: a call beyond its caller's share, which takes a slot of the shared part
-   * only while no call within its caller's share waits for one (docs/budget.md "Each caller's share").
+   * Retry-After.
    */
-  acquire(kind: CallKind, maxWaitMs: number, spare?: boolean): Promise<Permit>;
+  acquire(kind: CallKind, maxWaitMs: number, options?: AcquireOptions): Promise<Permit>;
   /** PayHere answered 429: nobody sends for `ms`. */
   pause(ms: number): Promise<void>;
 }
@@ -39,7 +53,8 @@ const MIN_SEND_MS = 50;
 const MAX_NAMED_KEEP = 16;
 /**
  * How long after the slot it waits for frees a call within its caller's share keeps spare calls
- * away: its own wake-up jitter and two table round trips (a read of the budget, its take).
+ * away (and a waiting money call reads): its own wake-up jitter and two table round trips (a read
+ * of the budget, its take).
  */
 const OWED_SLACK_MS = 500;
 
@@ -87,12 +102,12 @@ function acquireAs(
   kind: CallKind,
   maxWaitMs: number,
   now: () => number,
-  acquire: (kind: CallKind, maxWaitMs: number, spare: boolean) => Promise<Permit>,
-  spare = false,
+  acquire: (kind: CallKind, maxWaitMs: number, options: AcquireOptions) => Promise<Permit>,
+  options: AcquireOptions = {},
 ): Promise<Permit> {
   const work = idleWork.getStore();
-  if (!work) return acquire(kind, maxWaitMs, spare);
-  return acquire('idle', Math.min(maxWaitMs, work.until - now()), false).catch((error: unknown) => {
+  if (!work) return acquire(kind, maxWaitMs, options);
+  return acquire('idle', Math.min(maxWaitMs, work.until - now()), {}).catch((error: unknown) => {
     if (error instanceof RateLimitedError) work.refused = true;
     throw error;
   });
@@ -111,11 +126,17 @@ export class LocalLimiter implements GatewayLimiter {
     this.#now = now;
   }
 
-  acquire(kind: CallKind, maxWaitMs: number): Promise<Permit> {
-    return acquireAs(kind, maxWaitMs, this.#now, async (as, waitMs) => {
-      await this.#window.acquire(waitMs, as);
-      return NO_RELEASE;
-    });
+  acquire(kind: CallKind, maxWaitMs: number, options: AcquireOptions = {}): Promise<Permit> {
+    return acquireAs(
+      kind,
+      maxWaitMs,
+      this.#now,
+      async (as, waitMs, { reserve }) => {
+        await this.#window.acquire(waitMs, as, reserve);
+        return NO_RELEASE;
+      },
+      options,
+    );
   }
 
   async pause(ms: number): Promise<void> {
@@ -185,6 +206,15 @@ export interface SharedLimiterOptions {
  * before it sleeps when spare calls may be waiting too (they mark `spareUntil`), and a spare take
  * checks the mark in its conditional write. So a caller alone uses every slot nobody else wants,
  * and callers within their shares come first when they want them.
+ *
+ * Reads yield to money. A money call that may not take the reserve (a customer's) takes slots of
+ * the shared part, where reads take theirs; one about to wait for a slot of the shared part marks
+ * the budget (`moneyUntil`: when that slot frees, plus the same slack), and a read neither takes a
+ * slot while the mark runs, checked in its conditional write, nor counts on one before it ends. So
+ * customers reading within their shares cannot together hold every slot a customer's charge needs.
+ * Spare calls yield to the mark too; token requests and idle work do not look at it. A money call
+ * that does not wait writes nothing more; a mark lost (the table throttled or failed it) only lets
+ * a read go first once, and no take depends on it for the limit.
  */
 export class SharedLimiter implements GatewayLimiter {
   readonly #table: SharedStateTable;
@@ -213,11 +243,13 @@ export class SharedLimiter implements GatewayLimiter {
   /**
    * Callers of one container ask the table one at a time, reads apart from money and tokens: a
    * burst in one container is one client of the table, not a herd of them, and a read waiting for
-   * a slot never holds up a charge that may take a reserved one.
+   * a slot never holds up a charge that may take a reserved one, nor does a customer's charge
+   * waiting for a slot of the shared part.
    */
   readonly #turns: Record<Queue, Promise<void>> = {
     read: Promise.resolve(),
     reserved: Promise.resolve(),
+    shared: Promise.resolve(),
     idle: Promise.resolve(),
     spare: Promise.resolve(),
   };
@@ -242,30 +274,34 @@ export class SharedLimiter implements GatewayLimiter {
     this.#random = options.random ?? Math.random;
   }
 
-  acquire(kind: CallKind, maxWaitMs: number, spare = false): Promise<Permit> {
+  acquire(kind: CallKind, maxWaitMs: number, options: AcquireOptions = {}): Promise<Permit> {
     return acquireAs(
       kind,
       maxWaitMs,
       this.#now,
-      (as, waitMs, asSpare) => this.#acquire(as, waitMs, asSpare),
-      spare,
+      (as, waitMs, { spare = false, reserve = true }) =>
+        this.#acquire(as, waitMs, {
+          spare,
+          reserve: reserve && !spare && (as === 'money' || as === 'token'),
+        }),
+      options,
     );
   }
 
-  async #acquire(kind: CallKind, maxWaitMs: number, spare: boolean): Promise<Permit> {
+  async #acquire(kind: CallKind, maxWaitMs: number, call: Call): Promise<Permit> {
     const askedAt = this.#now();
     const giveUpAt = askedAt + maxWaitMs;
     let failed = 0;
     let throttled = 0;
     for (;;) {
       const now = this.#now();
-      if (!this.#mayTryTable(now, failed)) return this.#fromFallback(kind, giveUpAt);
+      if (!this.#mayTryTable(now, failed)) return this.#fromFallback(kind, giveUpAt, call);
       if (this.#failingSince !== undefined) this.#probedAt = now;
       try {
         return (
-          (await this.#inTurn(spare ? 'spare' : queueOf(kind), giveUpAt, () =>
-            this.#shared(kind, askedAt, giveUpAt, spare),
-          )) ?? (await this.#fromFallback(kind, giveUpAt))
+          (await this.#inTurn(queueOf(kind, call), giveUpAt, () =>
+            this.#shared(kind, askedAt, giveUpAt, call),
+          )) ?? (await this.#fromFallback(kind, giveUpAt, call))
         );
       } catch (error) {
         if (error instanceof RateLimitedError) throw error;
@@ -307,11 +343,11 @@ export class SharedLimiter implements GatewayLimiter {
     return this.#failingSince !== undefined && now >= this.#shareOpensAt;
   }
 
-  async #fromFallback(kind: CallKind, giveUpAt: number): Promise<Permit> {
+  async #fromFallback(kind: CallKind, giveUpAt: number, call: Call): Promise<Permit> {
     // A container's own share is what its live calls may need; idle work waits for the table.
     if (kind === 'idle' || !this.#fallback)
       throw budgetRefused(Math.max(PROBE_TABLE_MS, this.#shareOpensAt - this.#now()), kind);
-    await this.#fallback.acquire(giveUpAt - this.#now(), kind);
+    await this.#fallback.acquire(giveUpAt - this.#now(), kind, call.reserve);
     countMetric('BudgetFallback');
     return NO_RELEASE;
   }
@@ -356,7 +392,13 @@ export class SharedLimiter implements GatewayLimiter {
     }
   }
 
-  async #shared(kind: CallKind, askedAt: number, giveUpAt: number, spare: boolean): Promise<Permit> {
+  async #shared(kind: CallKind, askedAt: number, giveUpAt: number, call: Call): Promise<Permit> {
+    const { spare } = call;
+    // What this call leaves the slots that free to: a spare call to calls within a share and to
+    // money calls, a read to money calls (each marks when it waits; a lapsed mark holds nobody).
+    const yieldTo: WaitMark[] = spare ? ['owed', 'money'] : kind === 'read' ? ['money'] : [];
+    const heldUntil = (budget: BudgetSnapshot) =>
+      Math.max(0, ...yieldTo.map((mark) => (mark === 'owed' ? budget.owedUntil : budget.moneyUntil)));
     // A container that has not seen the budget yet guesses that every slot is free: its first
     // slot's write either succeeds or fails, and shows it the budget either way (one round trip,
     // where reading the budget first made two); a warm container whose view was stale learns the
@@ -367,6 +409,7 @@ export class SharedLimiter implements GatewayLimiter {
       pausedUntil: 0,
       owedUntil: 0,
       spareUntil: 0,
+      moneyUntil: 0,
     };
     // A wait the budget caused is one spent asleep for a slot, not the scheduling of the call itself.
     let slept = false;
@@ -377,14 +420,14 @@ export class SharedLimiter implements GatewayLimiter {
         throw budgetRefused(this.#windowMs, kind);
       }
       const freeBefore = now - this.#windowMs - this.#marginMs;
-      const open = snapshot.pausedUntil <= now && !(spare && snapshot.owedUntil > now);
-      const free = open ? this.#freeSlot(snapshot, kind, freeBefore, spare) : undefined;
+      const open = snapshot.pausedUntil <= now && heldUntil(snapshot) <= now;
+      const free = open ? this.#freeSlot(snapshot, kind, freeBefore, call) : undefined;
       if (free !== undefined) {
         const { slot, keep } = free;
         // The take's own name on the slot: a retry of a write whose answer was lost knows it.
         const take = randomUUID();
         const busyUntil = giveUpAt;
-        const taken = await this.#table.takeSlot(slot, busyUntil, freeBefore, now, take, keep, spare);
+        const taken = await this.#table.takeSlot(slot, busyUntil, freeBefore, now, take, keep, yieldTo);
         if (taken.taken) {
           this.#snapshot = this.#saw(taken.budget);
           budgetWaited(slept ? now - askedAt : 0, kind);
@@ -401,26 +444,33 @@ export class SharedLimiter implements GatewayLimiter {
         }
         continue;
       }
-      const freeAt = Math.max(
-        snapshot.pausedUntil,
-        spare ? snapshot.owedUntil : 0,
-        this.#earliestFree(snapshot, kind, now, spare),
-      );
+      const earliest = this.#earliestFree(snapshot, kind, now, call);
+      const freeAt = Math.max(snapshot.pausedUntil, heldUntil(snapshot), earliest);
       if (freeAt >= giveUpAt) {
         this.#snapshot = snapshot;
         throw budgetRefused(freeAt - now, kind);
       }
       // A spare call about to wait says so; a call within its caller's share about to wait while
-      // spare calls may be waiting too marks that they leave it the slot that frees. Where no spare
-      // call competes, waiting costs the table nothing more than it did.
+      // spare calls may be waiting too marks that they leave it the slot that frees. A money call
+      // about to wait for a slot of the shared part marks that reads (and spare calls) leave it
+      // that slot. Where nobody marks, waiting costs the table nothing more than it did.
       if (spare && snapshot.spareUntil < giveUpAt) await this.#markWaiting('spare', giveUpAt, now);
-      const owedUntil = freeAt + OWED_SLACK_MS;
-      if (!spare && kind !== 'idle' && snapshot.spareUntil > now && snapshot.owedUntil < owedUntil)
-        await this.#markWaiting('owed', owedUntil, now);
+      const markUntil = freeAt + OWED_SLACK_MS;
+      const moneyForShared =
+        kind === 'money' &&
+        !spare &&
+        this.#earliestFree(snapshot, 'read', now, { spare: false, reserve: false }) <= earliest;
+      if (moneyForShared) {
+        if (snapshot.moneyUntil < markUntil) await this.#markWaiting('money', markUntil, now);
+      } else if (!spare && kind !== 'idle' && snapshot.spareUntil > now && snapshot.owedUntil < markUntil) {
+        await this.#markWaiting('owed', markUntil, now);
+      }
       // Spread, so that the containers waiting for one slot do not all ask at once; never past the
       // last moment the call can still use a slot (a refusal then comes at its deadline, not later).
       const wakeAt = freeAt + Math.floor(this.#random() * WAKE_SPREAD_MS);
-      await this.#sleep(Math.max(freeAt, Math.min(wakeAt, giveUpAt - MIN_SEND_MS)) - now);
+      await this.#sleep(
+        Math.max(0, Math.max(freeAt, Math.min(wakeAt, giveUpAt - MIN_SEND_MS)) - this.#now()),
+      );
       slept = true;
       snapshot = this.#saw(await this.#table.readBudget());
       this.#snapshot = snapshot;
@@ -428,10 +478,12 @@ export class SharedLimiter implements GatewayLimiter {
   }
 
   /**
-   * Best effort: a mark lost only lets a spare call take a slot first, and the call within its
-   * share waits for the next one (a table that fails for good is met by the next take).
+   * Best effort: a mark lost only lets a spare call (or, for a money call's, a read) take a slot
+   * first, and the call that marked waits for the next one (a table that fails for good is met by
+   * the next take). Nothing of the budget's bound depends on it: every take checks its slot in the
+   * table, mark or none.
    */
-  async #markWaiting(who: 'owed' | 'spare', until: number, now: number): Promise<void> {
+  async #markWaiting(who: WaitMark | 'spare', until: number, now: number): Promise<void> {
     try {
       await this.#table.markWaiting(who, until, now);
     } catch (error) {
@@ -476,12 +528,12 @@ export class SharedLimiter implements GatewayLimiter {
   }
 
   /**
-   * The slots `kind` may take: reads the shared part only; money and tokens that first, then the
-   * reserve. A spare call (beyond its caller's share), whatever it is, the shared part only.
+   * The slots a call may take: the shared part, then the reserve for a money call or a token
+   * request that may take it (not a read, not a spare call, not a customer's money call).
    */
-  #ranges(kind: CallKind, spare = false): Array<[number, number]> {
+  #ranges(call: Call): Array<[number, number]> {
     const shared: [number, number] = [this.#reserved, this.#limit];
-    return kind === 'read' || spare ? [shared] : [shared, [0, this.#reserved]];
+    return call.reserve ? [shared, [0, this.#reserved]] : [shared];
   }
 
   /**
@@ -509,7 +561,7 @@ export class SharedLimiter implements GatewayLimiter {
     snapshot: BudgetSnapshot,
     kind: CallKind,
     freeBefore: number,
-    spare: boolean,
+    call: Call,
   ): { slot: number; keep: number[] } | undefined {
     if (kind === 'idle') {
       const live = this.#liveReserve;
@@ -520,7 +572,7 @@ export class SharedLimiter implements GatewayLimiter {
       // PayHere's), the rest of the reserve is checked on this container's view of the budget.
       return slot === undefined ? undefined : { slot, keep: shared.slice(0, Math.min(live, MAX_NAMED_KEEP)) };
     }
-    for (const range of this.#ranges(kind, spare)) {
+    for (const range of this.#ranges(call)) {
       const [slot] = this.#freeIn(snapshot, range, freeBefore, 1);
       if (slot !== undefined) return { slot, keep: [] };
     }
@@ -528,7 +580,7 @@ export class SharedLimiter implements GatewayLimiter {
   }
 
   /** When a slot `kind` may take frees; a request still in flight is expected to be answered soon. */
-  #earliestFree(snapshot: BudgetSnapshot, kind: CallKind, now: number, spare: boolean): number {
+  #earliestFree(snapshot: BudgetSnapshot, kind: CallKind, now: number, call: Call): number {
     const freeAt = (slot: number) =>
       Math.min(snapshot.busyUntil.get(slot) ?? 0, now) + this.#windowMs + this.#marginMs;
     if (kind === 'idle') {
@@ -542,7 +594,7 @@ export class SharedLimiter implements GatewayLimiter {
       return Math.min(Math.max(reserved, reserveFree), shared[this.#liveReserve] ?? Number.POSITIVE_INFINITY);
     }
     let earliest = Number.POSITIVE_INFINITY;
-    for (const [from, to] of this.#ranges(kind, spare)) {
+    for (const [from, to] of this.#ranges(call)) {
       for (let slot = from; slot < to; slot++) earliest = Math.min(earliest, freeAt(slot));
     }
     return earliest;
@@ -583,11 +635,19 @@ export class SharedLimiter implements GatewayLimiter {
 
 /**
  * The queue a call asks the table in, within one container: a call beyond its caller's share waits
- * in one of its own, never ahead of a call within one.
+ * in one of its own, never ahead of a call within one; a money call that may not take the reserve
+ * (a customer's) in one of its own, neither behind reads nor ahead of calls that may take it.
  */
-type Queue = 'read' | 'reserved' | 'idle' | 'spare';
+type Queue = 'read' | 'reserved' | 'shared' | 'idle' | 'spare';
 
-function queueOf(kind: CallKind): Queue {
+/** A call as the shared budget sees it besides its kind: `reserve` already false for reads and spare calls. */
+interface Call {
+  spare: boolean;
+  reserve: boolean;
+}
+
+function queueOf(kind: CallKind, call: Call): Queue {
+  if (call.spare) return 'spare';
   if (kind === 'read' || kind === 'idle') return kind;
-  return 'reserved';
+  return call.reserve ? 'reserved' : 'shared';
 }

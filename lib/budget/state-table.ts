@@ -32,7 +32,20 @@ export interface BudgetSnapshot {
    * a call within a share that waits mark `owedUntil` (no write where no spare call competes); 0.
    */
   spareUntil: number;
+  /**
+   * Epoch ms until which a money call may be waiting for a slot of the shared part: reads (and
+   * spare calls) take none before then, so that customers' reads together never hold every slot a
+   * customer's charge needs (docs/budget.md "The reserve"); 0 when none waits.
+   */
+  moneyUntil: number;
 }
+
+/**
+ * A mark a waiting call leaves on the budget item, which some takes yield to (each checked in
+ * the take's own conditional write): `owed`, a call within its caller's share (spare calls yield);
+ * `money`, a money call waiting for a slot of the shared part (reads and spare calls yield).
+ */
+export type WaitMark = 'owed' | 'money';
 
 /** The shared access token, as one container stored it. */
 export interface SharedToken {
@@ -86,8 +99,8 @@ export class SharedStateTable {
    * (or the pause that began); DynamoDB sends that item with its refusal when asked to.
    * `keepFree`: slots that must be free too, untouched (idle work leaves them to live calls), checked
    * in the same write so that no container's take in between can make the check wrong.
-   * `yieldToOwed`: a call beyond its caller's share, which takes the slot only while no call within
-   * its share waits for one (`owedUntil`), checked in the same write.
+   * `yieldTo`: the marks of waiting calls this take leaves the slot to while they run
+   * (`owedUntil`, `moneyUntil`: a spare call both, a read the money mark), checked in the same write.
    */
   async takeSlot(
     slot: number,
@@ -96,7 +109,7 @@ export class SharedStateTable {
     now: number,
     take: string,
     keepFree: readonly number[] = [],
-    yieldToOwed = false,
+    yieldTo: readonly WaitMark[] = [],
   ): Promise<
     | { taken: true; budget: BudgetSnapshot; previous: number | undefined }
     | { taken: false; budget: BudgetSnapshot | undefined }
@@ -112,7 +125,7 @@ export class SharedStateTable {
             '(attribute_not_exists(#slot) OR #slot <= :freeBefore)',
             '(attribute_not_exists(pausedUntil) OR pausedUntil <= :now)',
             ...kept.map(({ name }) => `(attribute_not_exists(${name}) OR ${name} <= :freeBefore)`),
-            ...(yieldToOwed ? ['(attribute_not_exists(owedUntil) OR owedUntil <= :now)'] : []),
+            ...yieldTo.map((mark) => `(attribute_not_exists(${mark}Until) OR ${mark}Until <= :now)`),
           ].join(' AND '),
           ExpressionAttributeNames: {
             '#slot': `s${slot}`,
@@ -204,10 +217,12 @@ export class SharedStateTable {
 
   /**
    * A call waits for a slot until about `until`: `owed`, one within its caller's share (calls beyond
-   * their callers' shares leave it the slots that free until then), or `spare`, one beyond it (so
-   * that calls within their shares mark when they wait). A later mark already set is kept.
+   * their callers' shares leave it the slots that free until then), `money`, a money call waiting
+   * for a slot of the shared part (reads and spare calls leave it those slots), or `spare`, one
+   * beyond its share (so that calls within their shares mark when they wait). A later mark already
+   * set is kept, so a write retried after it was applied and its answer lost changes nothing.
    */
-  async markWaiting(who: 'owed' | 'spare', until: number, now: number): Promise<void> {
+  async markWaiting(who: WaitMark | 'spare', until: number, now: number): Promise<void> {
     await this.#conditional(
       new UpdateItemCommand({
         TableName: this.#table,
@@ -336,5 +351,6 @@ function budgetOf(item: Record<string, AttributeValue> | undefined): BudgetSnaps
     pausedUntil: Number(item?.pausedUntil?.N ?? 0),
     owedUntil: Number(item?.owedUntil?.N ?? 0),
     spareUntil: Number(item?.spareUntil?.N ?? 0),
+    moneyUntil: Number(item?.moneyUntil?.N ?? 0),
   };
 }

@@ -56,6 +56,11 @@ export class SlidingWindowLimiter {
   /** Start times of the calls in the current window, oldest first. */
   readonly #starts: number[] = [];
   #pausedUntil = 0;
+  /**
+   * Until when (inclusive) a money call of the shared part waits for a slot here: reads take none
+   * until it has, as in the shared budget (docs/budget.md "The reserve").
+   */
+  #moneyUntil = Number.NEGATIVE_INFINITY;
 
   constructor(options: RateLimitOptions) {
     this.#limit = options.limit;
@@ -67,22 +72,24 @@ export class SlidingWindowLimiter {
   }
 
   /**
-   * Take a slot, waiting at most `maxWaitMs` for one; a read leaves the reserved share alone, idle
-   * work the live reserve.
+   * Take a slot, waiting at most `maxWaitMs` for one; a read leaves the reserved share alone, and so
+   * does a money call that may not take it (`reserve` false: a customer's); idle work leaves the
+   * live reserve. A money call of the shared part that waits keeps reads off the slot it waits for.
    */
-  async acquire(maxWaitMs: number, kind: CallKind = 'money'): Promise<void> {
+  async acquire(maxWaitMs: number, kind: CallKind = 'money', reserve = true): Promise<void> {
     const askedAt = this.#now();
     const giveUpAt = askedAt + maxWaitMs;
-    const limit =
-      kind === 'read'
-        ? this.#limit - this.#reserved
-        : kind === 'idle'
-          ? this.#limit - this.#liveReserve
-          : this.#limit;
+    const sharedOnly = kind === 'read' || (kind === 'money' && !reserve);
+    const limit = sharedOnly
+      ? this.#limit - this.#reserved
+      : kind === 'idle'
+        ? this.#limit - this.#liveReserve
+        : this.#limit;
     for (;;) {
       const now = this.#now();
       while (this.#starts.length > 0 && this.#starts[0]! <= now - this.#windowMs) this.#starts.shift();
-      if (now >= this.#pausedUntil && this.#starts.length < limit) {
+      const yielding = kind === 'read' && this.#moneyUntil >= now;
+      if (now >= this.#pausedUntil && !yielding && this.#starts.length < limit) {
         this.#starts.push(now);
         budgetWaited(now - askedAt, kind);
         return;
@@ -90,8 +97,9 @@ export class SlidingWindowLimiter {
       // The slot a read may take frees when the start `limit` places from the newest leaves.
       const slotFreeAt =
         this.#starts.length < limit ? now : this.#starts[this.#starts.length - limit]! + this.#windowMs;
-      const freeAt = Math.max(slotFreeAt, this.#pausedUntil);
+      const freeAt = Math.max(slotFreeAt, this.#pausedUntil, kind === 'read' ? this.#moneyUntil + 1 : 0);
       if (freeAt >= giveUpAt) throw budgetRefused(freeAt - now, kind);
+      if (kind === 'money' && sharedOnly) this.#moneyUntil = Math.max(this.#moneyUntil, freeAt);
       await this.#sleep(freeAt - now);
     }
   }

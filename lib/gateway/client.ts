@@ -2,7 +2,7 @@
 // token renewal, release), and every branch of it reads the same attempt's state; split, a retry's
 // rules would live away from the loop that applies them.
 import { type CallerShares, callers, type ShareTaken } from '../budget/caller-shares.ts';
-import type { GatewayLimiter, Permit } from '../budget/limiter.ts';
+import type { AcquireOptions, GatewayLimiter, Permit } from '../budget/limiter.ts';
 import { defaultSleep } from '../budget/window-limiter.ts';
 import type { CredentialsProvider } from '../config/config.ts';
 import {
@@ -37,8 +37,9 @@ export interface GatewayCall {
   /** A bare 404 (no envelope) is an answer for this call ("no such record"), not a wrong path. */
   allowNotFound?: boolean;
   /**
-   * A read that settles a money request (a lost charge's search): like money calls, it may use the
-   * budget's reserved share, so that reads cannot starve it.
+   * A read that settles a money request (a lost charge's search): a money call to the budget, so
+   * that reads cannot starve it (it may use the reserved share unless a customer's, and reads leave
+   * it the slot of the shared part it waits for).
    */
   reconciliation?: boolean;
   /** The share and slot its first attempt uses, taken before (GatewayClient.reserve); a read's only. */
@@ -226,10 +227,10 @@ export class GatewayClient {
     kind: 'read' | 'money' | 'token',
     deadline: number,
     retryOf?: Error,
-    spare = false,
+    options: AcquireOptions = {},
   ): Promise<Permit> {
     try {
-      return await this.#limiter.acquire(kind, deadline - Date.now(), spare);
+      return await this.#limiter.acquire(kind, deadline - Date.now(), options);
     } catch (error) {
       if (retryOf && error instanceof RateLimitedError) throw retryOf;
       throw error instanceof ApiError ? notSent(error) : error;
@@ -275,11 +276,12 @@ export class GatewayClient {
         spare = (await share)?.beyond === true;
       }
       // Customers (and what notifications make the service confirm) never take the share reserved
-      // for the merchant's money calls, the settle job's and the token's.
+      // for the merchant's money calls, the settle job's and the token's; reads still leave their
+      // money calls the slots of the shared part they wait for.
       const caller = callers.getStore()?.kind;
-      const reserved =
-        (call.money || call.reconciliation) && caller !== 'customer' && caller !== 'notifications';
-      permit = await this.#slot(reserved ? 'money' : 'read', call.deadline, retryOf, spare);
+      const reserve = caller !== 'customer' && caller !== 'notifications';
+      const kind = call.money || call.reconciliation ? 'money' : 'read';
+      permit = await this.#slot(kind, call.deadline, retryOf, { spare, reserve });
     }
     let response: UpstreamResponse;
     try {

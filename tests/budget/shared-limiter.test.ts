@@ -307,8 +307,8 @@ describe('calls beyond their caller’s share (spare ones)', () => {
     const limiter = container(table, clock);
 
     // Act
-    for (let i = 0; i < 6; i++) await limiter.acquire(i % 2 === 0 ? 'read' : 'money', 0, true);
-    const seventh = await limiter.acquire('money', 0, true).catch((error: unknown) => error);
+    for (let i = 0; i < 6; i++) await limiter.acquire(i % 2 === 0 ? 'read' : 'money', 0, { spare: true });
+    const seventh = await limiter.acquire('money', 0, { spare: true }).catch((error: unknown) => error);
     const withinShare = await limiter.acquire('money', 0).then(() => 'sent');
 
     // Assess
@@ -322,7 +322,7 @@ describe('calls beyond their caller’s share (spare ones)', () => {
     const { table } = await freshStateTable();
     const clock = steppingClock();
     const [a, c] = [container(table, clock), container(table, clock)];
-    for (let i = 0; i < 6; i++) await (await a.acquire('read', 0, true)).release();
+    for (let i = 0; i < 6; i++) await (await a.acquire('read', 0, { spare: true })).release();
 
     // Act: a spare call of another container waits (and said so); a call within its share waits for
     // the first slot to free; meanwhile (its mark set, its slot not yet taken) a spare call asks.
@@ -334,7 +334,7 @@ describe('calls beyond their caller’s share (spare ones)', () => {
       if (firstSleep) {
         firstSleep = false;
         await sleep(ms);
-        spareAsked = await c.acquire('read', 0, true).catch((error: unknown) => error);
+        spareAsked = await c.acquire('read', 0, { spare: true }).catch((error: unknown) => error);
         return;
       }
       await sleep(ms);
@@ -375,15 +375,208 @@ describe('calls beyond their caller’s share (spare ones)', () => {
     await table.markWaiting('owed', T0 + 5_000, T0);
 
     // Act
-    const atOnce = await limiter.acquire('read', 1_000, true).catch((error: unknown) => error);
+    const atOnce = await limiter.acquire('read', 1_000, { spare: true }).catch((error: unknown) => error);
     const withinShare = await limiter.acquire('read', 0).then(() => 'sent');
-    await limiter.acquire('read', 10_000, true);
+    await limiter.acquire('read', 10_000, { spare: true });
 
     // Assess
     expect((atOnce as RateLimitedError).headers['Retry-After']).toBe('5');
     expect(withinShare).toBe('sent');
     expect(clock.now()).toBeGreaterThanOrEqual(T0 + 5_000);
     expect(clock.now()).toBeLessThan(T0 + 5_100);
+  });
+});
+
+describe('money calls that wait for a slot of the shared part (reads yield to money)', () => {
+  /** A customer's charge: a money call that may not take the reserve. */
+  const customerMoney = { reserve: false } as const;
+
+  /** The shared part (6 of 8) taken by reads of `limiter`: the first answered at once, the others held 60 s. */
+  async function readsHoldTheSharedPart(limiter: SharedLimiter): Promise<void> {
+    await (await limiter.acquire('read', 0)).release();
+    for (let i = 0; i < 5; i++) await limiter.acquire('read', 60_000);
+  }
+
+  it('keep a read off the slot a waiting charge needs: the read that asks first when it frees is refused, the charge takes it', async () => {
+    // Prepare: reads of container a hold every slot of the shared part; one frees at T0 + 10.5 s.
+    const { table } = await freshStateTable();
+    const clock = steppingClock();
+    const a = container(table, clock);
+    await readsHoldTheSharedPart(a);
+    // b, cold, guesses the slot that frees: only the take's own condition can stop it.
+    const b = container(table, clock);
+    const takes = vi.spyOn(table, 'takeSlot');
+    const sleep = clock.sleep;
+    let readAsked: unknown;
+    let first = true;
+    clock.sleep = async (ms) => {
+      await sleep(ms);
+      if (!first) return;
+      first = false;
+      // The slot is free; the charge has not woken yet: a read asks first.
+      readAsked = await b.acquire('read', 0).catch((error: unknown) => error);
+    };
+
+    // Act: a customer's charge (of a container made now, to sleep on the clock above) waits for that slot.
+    const charge = await container(table, clock).acquire('money', 20_000, customerMoney);
+    const chargedAt = clock.now();
+    const { moneyUntil } = await table.readBudget();
+
+    // Assess: the read's write named the mark and was refused; the charge took the slot when it freed.
+    expect(readAsked).toBeInstanceOf(RateLimitedError);
+    const readTake = takes.mock.calls.find((args) => args[6]?.includes('money'));
+    expect(readTake).toBeDefined();
+    expect(await takes.mock.results[takes.mock.calls.indexOf(readTake!)]!.value).toMatchObject({
+      taken: false,
+    });
+    expect(charge).toBeDefined();
+    expect(chargedAt).toBe(T0 + WINDOW + MARGIN);
+    expect(moneyUntil).toBe(T0 + WINDOW + MARGIN + 500);
+  });
+
+  it('cost nothing where no charge waits: a charge that finds a slot writes no mark, and reads take every slot as it frees', async () => {
+    // Prepare: five reads and a charge (at once) hold the shared part.
+    const { table } = await freshStateTable();
+    const clock = steppingClock();
+    const limiter = container(table, clock);
+    const marks = vi.spyOn(table, 'markWaiting');
+    await (await limiter.acquire('read', 0)).release();
+    for (let i = 0; i < 4; i++) await limiter.acquire('read', 60_000);
+    await limiter.acquire('money', 60_000, customerMoney);
+
+    // Act: a read waits for the first slot to free.
+    await limiter.acquire('read', 20_000);
+
+    // Assess
+    expect(clock.now()).toBe(T0 + WINDOW + MARGIN);
+    expect(marks).not.toHaveBeenCalled();
+    expect((await table.readBudget()).moneyUntil).toBe(0);
+  });
+
+  it('hold reads off for half a second past the charge’s slot at most: a read waits its turn within its deadline', async () => {
+    // Prepare: the shared part held by reads, two of them answered at once (their slots free at
+    // T0 + 10.5 s and T0 + 10.8 s); a charge waits for the first and takes it.
+    const { table } = await freshStateTable();
+    const clock = steppingClock();
+    const limiter = container(table, clock);
+    await (await limiter.acquire('read', 0)).release();
+    clock.advance(300);
+    await (await limiter.acquire('read', 0)).release();
+    for (let i = 0; i < 4; i++) await limiter.acquire('read', 60_000);
+    await limiter.acquire('money', 20_000, customerMoney);
+    const chargedAt = clock.now();
+
+    // Act: a read, then a read that cannot wait.
+    const read = await container(table, clock).acquire('read', 20_000);
+    const readAt = clock.now();
+    const hurried = await container(table, clock)
+      .acquire('read', 1_000)
+      .catch((error: unknown) => error);
+
+    // Assess: the second slot went to the read once the mark lapsed, not before; the hurried read
+    // was refused, as it is when no slot frees before its deadline.
+    expect(chargedAt).toBe(T0 + WINDOW + MARGIN);
+    expect(read).toBeDefined();
+    expect(readAt).toBe(T0 + WINDOW + MARGIN + 500);
+    expect(hurried).toBeInstanceOf(RateLimitedError);
+  });
+
+  it('mark the wait once when the mark’s write was applied and its answer lost', async () => {
+    // Prepare: the table's next write (the charge's mark) is applied and its answer lost; the
+    // client tries again, as the functions' clients do.
+    const { table, name } = await freshStateTable({ attempts: 3 });
+    const clock = steppingClock();
+    const limiter = container(table, clock);
+    await readsHoldTheSharedPart(limiter);
+    captureLogs('silent');
+    await injectDynamoDbFault({ operation: 'UpdateItem', table: name, fault: { kind: 'applyAndLose' } });
+
+    // Act
+    const charge = await limiter.acquire('money', 20_000, customerMoney);
+
+    // Assess: the retry met its own mark and changed nothing; the charge waited for its slot.
+    expect(charge).toBeDefined();
+    expect(clock.now()).toBe(T0 + WINDOW + MARGIN);
+    expect((await table.readBudget()).moneyUntil).toBe(T0 + WINDOW + MARGIN + 500);
+    expect(counted('BudgetRefused')).toBe(0);
+  });
+
+  it('wait all the same when the table throttles the mark: it is best effort, and the limit never depends on it', async () => {
+    // Prepare: every try of the charge's mark throttled.
+    const { table, name } = await freshStateTable({ attempts: 3 });
+    const clock = steppingClock();
+    const limiter = container(table, clock);
+    await readsHoldTheSharedPart(limiter);
+    captureLogs('silent');
+    await injectDynamoDbFault({
+      operation: 'UpdateItem',
+      table: name,
+      fault: { kind: 'throttle' },
+      times: 3,
+    });
+
+    // Act
+    const charge = await limiter.acquire('money', 20_000, customerMoney);
+    const budget = await table.readBudget();
+
+    // Assess: no mark, the charge's slot all the same; no slot beyond the limit, none from the
+    // container's own share.
+    expect(charge).toBeDefined();
+    expect(clock.now()).toBe(T0 + WINDOW + MARGIN);
+    expect(budget.moneyUntil).toBe(0);
+    expect(budget.busyUntil.size).toBe(6);
+    expect(counted('BudgetFallback')).toBe(0);
+  });
+
+  it('never hold up, within one container, a merchant’s charge that may take the reserve', async () => {
+    // Prepare: reads hold the shared part; a customer's charge of the same container waits for a
+    // slot of it (its sleep runs until the test ends it).
+    const { table } = await freshStateTable();
+    const clock = steppingClock();
+    const limiter = container(table, clock);
+    await readsHoldTheSharedPart(limiter);
+    let wake!: () => void;
+    const asleep = new Promise<void>((resolve) => {
+      clock.sleep = async (ms) => {
+        resolve();
+        await new Promise<void>((woken) => {
+          wake = woken;
+        });
+        clock.advance(ms);
+      };
+    });
+    const waiting = container(table, clock);
+    const customer = waiting.acquire('money', 20_000, customerMoney);
+    await asleep;
+
+    // Act: the merchant's charge, with no time to wait.
+    const merchant = await waiting.acquire('money', 0).then(() => 'sent');
+    wake();
+
+    // Assess
+    expect(merchant).toBe('sent');
+    await expect(customer).resolves.toBeDefined();
+  });
+
+  it('leave the merchant’s charge that waits for a reserved slot unmarked: reads lose nothing to it', async () => {
+    // Prepare: every slot taken, the reserve's first to free (at T0 + 10.5 s), the shared part's
+    // a second later.
+    const { table } = await freshStateTable();
+    const clock = steppingClock();
+    const limiter = container(table, clock);
+    const reads = await Promise.all(Array.from({ length: 6 }, () => limiter.acquire('read', 60_000)));
+    await (await limiter.acquire('money', 0)).release();
+    await limiter.acquire('money', 60_000);
+    clock.advance(1_000);
+    for (const read of reads) await read.release();
+    const marks = vi.spyOn(table, 'markWaiting');
+
+    // Act
+    await limiter.acquire('money', 20_000);
+
+    // Assess
+    expect(clock.now()).toBe(T0 + WINDOW + MARGIN);
+    expect(marks).not.toHaveBeenCalled();
   });
 });
 

@@ -76,6 +76,33 @@ describe('PayHere’s budget over many containers, on a virtual clock', () => {
     expect(report.arrivals).toBeGreaterThanOrEqual(Math.floor((WINDOWS * MINUTE) / 11_500) * 20 * 0.9);
   });
 
+  it('gives every customer’s charge a slot within its deadline while customers’ reads want more than the shared part serves', async () => {
+    // Act: customers' reads within their shares offered at 20 times what the shared part serves,
+    // and customers' charges among them (money calls that may not take the reserve), through 500s
+    // and late answers of the table (a mark among them now and then).
+    const report = await quietly(() =>
+      simulateBudget({
+        containers: 100,
+        durationMs: 5 * MINUTE,
+        offeredPerSecond: 30,
+        callers: 200,
+        customerChargesPerSecond: 3,
+        internalErrorRate: 0.01,
+        slowRate: 0.01,
+        seed: 5,
+      }),
+    );
+
+    // Assess: reads yielded to every waiting charge; the reads took the rest, and the limit held.
+    expect(report.charges.served).toBeGreaterThan(100);
+    expect(report.charges.refused).toBe(0);
+    expect(report.charges.slowestWaitMs).toBeLessThan(20_000);
+    expect(report.maxPerWindow).toBeLessThanOrEqual(20);
+    expect(report.payhere429).toBe(0);
+    // Nothing wasted: the shared part's 15 slots (customers take no reserve) busy all along.
+    expect(report.arrivals).toBeGreaterThanOrEqual(Math.floor(((5 * MINUTE) / 11_500) * 15 * 0.9));
+  });
+
   it('is the same run for the same seed', async () => {
     const small = {
       ...scenario,

@@ -219,6 +219,33 @@ describe('SlidingWindowLimiter', () => {
     expect(time.sleeps).toEqual([]);
   });
 
+  it('keeps a customer’s charge (no reserve) to the unreserved slots, and keeps reads off the slot it waits for', async () => {
+    // Prepare: 2 per window, 1 reserved: one slot for reads and customers' charges, taken by a read.
+    const time = virtualClock();
+    const limiter = new SlidingWindowLimiter({
+      limit: 2,
+      windowMs: 10_000,
+      reserved: 1,
+      now: time.now,
+      sleep: time.sleep,
+    });
+    await limiter.acquire(0, 'read');
+    const at: Record<string, number> = {};
+    const note = (name: string) => (outcome: unknown) => {
+      at[name] = outcome instanceof Error ? -1 : time.now();
+    };
+
+    // Act: a read waits for that slot first, then a customer's charge that may not take the reserve.
+    const read = limiter.acquire(25_000, 'read').then(note('read'), note('read'));
+    const charge = limiter.acquire(15_000, 'money', false).then(note('charge'), note('charge'));
+    await time.run();
+    await Promise.all([read, charge]);
+
+    // Assess: the charge left the reserved slot alone and took the other when it freed, though the
+    // read asked first; the read took the next, within its deadline.
+    expect(at).toEqual({ charge: T0 + 10_000, read: T0 + 20_000 });
+  });
+
   it('leaves the live reserve to live calls: idle work stops short of it', async () => {
     // Prepare: 4 per window, 1 reserved, and as large a live reserve.
     const time = steppingClock();

@@ -11,8 +11,8 @@
  * that can run at the current instant has run. The same seed gives the same run.
  */
 import { AwsServiceError, AwsTimeoutError } from '../../lib/aws/errors.ts';
-import { SharedLimiter } from '../../lib/budget/limiter.ts';
-import type { BudgetSnapshot, SharedStateTable } from '../../lib/budget/state-table.ts';
+import { type AcquireOptions, SharedLimiter } from '../../lib/budget/limiter.ts';
+import type { BudgetSnapshot, SharedStateTable, WaitMark } from '../../lib/budget/state-table.ts';
 import type { CallKind } from '../../lib/budget/window-limiter.ts';
 import { RateLimitedError } from '../../lib/envelope/errors.ts';
 import { busiestWindow } from './windows.ts';
@@ -37,6 +37,12 @@ export interface SimulationOptions {
   /** DynamoDB's per-partition rates (per second); lower them to see throttling at a small scale. */
   writesPerSecond?: number;
   readsPerSecond?: number;
+  /**
+   * Customers' charges a second, among `offeredPerSecond`: money calls that may not take the
+   * reserve, as the gateway client asks for a customer's; every other request is then a customer's
+   * read (within its share). Unset: a quarter of the requests are money calls that may take it.
+   */
+  customerChargesPerSecond?: number;
 }
 
 export interface SimulationReport {
@@ -52,6 +58,8 @@ export interface SimulationReport {
   tokenAttempts: number;
   /** Answers per caller: served (a PayHere call made) and refused (429 rate_limited). */
   answers: Record<string, { served: number; refused: number }>;
+  /** Customers' charges (with `customerChargesPerSecond`): served, refused, the longest wait for a slot. */
+  charges: { served: number; refused: number; slowestWaitMs: number };
   table: { requests: number; throttled: number; internalErrors: number; late: number; outage: number };
   /** Real time the run took, ms. */
   tookMs: number;
@@ -155,6 +163,7 @@ class SimulatedStateTable {
   #pausedUntil = 0;
   #owedUntil = 0;
   #spareUntil = 0;
+  #moneyUntil = 0;
   /** Requests served in the current second, by kind: what the partition's rate counts. */
   #second = -1;
   #served = { read: 0, write: 0 };
@@ -173,6 +182,7 @@ class SimulatedStateTable {
       pausedUntil: this.#pausedUntil,
       owedUntil: this.#owedUntil,
       spareUntil: this.#spareUntil,
+      moneyUntil: this.#moneyUntil,
     };
   }
 
@@ -250,7 +260,7 @@ class SimulatedStateTable {
     now: number,
     take: string,
     keepFree: readonly number[] = [],
-    yieldToOwed = false,
+    yieldTo: readonly WaitMark[] = [],
   ): ReturnType<SharedStateTable['takeSlot']> {
     return this.#request('write', () => {
       const free = (s: number) => (this.#busyUntil.get(s) ?? Number.NEGATIVE_INFINITY) <= freeBefore;
@@ -258,7 +268,7 @@ class SimulatedStateTable {
         free(slot) &&
         this.#pausedUntil <= now &&
         keepFree.every(free) &&
-        (!yieldToOwed || this.#owedUntil <= now);
+        yieldTo.every((mark) => (mark === 'owed' ? this.#owedUntil : this.#moneyUntil) <= now);
       if (!ok) return { taken: false as const, budget: this.#snapshot() };
       const previous = this.#busyUntil.get(slot);
       this.#busyUntil.set(slot, busyUntil);
@@ -290,9 +300,10 @@ class SimulatedStateTable {
     });
   }
 
-  async markWaiting(who: 'owed' | 'spare', until: number): Promise<void> {
+  async markWaiting(who: WaitMark | 'spare', until: number): Promise<void> {
     await this.#request('write', () => {
       if (who === 'owed') this.#owedUntil = Math.max(this.#owedUntil, until);
+      else if (who === 'money') this.#moneyUntil = Math.max(this.#moneyUntil, until);
       else this.#spareUntil = Math.max(this.#spareUntil, until);
     });
   }
@@ -325,15 +336,27 @@ export async function simulateBudget(options: SimulationOptions): Promise<Simula
     callers.map((caller) => [caller, { served: 0, refused: 0 }]),
   );
 
+  const charges = { served: 0, refused: 0, slowestWaitMs: 0 };
+
   /** One PayHere call on a slot: sent 5-100 ms later, answered 200-1,500 ms after it arrives. */
-  async function call(limiter: SharedLimiter, kind: CallKind): Promise<boolean> {
+  async function call(
+    limiter: SharedLimiter,
+    kind: CallKind,
+    options: AcquireOptions = {},
+  ): Promise<boolean> {
     const askedAt = time.now;
+    const charge = options.reserve === false;
     let permit: Awaited<ReturnType<SharedLimiter['acquire']>>;
     try {
-      permit = await limiter.acquire(kind, DEADLINE_MS);
+      permit = await limiter.acquire(kind, DEADLINE_MS, options);
     } catch (error) {
-      if (error instanceof RateLimitedError) return false;
-      throw error;
+      if (!(error instanceof RateLimitedError)) throw error;
+      if (charge) charges.refused++;
+      return false;
+    }
+    if (charge) {
+      charges.served++;
+      charges.slowestWaitMs = Math.max(charges.slowestWaitMs, time.now - askedAt);
     }
     await time.sleep(5 + Math.floor(random() * 96));
     // A request its deadline has passed is abandoned before it is sent, as the client's deadline does.
@@ -377,8 +400,18 @@ export async function simulateBudget(options: SimulationOptions): Promise<Simula
         tokenLeased = false;
       }
       const caller = callers[Math.floor(random() * callers.length)]!;
-      const kind: CallKind = random() < 0.25 ? 'money' : 'read';
-      if (await call(limiter, kind)) answers[caller]!.served++;
+      const customerCharge =
+        options.customerChargesPerSecond !== undefined &&
+        random() < options.customerChargesPerSecond / options.offeredPerSecond;
+      const kind: CallKind =
+        options.customerChargesPerSecond === undefined
+          ? random() < 0.25
+            ? 'money'
+            : 'read'
+          : customerCharge
+            ? 'money'
+            : 'read';
+      if (await call(limiter, kind, customerCharge ? { reserve: false } : {})) answers[caller]!.served++;
       else answers[caller]!.refused++;
     }
   }
@@ -396,6 +429,7 @@ export async function simulateBudget(options: SimulationOptions): Promise<Simula
     tokenRequests,
     tokenAttempts,
     answers,
+    charges,
     table: { ...table.stats },
     tookMs: Math.round(performance.now() - started),
   };
