@@ -394,11 +394,11 @@ export class SharedLimiter implements GatewayLimiter {
 
   async #shared(kind: CallKind, askedAt: number, giveUpAt: number, call: Call): Promise<Permit> {
     const { spare } = call;
-    // What this call leaves the slots that free to: a spare call to calls within a share and to
-    // money calls, a read to money calls (each marks when it waits; a lapsed mark holds nobody).
-    const yieldTo: WaitMark[] = spare ? ['owed', 'money'] : kind === 'read' ? ['money'] : [];
-    const heldUntil = (budget: BudgetSnapshot) =>
-      Math.max(0, ...yieldTo.map((mark) => (mark === 'owed' ? budget.owedUntil : budget.moneyUntil)));
+    // What this call leaves the slots that free to: every call to a token request (without the
+    // token nothing reaches PayHere), a spare call to calls within a share and to money calls, a
+    // read to money calls (each marks when it waits; a lapsed mark holds nobody).
+    const yieldTo = yieldsTo(kind, spare);
+    const heldUntil = (budget: BudgetSnapshot) => Math.max(0, ...yieldTo.map((mark) => markOf(budget, mark)));
     // A container that has not seen the budget yet guesses that every slot is free: its first
     // slot's write either succeeds or fails, and shows it the budget either way (one round trip,
     // where reading the budget first made two); a warm container whose view was stale learns the
@@ -410,6 +410,7 @@ export class SharedLimiter implements GatewayLimiter {
       owedUntil: 0,
       spareUntil: 0,
       moneyUntil: 0,
+      tokenUntil: 0,
     };
     // A wait the budget caused is one spent asleep for a slot, not the scheduling of the call itself.
     let slept = false;
@@ -460,7 +461,9 @@ export class SharedLimiter implements GatewayLimiter {
         kind === 'money' &&
         !spare &&
         this.#earliestFree(snapshot, 'read', now, { spare: false, reserve: false }) <= earliest;
-      if (moneyForShared) {
+      if (kind === 'token') {
+        if (snapshot.tokenUntil < markUntil) await this.#markWaiting('token', markUntil, now);
+      } else if (moneyForShared) {
         if (snapshot.moneyUntil < markUntil) await this.#markWaiting('money', markUntil, now);
       } else if (!spare && kind !== 'idle' && snapshot.spareUntil > now && snapshot.owedUntil < markUntil) {
         await this.#markWaiting('owed', markUntil, now);
@@ -631,6 +634,17 @@ export class SharedLimiter implements GatewayLimiter {
     }
     this.#snapshot = undefined;
   }
+}
+
+/** The marks a call of `kind` leaves the slots that free to (docs/budget.md "The reserve"). */
+function yieldsTo(kind: CallKind, spare: boolean): WaitMark[] {
+  if (kind === 'token') return [];
+  if (spare) return ['owed', 'money', 'token'];
+  return kind === 'read' ? ['money', 'token'] : ['token'];
+}
+
+function markOf(budget: BudgetSnapshot, mark: WaitMark): number {
+  return mark === 'owed' ? budget.owedUntil : mark === 'money' ? budget.moneyUntil : budget.tokenUntil;
 }
 
 /**

@@ -38,14 +38,20 @@ export interface BudgetSnapshot {
    * customer's charge needs (docs/budget.md "The reserve"); 0 when none waits.
    */
   moneyUntil: number;
+  /**
+   * Epoch ms until which a token request may be waiting for a slot: every other call takes none
+   * before then, since without the token no call reaches PayHere at all; 0 when none waits.
+   */
+  tokenUntil: number;
 }
 
 /**
  * A mark a waiting call leaves on the budget item, which some takes yield to (each checked in
  * the take's own conditional write): `owed`, a call within its caller's share (spare calls yield);
- * `money`, a money call waiting for a slot of the shared part (reads and spare calls yield).
+ * `money`, a money call waiting for a slot of the shared part (reads and spare calls yield);
+ * `token`, a token request (every other call yields).
  */
-export type WaitMark = 'owed' | 'money';
+export type WaitMark = 'owed' | 'money' | 'token';
 
 /** The shared access token, as one container stored it. */
 export interface SharedToken {
@@ -100,7 +106,8 @@ export class SharedStateTable {
    * `keepFree`: slots that must be free too, untouched (idle work leaves them to live calls), checked
    * in the same write so that no container's take in between can make the check wrong.
    * `yieldTo`: the marks of waiting calls this take leaves the slot to while they run
-   * (`owedUntil`, `moneyUntil`: a spare call both, a read the money mark), checked in the same write.
+   * (`owedUntil`, `moneyUntil`, `tokenUntil`: a spare call all three, a read the money and token
+   * marks, a money call the token's), checked in the same write.
    */
   async takeSlot(
     slot: number,
@@ -352,5 +359,6 @@ function budgetOf(item: Record<string, AttributeValue> | undefined): BudgetSnaps
     owedUntil: Number(item?.owedUntil?.N ?? 0),
     spareUntil: Number(item?.spareUntil?.N ?? 0),
     moneyUntil: Number(item?.moneyUntil?.N ?? 0),
+    tokenUntil: Number(item?.tokenUntil?.N ?? 0),
   };
 }

@@ -580,6 +580,59 @@ describe('money calls that wait for a slot of the shared part (reads yield to mo
   });
 });
 
+describe('a token request that waits for a slot (every call yields to it)', () => {
+  it('takes the slot that frees before a money call that asks first: without the token nothing reaches PayHere', async () => {
+    // Prepare: reads hold the shared part and the merchant's charges the reserve; the first
+    // slot frees at T0 + 10.5 s.
+    const { table } = await freshStateTable();
+    const clock = steppingClock();
+    const a = container(table, clock);
+    await (await a.acquire('read', 0)).release();
+    for (let i = 0; i < 5; i++) await a.acquire('read', 60_000);
+    for (let i = 0; i < 2; i++) await a.acquire('money', 60_000);
+    // b, cold, guesses the slot that frees: only the take's own condition can stop it.
+    const b = container(table, clock);
+    const takes = vi.spyOn(table, 'takeSlot');
+    const sleep = clock.sleep;
+    let chargeAsked: unknown;
+    let first = true;
+    clock.sleep = async (ms) => {
+      await sleep(ms);
+      if (!first) return;
+      first = false;
+      // The slot is free; the token request has not woken yet: a merchant's charge asks first.
+      chargeAsked = await b.acquire('money', 0).catch((error: unknown) => error);
+    };
+
+    // Act: the token request (of a container made now, to sleep on the clock above) waits.
+    const token = await container(table, clock).acquire('token', 20_000);
+    const tokenAt = clock.now();
+    const { tokenUntil } = await table.readBudget();
+
+    // Assess: the charge's write named the mark and was refused; the token took the slot.
+    expect(chargeAsked).toBeInstanceOf(RateLimitedError);
+    const chargeTake = takes.mock.calls.find((args) => args[6]?.includes('token'));
+    expect(chargeTake).toBeDefined();
+    expect(await takes.mock.results[takes.mock.calls.indexOf(chargeTake!)]!.value).toMatchObject({
+      taken: false,
+    });
+    expect(token).toBeDefined();
+    expect(tokenAt).toBe(T0 + WINDOW + MARGIN);
+    expect(tokenUntil).toBe(T0 + WINDOW + MARGIN + 500);
+  });
+
+  it('costs nothing when it finds a slot: no mark is written', async () => {
+    const { table } = await freshStateTable();
+    const clock = steppingClock();
+    const marks = vi.spyOn(table, 'markWaiting');
+
+    await container(table, clock).acquire('token', 20_000);
+
+    expect(marks).not.toHaveBeenCalled();
+    expect((await table.readBudget()).tokenUntil).toBe(0);
+  });
+});
+
 describe('idle work (the settle job)', () => {
   /** `calls` run as idle work that may wait until `until`. */
   const asIdle = <T>(until: number, call: () => Promise<T>, work: IdleWork = { until, refused: false }) =>

@@ -164,6 +164,7 @@ class SimulatedStateTable {
   #owedUntil = 0;
   #spareUntil = 0;
   #moneyUntil = 0;
+  #tokenUntil = 0;
   /** Requests served in the current second, by kind: what the partition's rate counts. */
   #second = -1;
   #served = { read: 0, write: 0 };
@@ -175,6 +176,10 @@ class SimulatedStateTable {
     this.#options = options;
   }
 
+  #markUntil(mark: WaitMark): number {
+    return mark === 'owed' ? this.#owedUntil : mark === 'money' ? this.#moneyUntil : this.#tokenUntil;
+  }
+
   #snapshot(): BudgetSnapshot {
     return {
       busyUntil: new Map(this.#busyUntil),
@@ -183,6 +188,7 @@ class SimulatedStateTable {
       owedUntil: this.#owedUntil,
       spareUntil: this.#spareUntil,
       moneyUntil: this.#moneyUntil,
+      tokenUntil: this.#tokenUntil,
     };
   }
 
@@ -268,7 +274,7 @@ class SimulatedStateTable {
         free(slot) &&
         this.#pausedUntil <= now &&
         keepFree.every(free) &&
-        yieldTo.every((mark) => (mark === 'owed' ? this.#owedUntil : this.#moneyUntil) <= now);
+        yieldTo.every((mark) => this.#markUntil(mark) <= now);
       if (!ok) return { taken: false as const, budget: this.#snapshot() };
       const previous = this.#busyUntil.get(slot);
       this.#busyUntil.set(slot, busyUntil);
@@ -304,6 +310,7 @@ class SimulatedStateTable {
     await this.#request('write', () => {
       if (who === 'owed') this.#owedUntil = Math.max(this.#owedUntil, until);
       else if (who === 'money') this.#moneyUntil = Math.max(this.#moneyUntil, until);
+      else if (who === 'token') this.#tokenUntil = Math.max(this.#tokenUntil, until);
       else this.#spareUntil = Math.max(this.#spareUntil, until);
     });
   }
