@@ -72,6 +72,9 @@ export interface GatewayClientOptions {
   shares?: CallerShares;
   /** Where the access token comes from; by default a token of this container's own. */
   tokens?: (fetchToken: (deadline: number) => Promise<IssuedToken>) => TokenSource;
+  /** The clock a retry's pause is waited and measured on against the deadline (real time by default). */
+  now?: () => number;
+  sleep?: (ms: number) => Promise<void>;
 }
 
 /** How long everyone waits after a 429 from PayHere that named no Retry-After. */
@@ -103,12 +106,14 @@ export class GatewayClient {
   readonly #limiter: GatewayLimiter;
   readonly #shares: CallerShares | undefined;
   readonly #tokens: TokenSource;
+  readonly #pauses: Pauses;
 
   constructor(options: GatewayClientOptions) {
     this.#transport = options.transport;
     this.#credentials = options.credentials;
     this.#limiter = options.limiter;
     this.#shares = options.shares;
+    this.#pauses = { now: options.now ?? Date.now, sleep: options.sleep ?? defaultSleep };
     const fetchToken = (deadline: number) => this.#fetchToken(deadline);
     this.#tokens = options.tokens ? options.tokens(fetchToken) : new TokenCache(fetchToken);
   }
@@ -195,7 +200,8 @@ export class GatewayClient {
         continue;
       }
       const { unusable } = outcome;
-      if (!(await backoff(call.money, call.deadline, unusable, retries))) throw givenUp(call, unusable);
+      if (!(await backoff(this.#pauses, call.money, call.deadline, unusable, retries)))
+        throw givenUp(call, unusable);
       failed = unusable;
     }
   }
@@ -347,7 +353,7 @@ export class GatewayClient {
         releaseLater(permit);
         unusable = transportFailure(error);
       }
-      if (!(await backoff(false, deadline, unusable, retries))) throw unusable.error;
+      if (!(await backoff(this.#pauses, false, deadline, unusable, retries))) throw unusable.error;
       failed = unusable;
     }
   }
@@ -388,8 +394,15 @@ function givenUp(call: GatewayCall, unusable: Unusable): Error {
   return call.money && unusable.error.reach === 'lost' ? new LostAnswerError(unusable.error) : unusable.error;
 }
 
+/** How a retry waits, and the clock it checks the deadline on. */
+interface Pauses {
+  now: () => number;
+  sleep: (ms: number) => Promise<void>;
+}
+
 /** Wait before a retry if the policy and the deadline allow one. */
 async function backoff(
+  pauses: Pauses,
   money: boolean,
   deadline: number,
   unusable: Unusable,
@@ -397,8 +410,8 @@ async function backoff(
 ): Promise<boolean> {
   if (!shouldRetryGatewayCall(unusable.failure, money, retries)) return false;
   const delay = retryDelayMs(retries, unusable.retryAfterMs, Math.random);
-  if (Date.now() + delay >= deadline) return false;
-  await defaultSleep(delay);
+  if (pauses.now() + delay >= deadline) return false;
+  await pauses.sleep(delay);
   return true;
 }
 

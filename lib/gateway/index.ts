@@ -26,6 +26,8 @@ export interface PayHereOptions {
   /** Clock and sleep of the rate limiter (tests drive them by hand). */
   now?: () => number;
   sleep?: (ms: number) => Promise<void>;
+  /** The clock the client's pauses between retries wait on and are held to the deadline by (real time by default). */
+  retryClock?: { now: () => number; sleep: (ms: number) => Promise<void> };
   transport?: Transport;
   /**
    * The deployment's shared budget and token (docs/contract.md "PayHere's budget"). Without it, the
@@ -74,6 +76,7 @@ export function createPayHere(config: Config, options: PayHereOptions = {}): Pay
         options.transport ?? new Transport(config.gatewayBaseUrl, { connectTimeoutMs: CONNECT_TIMEOUT_MS }),
       credentials: options.credentials ?? credentialsFor(config),
       limiter,
+      ...options.retryClock,
       ...(options.shares ? { shares: options.shares } : {}),
       ...(table
         ? {

@@ -50,6 +50,8 @@ export interface IdempotencyOptions<Request extends IdempotentRequest> {
   subject?: (request: Request) => unknown;
   /** The key may be left out (a DELETE, which was sent without one before): then the request runs as is. */
   optional?: true;
+  /** How a failed release waits before it is tried once more (real time by default; tests pass a virtual one). */
+  pause?: (ms: number) => Promise<void>;
 }
 
 /** How often a request races a record that changes under it before answering 409 (in practice: never). */
@@ -264,6 +266,8 @@ async function finish(
 /** How long a failed release waits before it is tried once more. */
 const RELEASE_RETRY_MS = 200;
 
+const realPause = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
+
 /**
  * Delete the record of an attempt that provably sent nothing, so its key can be used again. A
  * failure is tried once more; failing that, the record is marked not sent, so that a repeat sends
@@ -284,7 +288,7 @@ async function release<Request extends IdempotentRequest>(
         operation: options.operation,
         error: describeError(error),
       });
-      if (tries === 0) await new Promise((resolve) => setTimeout(resolve, RELEASE_RETRY_MS));
+      if (tries === 0) await (options.pause ?? realPause)(RELEASE_RETRY_MS);
     }
   }
   try {

@@ -126,13 +126,32 @@ function faultyTable() {
   return { client, use: (next: TableFault) => (mode = next) };
 }
 
+/**
+ * A clock that runs ahead of real time by every pause taken on it: a pause returns at once, and
+ * what reads the clock afterwards sees the time it stood for as passed.
+ */
+function pausedClock() {
+  let skipped = 0;
+  let pauses = 0;
+  const now = () => Date.now() + skipped;
+  const sleep = async (ms: number) => {
+    pauses++;
+    skipped += Math.max(0, ms);
+  };
+  return { sleep, pauses: () => pauses, options: { now, sleep, retryClock: { now, sleep } } };
+}
+
 describe('a charge repeated with one key through every kind of fault', () => {
   it('is never sent again once it may have reached PayHere, and never left unknown when it provably did not', async () => {
     const config = loadConfig(process.env);
-    const nothingListening = createPayHere({
-      ...config,
-      gatewayBaseUrl: `http://127.0.0.1:${await freePort()}`,
-    });
+    // The clients' pauses (between retries, after a 429) and the release's pause before its second
+    // try pass on a clock of their own, not in real time: the deadline still cuts them short, as
+    // the time they stand for would.
+    const paused = pausedClock();
+    const nothingListening = createPayHere(
+      { ...config, gatewayBaseUrl: `http://127.0.0.1:${await freePort()}` },
+      paused.options,
+    );
     const limiterFull = createPayHere({ ...config, rateLimit: { limit: 2, windowMs: 60_000 } });
     await limiterFull.listSubscriptions(Date.now() + 5_000); // its token and one call: full for a minute
     let scenarios = 0;
@@ -142,7 +161,7 @@ describe('a charge repeated with one key through every kind of fault', () => {
         scenarios++;
         // A client of its own per scenario, as a fresh container: a 429's pause or a dropped token
         // of one scenario must not decide the next (and a counterexample replays on its own).
-        const payhere = createPayHere(config);
+        const payhere = createPayHere(config, paused.options);
         const clients: Record<Path, PayHere> = {
           gateway: payhere,
           nothingListening,
@@ -157,6 +176,7 @@ describe('a charge repeated with one key through every kind of fault', () => {
         const options = {
           operation: 'charge',
           store,
+          pause: paused.sleep,
           reconcile: async (request: ReturnType<typeof validRequest<typeof body>>, startedAt: number) => {
             const window = { sentAt: startedAt, until: startedAt + 20_000 };
             const found = await payhere.reconcileCharge(request.body, window, Date.now() + 2_000);
@@ -209,5 +229,7 @@ describe('a charge repeated with one key through every kind of fault', () => {
     );
     sandbox.faults.clear();
     expect(scenarios).toBeGreaterThanOrEqual(RUNS);
+    // The pauses went by the clock above (nothing listening backs off; a 429 pauses the limiter).
+    expect(paused.pauses()).toBeGreaterThan(0);
   }, 300_000);
 });

@@ -130,13 +130,15 @@ describe('a charge whose answer is lost', () => {
 
 describe('a charge refused before processing', () => {
   it('answers 429 rate_limited when the gateway throttles, without a search', async () => {
-    sandbox.faults.inject('charge', { kind: 'rateLimited', retryAfterSeconds: 7 });
+    // 3 s: neither a refusal's 1 s floor nor the 10 s pause a 429 without Retry-After gets; the
+    // file's shared budget pauses that long, and the next test waits it out.
+    sandbox.faults.inject('charge', { kind: 'rateLimited', retryAfterSeconds: 3 });
 
     const answer = await call('charge', { body: chargeBody() });
 
     expect(answer.statusCode).toBe(429);
     expect(answer.body).toMatchObject({ status: -1, data: { code: 'rate_limited' } });
-    expect(answer.headers['Retry-After']).toBe('7');
+    expect(answer.headers['Retry-After']).toBe('3');
     expect(sandbox.counters()).toMatchObject({ charge: 1, search: 0 });
   });
 

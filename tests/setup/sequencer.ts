@@ -4,9 +4,9 @@ import { BaseSequencer, type TestSpecification } from 'vitest/node';
  * The files that take 15 s to a minute on their own (a 30 s load, a 500-case property, osls runs),
  * started first so that none is left to start last and be the run's tail: vitest starts the
  * longest first only when it has the last run's durations (node_modules/.vite), and CI installs
- * afresh. The 30 s load test leads beside reach-property, which mostly waits out hangs and
- * timeouts, and evidence-property's first half, which takes the CPU the two leave (with readme third
- * instead, a core sat idle for the first minute); its second half follows as the first of them ends.
+ * afresh. The 30 s load test leads beside reach-property and evidence-property's first half (with
+ * readme third instead, a core sat idle for the first minute); its second half follows as
+ * reach-property, the shortest of the three, ends.
  */
 const LONG = [
   'tests/e2e/fairness-offline.test.ts',
