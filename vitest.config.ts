@@ -1,4 +1,5 @@
 import { availableParallelism } from 'node:os';
+import { fileURLToPath } from 'node:url';
 import { defineConfig } from 'vitest/config';
 import LongestFirst from './tests/setup/sequencer.ts';
 
@@ -40,7 +41,13 @@ const common = {
   restoreMocks: true,
   // The service's JSON log lines and metrics would drown the test report; tests that check them
   // capture them (and turn metrics on).
-  env: { LOG_LEVEL: 'silent', POWERTOOLS_METRICS_DISABLED: 'true' },
+  env: {
+    LOG_LEVEL: 'silent',
+    POWERTOOLS_METRICS_DISABLED: 'true',
+    // The functions' bundles, made once per set of sources for every serverless-offline start,
+    // packaging and local invoke of the run (plugins/bundle-cache.cjs).
+    BUNDLE_CACHE_DIR: fileURLToPath(new URL('.esbuild-cache', import.meta.url)),
+  },
 } as const;
 
 export default defineConfig({
