@@ -132,7 +132,7 @@ export async function bundle(
  * The smallest official entry point of each library a function may need, used just enough that
  * tree-shaking keeps it, and loaded as the functions load it. A function's dependency floor
  * imports the ones its own bundle holds (tests/unit/cold-imports.test.ts checks that they are the
- * same). undici's Pool and request modules are in the bundle, loaded by the first PayHere call
+ * same). undici's Pool module is in the bundle, loaded by the first PayHere call
  * (lib/gateway/transport.ts), so the floor holds them the same way. No AWS SDK: the functions reach
  * DynamoDB and Secrets Manager through lib/aws/, which is our code over node:http and
  * node:crypto, so its cost counts against the function, as it should.
@@ -140,7 +140,7 @@ export async function bundle(
 const ENTRY_POINTS: Record<string, { imports: string; uses: string }> = {
   undici: {
     imports: '',
-    uses: "() => Promise.all([import('undici/lib/dispatcher/pool.js'), import('undici/lib/api/api-request.js')])",
+    uses: "() => import('undici/lib/dispatcher/pool.js')",
   },
   '@middy/core': { imports: "import middy from '@middy/core';", uses: 'middy' },
   '@middy/http-json-body-parser': {

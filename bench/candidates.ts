@@ -245,12 +245,10 @@ export const handler = async () => {
 export const pool = new Pool('https://sandbox.payhere.lk');
 export const handler = async () => ({ statusCode: 200, body: '' });`,
   },
-  "undici's Pool and request modules, what a first PayHere call loads (lib/gateway/transport.ts)": {
+  "undici's Pool module, what a first PayHere call loads (lib/gateway/transport.ts)": {
     decision: 'transport',
     source: `import Pool from 'undici/lib/dispatcher/pool.js';
-import request from 'undici/lib/api/api-request.js';
 export const pool = new Pool('https://sandbox.payhere.lk');
-export const send = request;
 export const handler = async () => ({ statusCode: 200, body: '' });`,
     // Trimmed as the functions' bundles are (plugins/esbuild.cjs).
     changes: { plugins: FUNCTION_PLUGINS },

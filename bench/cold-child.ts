@@ -1,7 +1,10 @@
 /**
  * One cold start, in a fresh `node` process: import a bundle (what Lambda's init does), then,
  * given events, answer them one after the other: the first is the cold container's first request,
- * the second the same route's next request, warm. Prints one JSON line of timings in milliseconds
+ * the second the same route's next request, warm. Each event is read as Lambda's runtime receives
+ * one, over the event loop (its runtime client waits for the next invocation on I/O), so that the
+ * handler is called after a turn of the loop, as it is deployed, rather than straight from the
+ * import's own turn. Prints one JSON line of timings in milliseconds
  * and, per request, what it sent: PayHere calls and token requests (undici's `undici:request:create`
  * channel) and AWS requests by operation, table and key (node:http's `http.client.request.created`
  * on lib/aws/'s requests).
@@ -13,7 +16,7 @@
  * Usage: node bench/cold-child.ts <bundle.mjs> [<event.json> [<event.json>]]
  */
 import { subscribe } from 'node:diagnostics_channel';
-import { readFileSync } from 'node:fs';
+import { readFile } from 'node:fs/promises';
 import { type ClientRequest, request as httpRequest } from 'node:http';
 import { setTimeout } from 'node:timers/promises';
 import { pathToFileURL } from 'node:url';
@@ -151,7 +154,8 @@ const requests: {
   standIn?: { connections: number; failedCalls: number };
 }[] = [];
 for (const [index, eventFile] of eventFiles.entries()) {
-  const event = JSON.parse(readFileSync(eventFile, 'utf8'));
+  // Read on the event loop, not synchronously: see the file's comment.
+  const event = JSON.parse(await readFile(eventFile, 'utf8'));
   if (index === freezeIndex) {
     await control('POST', '/drop');
     Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, freezeMs);

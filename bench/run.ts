@@ -497,7 +497,7 @@ try {
     say('## Metrics and audit overhead');
     say();
     say(
-      `${OBSERVED_REQUESTS} requests per route after ${WARM_UP} to warm up, in a process holding two copies of the bundle (two module instances): one as deployed, writing its metrics (Powertools' embedded metric format, one line when the request ends) and, with LOG_LEVEL=info, its audit line; the other built with POWERTOOLS_METRICS_DISABLED=true and called at LOG_LEVEL=warn, so it writes neither. Requests alternate between them, taking turns at going first. Both lines go to stdout, a pipe to the bench, as they go to Lambda's log. The difference is everything metrics and audit cost a request: counting, the audit line, and the write itself.`,
+      `${OBSERVED_REQUESTS} requests per route after ${WARM_UP} to warm up, in a process holding two copies of the bundle (two module instances): one as deployed, writing its metrics (Powertools' embedded metric format, one line once the request has its answer) and, with LOG_LEVEL=info, its audit line; the other built with POWERTOOLS_METRICS_DISABLED=true and called at LOG_LEVEL=warn, so it writes neither. Requests alternate between them, taking turns at going first. Both lines go to stdout, a pipe to the bench, as they go to Lambda's log. The difference is everything metrics and audit cost a request's answer: counting and the audit line; the metrics line is written after the answer, where the caller no longer waits.`,
     );
     say(
       "Reported, not budgeted: the p50 difference is what a request pays; the p99's moves with a single garbage collection, on either side.",

@@ -150,7 +150,7 @@ export class AwsJsonClient {
         body,
         connectTimeoutMs: this.#connectTimeoutMs,
         requestTimeoutMs: this.#requestTimeoutMs,
-        signal: signal ? AbortSignal.any([signal, deadline]) : deadline,
+        signals: signal ? [signal, deadline] : [deadline],
       });
       if (status !== 200) throw errorFromAnswer(label, status, text);
       return text ? JSON.parse(text) : {};

@@ -26,6 +26,8 @@ export class EarlyConnection {
   readonly #ignoreErrors = () => {};
   /** When the handshakes finished (epoch ms on the transport's clock). */
   #connectedAt: number | undefined;
+  /** Settles once connect(2) was issued (after the name's lookup, for a host name) or the socket closed. */
+  readonly #attempted: Promise<void>;
 
   constructor(origin: URL, timeoutMs: number, now: () => number) {
     const https = origin.protocol === 'https:';
@@ -41,6 +43,10 @@ export class EarlyConnection {
         })
       : tcpConnect({ host: hostname, port });
     this.socket.setKeepAlive(true, 60_000).setNoDelay(true).unref();
+    this.#attempted = new Promise((resolve) => {
+      this.socket.once('connectionAttempt', () => resolve());
+      this.socket.once('close', () => resolve());
+    });
     const timer = setTimeout(() => this.socket.destroy(), timeoutMs);
     timer.unref();
     this.#ready = new Promise((resolve) => {
@@ -58,6 +64,21 @@ export class EarlyConnection {
     // Until undici takes it, a failure (refused, a bad certificate, the far end going away) is
     // this connection's alone: it ends as `close`, which settles it.
     this.socket.on('error', this.#ignoreErrors);
+  }
+
+  /**
+   * Settles once connect(2) has been issued (Node issues it on a later turn of the event loop, after
+   * the lookup for a host name), the socket closed, or `maxMs` passed; never rejects.
+   */
+  attempted(maxMs: number): Promise<void> {
+    return new Promise((resolve) => {
+      const timer = setTimeout(resolve, maxMs);
+      timer.unref();
+      void this.#attempted.then(() => {
+        clearTimeout(timer);
+        resolve();
+      });
+    });
   }
 
   /**
@@ -91,21 +112,32 @@ export class EarlyConnection {
 /** Connections opened as the container started (connectAtStart), by origin, until a transport takes one. */
 const started = new Map<string, EarlyConnection>();
 
+/** How long a container's start waits for its early connection's connect(2) to be issued (a name's lookup). */
+export const ATTEMPT_WAIT_MS = 20;
+
 /**
  * Open a connection to `baseUrl`'s origin now, before the container's code is evaluated, for the
- * first transport of that origin to take (takeStarted). A base URL that does not parse, or is not
- * HTTP, opens nothing: the configuration says what is wrong with it when it is read.
+ * first transport of that origin to take (takeStarted). Settles once its connect(2) has been issued
+ * (at most ATTEMPT_WAIT_MS): Node issues it on a later turn of the event loop, which a module's
+ * evaluation never gives, so a start that did not wait would send TCP's first packet only once the
+ * whole bundle is evaluated, and the handshakes would follow the import instead of overlapping it.
+ * A base URL that does not parse, or is not HTTP, opens nothing: the configuration says what is
+ * wrong with it when it is read.
  */
-export function connectAtStart(baseUrl: string | undefined): void {
+export function connectAtStart(baseUrl: string | undefined): Promise<void> {
   let origin: URL;
   try {
     origin = new URL(new URL(baseUrl ?? '').origin);
   } catch {
-    return;
+    return Promise.resolve();
   }
-  if (origin.protocol !== 'https:' && origin.protocol !== 'http:') return;
-  if (!started.has(origin.origin))
-    started.set(origin.origin, new EarlyConnection(origin, CONNECT_TIMEOUT_MS, Date.now));
+  if (origin.protocol !== 'https:' && origin.protocol !== 'http:') return Promise.resolve();
+  let connection = started.get(origin.origin);
+  if (!connection) {
+    connection = new EarlyConnection(origin, CONNECT_TIMEOUT_MS, Date.now);
+    started.set(origin.origin, connection);
+  }
+  return connection.attempted(ATTEMPT_WAIT_MS);
 }
 
 /** The connection opened at the container's start for `origin`, once: the first transport takes it. */

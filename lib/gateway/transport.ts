@@ -104,29 +104,25 @@ function statusMetric(status: number): CountMetric {
  * than at import: a container whose first requests are answered without PayHere (shared reads,
  * replays, refusals) never pays for it. Its own module, not undici's main entry, which evaluates
  * fetch, WebSocket, the caches and the mocks besides, most of what it would cost (docs/performance.md
- * "A cold container's first answer"). esbuild keeps it in the function's one bundle.
+ * "A cold container's first answer"); nor its `request`, whose answer is a stream (see exchange).
+ * esbuild keeps it in the function's one bundle.
  */
 let undici: Promise<Undici> | undefined;
 /** undici once loaded. */
 let loadedUndici: Undici | undefined;
-/**
- * undici's Pool, its `request` (what undici's main entry puts on every dispatcher), called on a
- * pool, and the connector a pool makes by default (the pool's module holds it already).
- */
+/** undici's Pool, and the connector a pool makes by default (the pool's module holds it already). */
 interface Undici {
   Pool: typeof Pool;
-  request: (this: Pool, options: Dispatcher.RequestOptions) => Promise<Dispatcher.ResponseData>;
   buildConnector: typeof buildConnector;
 }
 const loadUndici = () => {
   // A load that failed is not kept: the next call tries again.
   undici ??= Promise.all([
     import('undici/lib/dispatcher/pool.js'),
-    import('undici/lib/api/api-request.js'),
     import('undici/lib/core/connect.js'),
   ]).then(
-    ([pool, request, connect]) => {
-      loadedUndici = { Pool: pool.default, request: request.default, buildConnector: connect.default };
+    ([pool, connect]) => {
+      loadedUndici = { Pool: pool.default, buildConnector: connect.default };
       return loadedUndici;
     },
     (error: unknown) => {
@@ -249,27 +245,28 @@ export class Transport {
 
   async send(request: UpstreamRequest): Promise<UpstreamResponse> {
     const pool = await this.#poolFor(request);
-    const { request: send } = await loadUndici();
     const remaining = Math.floor(request.deadline - Date.now());
     // Abandoned before a byte was written: whatever waited too long before (a secret, the limiter,
     // a table, undici's load), this request certainly did not reach the gateway.
     if (remaining <= 0) throw new TransportError('timeout', 'DEADLINE_EXCEEDED', undefined, 'not_sent');
     const started = performance.now();
     try {
-      const response = await send.call(pool, {
-        method: request.method,
-        path: this.#basePath + request.path,
-        headers: request.headers,
-        body: request.body ?? null,
-        headersTimeout: remaining,
-        bodyTimeout: remaining,
-        signal: AbortSignal.timeout(remaining),
-      });
-      const body = await response.body.text();
+      const response = await exchange(
+        pool,
+        {
+          method: request.method,
+          path: this.#basePath + request.path,
+          headers: request.headers,
+          body: request.body ?? null,
+          headersTimeout: remaining,
+          bodyTimeout: remaining,
+        },
+        AbortSignal.timeout(remaining),
+      );
       this.#lastExchangeAt = this.#now();
       timeMetric('UpstreamLatency', performance.now() - started);
-      countMetric(statusMetric(response.statusCode));
-      return { status: response.statusCode, headers: response.headers, body };
+      countMetric(statusMetric(response.status));
+      return response;
     } catch (error) {
       countMetric('UpstreamNoAnswer');
       throw classifyTransportError(error);
@@ -281,4 +278,69 @@ export class Transport {
     this.#early = undefined;
     await this.#pool?.close();
   }
+}
+
+/**
+ * One request on `pool`, its answer collected whole: what undici's `request` does for a caller
+ * that reads the body as text, without the stream it makes of the body (its module, and building
+ * and draining the stream, were a first answer's cost for nothing: every answer is read whole).
+ * The same dispatch and the same failures: `signal` aborts the request (its reason is the error),
+ * and every failure, before the answer or during its body, rejects.
+ */
+function exchange(
+  pool: Pool,
+  options: Dispatcher.DispatchOptions,
+  signal: AbortSignal,
+): Promise<UpstreamResponse> {
+  return new Promise((resolve, reject) => {
+    let abort: ((reason?: Error) => void) | undefined;
+    let status = 0;
+    let headers: UpstreamResponse['headers'] = {};
+    const chunks: Buffer[] = [];
+    const aborted = () => abort?.(signal.reason);
+    signal.addEventListener('abort', aborted, { once: true });
+    const settled = () => signal.removeEventListener('abort', aborted);
+    try {
+      pool.dispatch(options, {
+        onConnect(abortRequest) {
+          if (signal.aborted) abortRequest(signal.reason);
+          else abort = abortRequest;
+        },
+        onHeaders(statusCode, rawHeaders) {
+          // An interim answer (1xx): the final one follows.
+          if (statusCode < 200) return true;
+          status = statusCode;
+          headers = headersOf(rawHeaders);
+          return true;
+        },
+        onData(chunk) {
+          chunks.push(chunk);
+          return true;
+        },
+        onComplete() {
+          settled();
+          resolve({ status, headers, body: Buffer.concat(chunks).toString('utf8') });
+        },
+        onError(error) {
+          settled();
+          reject(error);
+        },
+      });
+    } catch (error) {
+      settled();
+      reject(error);
+    }
+  });
+}
+
+/** An answer's raw headers (name, value, ...) by lower-case name; a repeated one as a list, in order. */
+function headersOf(raw: readonly Buffer[]): UpstreamResponse['headers'] {
+  const headers: UpstreamResponse['headers'] = Object.create(null);
+  for (let i = 0; i + 1 < raw.length; i += 2) {
+    const name = raw[i]!.toString('latin1').toLowerCase();
+    const value = raw[i + 1]!.toString('latin1');
+    const seen = headers[name];
+    headers[name] = seen === undefined ? value : [seen, value].flat();
+  }
+  return headers;
 }

@@ -1,18 +1,10 @@
 // undici's modules on their own (lib/gateway/transport.ts loads these rather than the main entry):
-// the class the main entry exports as Pool, the `request` it puts on every dispatcher, and the
-// connector a Pool builds by default.
+// the class the main entry exports as Pool, and the connector a Pool builds by default.
 declare module 'undici/lib/dispatcher/pool.js' {
   import type { Pool } from 'undici';
 
   const PoolModule: typeof Pool;
   export default PoolModule;
-}
-
-declare module 'undici/lib/api/api-request.js' {
-  import type { Dispatcher, Pool } from 'undici';
-
-  const request: (this: Pool, options: Dispatcher.RequestOptions) => Promise<Dispatcher.ResponseData>;
-  export default request;
 }
 
 declare module 'undici/lib/core/connect.js' {

@@ -3,6 +3,7 @@ import type { APIGatewayProxyEvent, APIGatewayProxyResult, Context } from 'aws-l
 import { REPLAYED_HEADER } from '../idempotency/idempotent.ts';
 import { type AuditSubject, audit, type Outcome } from '../log/audit.ts';
 import { type CountMetric, countMetric, publishMetrics } from '../log/metrics.ts';
+import { inBackground } from '../net/background.ts';
 import type { CallerContext } from './caller.ts';
 
 type Event = APIGatewayProxyEvent;
@@ -60,10 +61,24 @@ export interface ObserveOptions<Request> {
   audit?: (request: Request, data: unknown) => AuditSubject;
 }
 
+/** The route of the request whose metrics line waits to be written, after its answer (none: none waits). */
+let unwritten: string | undefined;
+
+/** The line a request left for after its answer, if it still waits: written now. */
+function writeUnwritten(): void {
+  if (unwritten === undefined) return;
+  const route = unwritten;
+  unwritten = undefined;
+  publishMetrics(route);
+}
+
 /**
  * Outermost but CORS, so that it sees every answer as the caller gets it (the envelope of any
  * error included): counts the answer's outcome, writes the audit line, and writes what the
- * request counted as one buffered log line (lib/log/metrics.ts).
+ * request counted as one buffered log line (lib/log/metrics.ts) once the answer has gone back
+ * (lib/net/background.ts): serialising and writing it holds up no caller. A request that begins
+ * before the line of the one before it was written (one process answering back to back) writes
+ * that line first, so that each line is one request's.
  */
 export const observe = <Request>(
   options: ObserveOptions<Request>,
@@ -86,7 +101,9 @@ export const observe = <Request>(
         });
       }
     }
-    publishMetrics(options.name);
+    writeUnwritten();
+    unwritten = options.name;
+    inBackground(async () => writeUnwritten());
   };
-  return { name: 'observe', after: finish, onError: finish };
+  return { name: 'observe', before: writeUnwritten, after: finish, onError: finish };
 };

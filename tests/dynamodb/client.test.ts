@@ -1,3 +1,4 @@
+import { getEventListeners } from 'node:events';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import { type AddressInfo, createServer as createTcpServer } from 'node:net';
 import { afterEach, describe, expect, it, vi } from 'vitest';
@@ -180,6 +181,28 @@ describe('the light DynamoDB client', () => {
 
     await expect(client(table.endpoint).send(put)).resolves.toEqual({});
     expect(table.seen).toHaveLength(2);
+  });
+
+  it('leaves no listener on the caller’s signal once its tries are over, answered or refused', async () => {
+    // Prepare: one signal for a retried request and a refused one, as a request's deadline is shared.
+    const table = await fakeDynamoDb([
+      { status: 500, body: {} },
+      { status: 200, body: { Item: { pk: { S: 'k' } } } },
+      conditionFailed(),
+    ]);
+    const signal = AbortSignal.timeout(60_000);
+    const dynamodb = client(table.endpoint);
+
+    // Act
+    await dynamodb.send(new GetItemCommand({ TableName: 'state', Key: { pk: { S: 'k' } } }), {
+      abortSignal: signal,
+    });
+    const refused = await dynamodb.send(put, { abortSignal: signal }).catch((error: unknown) => error);
+
+    // Assess
+    expect(table.seen).toHaveLength(3);
+    expect(refused).toMatchObject({ name: 'ConditionalCheckFailedException' });
+    expect(getEventListeners(signal, 'abort')).toEqual([]);
   });
 
   it('abandons a try that gets no answer in time and tries again', async () => {

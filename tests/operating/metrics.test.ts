@@ -10,6 +10,7 @@ vi.hoisted(() => {
 import { SlidingWindowLimiter } from '../../lib/budget/window-limiter.ts';
 import { outcomeOf } from '../../lib/http/observe.ts';
 import { publishMetrics } from '../../lib/log/metrics.ts';
+import { backgroundSettled } from '../../lib/net/background.ts';
 import { SEED } from '../../sandbox/server.ts';
 import { type CallOptions, call, useTestGateway } from '../helpers/gateway.ts';
 import { captureLogs, type LogLine } from '../helpers/logs.ts';
@@ -72,9 +73,15 @@ const chargeBody = (token: string = SEED.customerTokens.success) => ({
   customer_token: token,
 });
 
+/**
+ * One request's metrics: its line is written once its answer has gone back (lib/http/observe.ts),
+ * so the earlier requests' lines are let out before the capture starts, and its own before it is read.
+ */
 async function counted(route: RouteName, options: CallOptions = {}) {
+  await backgroundSettled();
   const lines = captureLogs('warn');
   const answer = await call(route, options);
+  await backgroundSettled();
   return { answer, lines, metrics: metricsOf(lines, route) };
 }
 
@@ -101,6 +108,19 @@ describe('each request writes one line of metrics when it ends', () => {
     // A warm container holds its token: the charge is the one call.
     expect(metrics.UpstreamStatus2xx).toBe(1);
     expect(metrics.UpstreamLatency).toBe(1);
+  });
+
+  it('once its answer has gone back: serialising and writing the line holds up no caller', async () => {
+    captureLogs('warn');
+    await call('charge', { body: chargeBody() });
+    await backgroundSettled();
+    const lines = captureLogs('warn');
+
+    await call('retrievePayments', { id: SEED.orders.sample });
+    const whenAnswered = emfLines(lines).length;
+    await backgroundSettled();
+
+    expect([whenAnswered, emfLines(lines).length]).toEqual([0, 1]);
   });
 });
 
@@ -184,12 +204,14 @@ describe('notifications are counted: verified, recorded, rejected, unmatched, mi
       body: { kind: 'payment', items: 'Metrics', currency: 'LKR', amount: 50 },
     });
     const orderId: string = created.body.data.order_id;
+    await backgroundSettled();
     const lines = captureLogs('error');
 
     await notify(signed({ order_id: orderId, payhere_amount: '50.00', status_code: '2' }));
     await notify(signed({ order_id: orderId, payhere_amount: '50.00', status_code: '2' }, 'not-the-secret'));
     await notify(signed({ order_id: `Unknown-${randomUUID()}`, payhere_amount: '50.00', status_code: '2' }));
     await notify(signed({ order_id: orderId, payhere_amount: '5.00', status_code: '2' }));
+    await backgroundSettled();
 
     expect(emfLines(lines)).toHaveLength(4);
     // The success asked PayHere's records whether the order is paid (and, in a cold container, for a token).

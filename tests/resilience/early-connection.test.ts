@@ -3,7 +3,7 @@ import { createServer, type Server } from 'node:http';
 import type { AddressInfo, Socket } from 'node:net';
 import { setImmediate as turn } from 'node:timers/promises';
 import { afterEach, describe, expect, it } from 'vitest';
-import { connectAtStart } from '../../lib/gateway/early-connection.ts';
+import { connectAtStart, takeStarted } from '../../lib/gateway/early-connection.ts';
 import {
   KEEP_ALIVE_MS,
   STALE_AFTER_IDLE_MS,
@@ -168,9 +168,26 @@ describe('a connection opened as the container starts (lib/gateway/connect-at-st
     expect(end.counts).toEqual({ connections: 1, requests: 1, lost: 0 });
   });
 
-  it.each([undefined, '', 'not a url', 'ftp://127.0.0.1:9'])('opens nothing for a base URL of %j', (url) => {
-    expect(() => connectAtStart(url)).not.toThrow();
+  it('settles once its connect(2) has been issued, which Node defers to a later turn of the event loop', async () => {
+    // Prepare
+    const end = await farEnd();
+    closing.push(() => end.close());
+
+    // Act: what the container's start awaits (lib/gateway/connect-at-start.ts), nothing else.
+    await connectAtStart(`${end.url}/merchant/v1`);
+
+    // Assess: the socket has its local port, which the kernel gives it when it connects.
+    const connection = takeStarted(end.url)!;
+    closing.push(async () => connection.close());
+    expect(connection.socket.localPort).toBeGreaterThan(0);
   });
+
+  it.each([undefined, '', 'not a url', 'ftp://127.0.0.1:9'])(
+    'opens nothing for a base URL of %j',
+    async (url) => {
+      await expect(connectAtStart(url)).resolves.toBeUndefined();
+    },
+  );
 });
 
 describe('after a freeze, the far end having dropped the kept-alive socket', () => {
