@@ -68,7 +68,15 @@ let defaultTemplate: Template;
  */
 async function packageWith(env: Record<string, string>, folder: string): Promise<Template> {
   const service = path.join(out, folder);
-  for (const name of ['serverless.yml', 'package.json', 'tsconfig.json', 'functions', 'lib', 'plugins']) {
+  for (const name of [
+    'serverless.yml',
+    'package.json',
+    'package-lock.json',
+    'tsconfig.json',
+    'functions',
+    'lib',
+    'plugins',
+  ]) {
     await cp(path.join(root, name), path.join(service, name), { recursive: true });
   }
   await symlink(path.join(root, 'node_modules'), path.join(service, 'node_modules'), 'dir');

@@ -49,6 +49,8 @@ function withoutCredentials(homeDir: string, env: Record<string, string>): NodeJ
     AWS_SHARED_CREDENTIALS_FILE: '/nonexistent/credentials',
     AWS_CONFIG_FILE: '/nonexistent/config',
     AWS_EC2_METADATA_DISABLED: 'true',
+    // The run's bundles (plugins/bundle-cache.cjs): a copy of the same sources bundles the same.
+    ...(process.env.BUNDLE_CACHE_DIR ? { BUNDLE_CACHE_DIR: process.env.BUNDLE_CACHE_DIR } : {}),
     ...env,
   };
 }
@@ -60,7 +62,15 @@ function withoutCredentials(homeDir: string, env: Record<string, string>): NodeJ
  */
 export async function packageCopy(env: Record<string, string>, stage = 'test'): Promise<Template> {
   const service = await mkdtemp(path.join(tmpdir(), 'payhere-package-copy-'));
-  for (const name of ['serverless.yml', 'package.json', 'tsconfig.json', 'functions', 'lib', 'plugins']) {
+  for (const name of [
+    'serverless.yml',
+    'package.json',
+    'package-lock.json',
+    'tsconfig.json',
+    'functions',
+    'lib',
+    'plugins',
+  ]) {
     await cp(path.join(root, name), path.join(service, name), { recursive: true });
   }
   await symlink(path.join(root, 'node_modules'), path.join(service, 'node_modules'), 'dir');
