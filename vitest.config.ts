@@ -47,6 +47,9 @@ const common = {
     // The functions' bundles, made once per set of sources for every serverless-offline start,
     // packaging and local invoke of the run (plugins/bundle-cache.cjs).
     BUNDLE_CACHE_DIR: fileURLToPath(new URL('.esbuild-cache', import.meta.url)),
+    // Node's own cache of compiled modules, for the processes the tests start (osls loads some
+    // thousands of modules at each start; a serverless-offline worker compiles its bundle).
+    NODE_COMPILE_CACHE: fileURLToPath(new URL('node_modules/.cache/node-compile', import.meta.url)),
   },
 } as const;
 
