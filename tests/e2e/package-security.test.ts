@@ -1,5 +1,5 @@
 import { execFile } from 'node:child_process';
-import { cp, mkdtemp, readFile, rm, symlink } from 'node:fs/promises';
+import { mkdtemp, readFile, rm } from 'node:fs/promises';
 import { createRequire } from 'node:module';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
@@ -7,6 +7,7 @@ import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { errorResponse } from '../../lib/envelope/error-response.ts';
 import { bearerToken } from '../../lib/http/auth/middleware.ts';
+import { copyService } from '../helpers/package.ts';
 import { FUNCTIONS, NOTIFY_ROUTE, ROUTES } from '../helpers/routes.ts';
 
 /**
@@ -16,7 +17,6 @@ import { FUNCTIONS, NOTIFY_ROUTE, ROUTES } from '../helpers/routes.ts';
  */
 const run = promisify(execFile);
 const slsBin = createRequire(import.meta.url).resolve('osls/bin/serverless.js');
-const root = path.resolve(import.meta.dirname, '../..');
 
 const SECRET_ARN = 'arn:aws:secretsmanager:ap-south-1:123456789012:secret:payhere/test/gateway-AbCdEf';
 const WEBHOOKS_SECRET_ARN =
@@ -68,18 +68,7 @@ let defaultTemplate: Template;
  */
 async function packageWith(env: Record<string, string>, folder: string): Promise<Template> {
   const service = path.join(out, folder);
-  for (const name of [
-    'serverless.yml',
-    'package.json',
-    'package-lock.json',
-    'tsconfig.json',
-    'functions',
-    'lib',
-    'plugins',
-  ]) {
-    await cp(path.join(root, name), path.join(service, name), { recursive: true });
-  }
-  await symlink(path.join(root, 'node_modules'), path.join(service, 'node_modules'), 'dir');
+  await copyService(service);
   const inherited = Object.fromEntries(
     Object.entries(process.env).filter(([name]) => !(name in DEPLOY_ENV) && !OPTIONAL_ENV.includes(name)),
   );

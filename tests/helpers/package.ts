@@ -56,12 +56,10 @@ function withoutCredentials(homeDir: string, env: Record<string, string>): NodeJ
 }
 
 /**
- * Package a copy of the service with `env` (stage `test` unless given) and return its template.
- * A copy, because serverless-esbuild always stages artifacts in the service's own .serverless/,
- * which packages running at once in other test files would share.
+ * What packaging reads of the service, copied into `service` (its node_modules linked): the lock
+ * file too, so that the copy's bundles are the run's (plugins/bundle-cache.cjs).
  */
-export async function packageCopy(env: Record<string, string>, stage = 'test'): Promise<Template> {
-  const service = await mkdtemp(path.join(tmpdir(), 'payhere-package-copy-'));
+export async function copyService(service: string): Promise<void> {
   for (const name of [
     'serverless.yml',
     'package.json',
@@ -74,6 +72,16 @@ export async function packageCopy(env: Record<string, string>, stage = 'test'): 
     await cp(path.join(root, name), path.join(service, name), { recursive: true });
   }
   await symlink(path.join(root, 'node_modules'), path.join(service, 'node_modules'), 'dir');
+}
+
+/**
+ * Package a copy of the service with `env` (stage `test` unless given) and return its template.
+ * A copy, because serverless-esbuild always stages artifacts in the service's own .serverless/,
+ * which packages running at once in other test files would share.
+ */
+export async function packageCopy(env: Record<string, string>, stage = 'test'): Promise<Template> {
+  const service = await mkdtemp(path.join(tmpdir(), 'payhere-package-copy-'));
+  await copyService(service);
   const dir = path.join(service, 'artifacts');
   await run(process.execPath, [slsBin, 'package', '--stage', stage, '--package', dir], {
     cwd: service,
