@@ -21,7 +21,7 @@ import {
 } from '../orders/evidence.ts';
 import { SubscriptionStandings } from '../orders/standings.ts';
 import { sameTerms, termsOf } from '../orders/terms.ts';
-import { forgetWithin, type ReadInvalidation } from '../reads/invalidation.ts';
+import { forgetChanged, type ReadInvalidation } from '../reads/invalidation.ts';
 import type { Notification } from '../schemas/notification.ts';
 import { keptFields } from './kept.ts';
 import { verifySignature } from './signature.ts';
@@ -197,7 +197,7 @@ export class NotificationReceiver {
     this.#standings = new SubscriptionStandings({
       ledger: options.ledger,
       confirmations: options.confirmations,
-      forget: (orderId, subscriptionId) => this.#forget(orderId, subscriptionId),
+      ...(options.invalidation ? { invalidation: options.invalidation } : {}),
     });
     this.#settleDelayMs = options.settleDelayMs;
     this.#keepSeconds = (options.keepDays ?? DEFAULT_KEEP_DAYS) * 86_400;
@@ -632,16 +632,8 @@ export class NotificationReceiver {
   }
 
   /** The order (and its subscription) changed at PayHere: the shared reads of them are dropped. */
-  async #forget(orderId: string, subscriptionId: string | null | undefined): Promise<void> {
-    const invalidation = this.#invalidation;
-    if (!invalidation) return;
-    // PayHere wants its answer within a second: the drop waits at most half of one.
-    await forgetWithin(async () => {
-      await Promise.all([
-        invalidation.forgetOrder(orderId),
-        subscriptionId ? invalidation.forgetSubscription(subscriptionId) : undefined,
-      ]);
-    });
+  #forget(orderId: string, subscriptionId: string | null | undefined): Promise<void> {
+    return forgetChanged(this.#invalidation, orderId, subscriptionId);
   }
 
   /** Kept apart for the operator and counted; PayHere is answered 200 so that it does not retry. */

@@ -3,6 +3,7 @@ import type { LedgerStore } from '../ledger/store.ts';
 import { audit } from '../log/audit.ts';
 import { describeError, log } from '../log/log.ts';
 import { countMetric } from '../log/metrics.ts';
+import { forgetChanged, type ReadInvalidation } from '../reads/invalidation.ts';
 import type { Confirmations } from './confirmations.ts';
 import { installmentPaid } from './events.ts';
 import { applySubscriptionEvidence, type SubscriptionApplied } from './subscription-evidence.ts';
@@ -30,17 +31,17 @@ export interface Standing {
 export class SubscriptionStandings {
   readonly #ledger: LedgerStore;
   readonly #confirmations: Confirmations;
-  readonly #forget: (orderId: string, subscriptionId: string) => Promise<void>;
+  readonly #invalidation: ReadInvalidation | undefined;
 
   constructor(options: {
     ledger: LedgerStore;
     confirmations: Confirmations;
-    /** The order and subscription changed at PayHere: their shared reads are dropped. */
-    forget?: (orderId: string, subscriptionId: string) => Promise<void>;
+    /** Where the shared reads of what changed at PayHere are dropped. */
+    invalidation?: ReadInvalidation;
   }) {
     this.#ledger = options.ledger;
     this.#confirmations = options.confirmations;
-    this.#forget = options.forget ?? (async () => {});
+    this.#invalidation = options.invalidation;
   }
 
   /**
@@ -72,7 +73,8 @@ export class SubscriptionStandings {
       await this.#ledger.setSubscriptionStatus(subscriptionId, applied.recorded).catch((error: unknown) => {
         log.warn('could not keep a subscription’s state on its reference', { error: describeError(error) });
       });
-    if (confirmed || 'recorded' in applied) await this.#forget(order.orderId, subscriptionId);
+    if (confirmed || 'recorded' in applied)
+      await forgetChanged(this.#invalidation, order.orderId, subscriptionId);
     return { status: standing.status, installmentsPaid: paid, confirmed, applied };
   }
 

@@ -33,6 +33,24 @@ export async function forgetWithin(forget: () => Promise<void>): Promise<void> {
 }
 
 /**
+ * An order (and its subscription) changed at PayHere: the shared reads of them dropped, waited for
+ * at most FORGET_WITHIN_MS (a notification's answer is due within a second); nothing without a store.
+ */
+export async function forgetChanged(
+  invalidation: ReadInvalidation | undefined,
+  orderId: string,
+  subscriptionId: string | null | undefined,
+): Promise<void> {
+  if (!invalidation) return;
+  await forgetWithin(async () => {
+    await Promise.all([
+      invalidation.forgetOrder(orderId),
+      subscriptionId ? invalidation.forgetSubscription(subscriptionId) : undefined,
+    ]);
+  });
+}
+
+/**
  * Run a money call, then `forget` what it may have changed whatever its outcome (done, refused,
  * unknown: an unknown outcome may have changed it too); `forget` gets the result when there is one.
  * A drop that fails or is slow leaves a stale answer for its window, never a failed or late call.

@@ -57,20 +57,10 @@ export function settleJobFromEnvironment(env: Env = process.env): {
     confirmations,
     keepDays: orders.notificationKeepDays,
   });
-  const { invalidation } = deps;
   const standings = new SubscriptionStandings({
     ledger: deps.ledger,
     confirmations,
-    ...(invalidation
-      ? {
-          forget: async (orderId: string, subscriptionId: string) => {
-            await Promise.all([
-              invalidation.forgetOrder(orderId),
-              invalidation.forgetSubscription(subscriptionId),
-            ]);
-          },
-        }
-      : {}),
+    ...(deps.invalidation ? { invalidation: deps.invalidation } : {}),
   });
   const store = idempotencyStoreFromEnvironment(env);
   const job = new SettleJob({

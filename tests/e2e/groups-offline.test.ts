@@ -11,7 +11,7 @@ import { startOfflineAsDeployed } from '../helpers/offline.ts';
 import { customer, customerToken, newOrder, saveCard } from '../helpers/orders.ts';
 import { dynamoDbAt } from '../helpers/state-table.ts';
 import { busiestWindow } from '../helpers/windows.ts';
-import { accessToken, apiClient } from '../sandbox/helpers.ts';
+import { payAtPayHere } from '../sandbox/helpers.ts';
 
 /**
  * Issue 35, "Small groups and strangers", through `npm start`'s stack (serverless-offline, several
@@ -184,19 +184,12 @@ describe('1,000 variants of one signed notification, through the stack', () => {
       { kind: 'payment', items: 'Door bell', currency: 'LKR', amount: 1000 },
     );
     const orderId = String(created.body.data!.order_id);
-    const paid = await apiClient(sandbox, await accessToken(sandbox)).post('payment/charge', {
-      type: 'PAYMENT',
-      order_id: orderId,
-      items: 'Door bell',
-      currency: 'LKR',
-      amount: 1000,
-      customer_token: SEED.customerTokens.success,
-    });
+    const paymentId = await payAtPayHere(sandbox, orderId);
     const form = signed({
       order_id: orderId,
       payhere_amount: '1000.00',
       status_code: '2',
-      payment_id: String(paid.json.data.payment_id),
+      payment_id: String(paymentId),
       custom_1: 'a',
     });
     expect(await post(form)).toBe(200);

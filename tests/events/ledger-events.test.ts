@@ -11,7 +11,7 @@ import { notify, signed } from '../helpers/notifications.ts';
 import { customer, customerToken, newOrder, testLedger } from '../helpers/orders.ts';
 import { localClient } from '../idempotency/fixtures.ts';
 import { chargeBody } from '../resilience/fixtures.ts';
-import { accessToken, apiClient } from '../sandbox/helpers.ts';
+import { accessToken, apiClient, payAtPayHere } from '../sandbox/helpers.ts';
 import { checkoutRequest } from '../sandbox/signing.ts';
 
 /**
@@ -139,15 +139,7 @@ describe('a checkout paid in PayHere', () => {
       headers: { 'On-Behalf-Of': alice },
     });
     const orderId: string = created.body.data.order_id;
-    const api = apiClient(sandbox, await accessToken(sandbox));
-    await api.post('payment/charge', {
-      type: 'PAYMENT',
-      order_id: orderId,
-      items: 'Door bell',
-      currency: 'LKR',
-      amount: 1000,
-      customer_token: SEED.customerTokens.success,
-    });
+    await payAtPayHere(sandbox, orderId);
     const form = signed({ order_id: orderId, payhere_amount: '1000.00', status_code: '2' });
 
     const first = await notify(form);

@@ -46,6 +46,22 @@ const types = (list: EventBody[]) => list.map((event) => event.type);
 /** The settle job's ledger tells the relay, as the scheduled function's does. */
 const settleJob = (later: number) => settleJobOver(store, ledgerWithEvents(), later);
 
+/**
+ * The stop recorded once by the settle job's read of PayHere's records (which counted the first
+ * installment too), and the order out of its queue.
+ */
+async function expectStoppedByTheSettleJob(orderId: string, published: EventBody[]): Promise<void> {
+  expect(types(published)).toEqual([
+    'subscription.created',
+    'subscription.installment_paid',
+    'subscription.stopped',
+  ]);
+  expect(await ledger.getOrder(orderId)).toMatchObject({
+    subscriptionStatus: 'CANCELLED',
+    standingCheckAt: null,
+  });
+}
+
 /** Every standing check of this file's earlier tests settled, so that a test's runs see only its own. */
 async function settleAllDue(): Promise<void> {
   for (let run = 0; run < 5; run++)
@@ -312,16 +328,7 @@ describe('a subscription stopped', () => {
     expect(callsDue - callsEarly).toBe(2);
     expect(again.looked).toBe(0);
     expect(sandbox.arrivals().length).toBe(callsDue);
-    // Its read of PayHere's payments counted the first installment too.
-    expect(types(published)).toEqual([
-      'subscription.created',
-      'subscription.installment_paid',
-      'subscription.stopped',
-    ]);
-    expect(await ledger.getOrder(orderId)).toMatchObject({
-      subscriptionStatus: 'CANCELLED',
-      standingCheckAt: null,
-    });
+    await expectStoppedByTheSettleJob(orderId, published);
   });
 
   it('that PayHere cannot confirm now is checked by the settle job until it can', async () => {
@@ -341,16 +348,7 @@ describe('a subscription stopped', () => {
     expect(postponed).toBeGreaterThan(Date.now() + CONFIRM_INTERVAL_MS);
     expect(second).toMatchObject({ looked: 1, settled: 1 });
     expect(sandbox.faults.pending()).toBe(0);
-    // Its read of PayHere's payments counted the first installment too.
-    expect(types(published)).toEqual([
-      'subscription.created',
-      'subscription.installment_paid',
-      'subscription.stopped',
-    ]);
-    expect(await ledger.getOrder(orderId)).toMatchObject({
-      subscriptionStatus: 'CANCELLED',
-      standingCheckAt: null,
-    });
+    await expectStoppedByTheSettleJob(orderId, published);
   });
 });
 

@@ -6,7 +6,7 @@ import { call, useTestGateway } from '../helpers/gateway.ts';
 import { type NotificationFields, notify, signed } from '../helpers/notifications.ts';
 import { checkedSecondsAgo, customer, customerToken, testLedger } from '../helpers/orders.ts';
 import { localClient } from '../idempotency/fixtures.ts';
-import { accessToken, apiClient } from '../sandbox/helpers.ts';
+import { payAtPayHere } from '../sandbox/helpers.ts';
 
 /**
  * docs/contract.md "notify", in-process against the sandbox (which PayHere's records are read from):
@@ -49,20 +49,6 @@ async function ledgerItems(): Promise<number> {
 
 const success = (orderId: string, extra: Partial<NotificationFields> = {}) =>
   signed({ order_id: orderId, payhere_amount: '1000.00', status_code: '2', ...extra });
-
-/** The customer paid `orderId` in PayHere's SDK: a payment of the order in PayHere's records; its id. */
-async function payAtPayHere(orderId: string, amount = 1000): Promise<number> {
-  const api = apiClient(sandbox, await accessToken(sandbox));
-  const paid = await api.post('payment/charge', {
-    type: 'PAYMENT',
-    order_id: orderId,
-    items: 'Door bell',
-    currency: 'LKR',
-    amount,
-    customer_token: SEED.customerTokens.success,
-  });
-  return paid.json.data.payment_id;
-}
 
 describe('the signature', () => {
   it('is required: a bad one answers 401 invalid_signature and records nothing', async () => {
@@ -197,7 +183,7 @@ describe('nothing unsigned is trusted on its own', () => {
 
   it('moves state only forward: an older notification after a newer one changes nothing', async () => {
     const orderId = await checkout('payment');
-    await payAtPayHere(orderId);
+    await payAtPayHere(sandbox, orderId);
 
     await notify(signed({ order_id: orderId, payhere_amount: '1000.00', status_code: '2' }));
     await notify(signed({ order_id: orderId, payhere_amount: '1000.00', status_code: '0' }));
@@ -209,7 +195,7 @@ describe('nothing unsigned is trusted on its own', () => {
   it('takes a chargeback only after a success', async () => {
     const paid = await checkout('payment');
     const unpaid = await checkout('payment');
-    await payAtPayHere(paid);
+    await payAtPayHere(sandbox, paid);
 
     await notify(signed({ order_id: paid, payhere_amount: '1000.00', status_code: '2' }));
     await notify(signed({ order_id: paid, payhere_amount: '1000.00', status_code: '-3' }));
@@ -222,7 +208,7 @@ describe('nothing unsigned is trusted on its own', () => {
   it('records a payment id only as the order’s payments at PayHere show it', async () => {
     const orderId = await checkout('payment');
     // The customer paid in PayHere's SDK: a payment of this order at PayHere.
-    const paymentId = await payAtPayHere(orderId);
+    const paymentId = await payAtPayHere(sandbox, orderId);
     const other = await checkout('payment');
 
     await notify(success(other, { payment_id: String(paymentId) }));
@@ -235,7 +221,7 @@ describe('nothing unsigned is trusted on its own', () => {
 
   it('keeps a success PayHere cannot confirm right now as reported (pending), and confirms it on the next read', async () => {
     const orderId = await checkout('payment');
-    const paymentId = await payAtPayHere(orderId);
+    const paymentId = await payAtPayHere(sandbox, orderId);
     sandbox.faults.inject('search', { kind: 'status', status: 503 }, 3);
 
     const answer = await notify(success(orderId, { payment_id: String(paymentId) }));
@@ -274,7 +260,7 @@ describe('what is received is bounded', () => {
   it('1,000 variants of one recorded notification (unsigned extras, md5sig’s case) are replays: nothing written, no PayHere call', async () => {
     // Prepare: a paid order's notification and an unknown order's, both recorded.
     const orderId = await checkout('payment');
-    const paymentId = String(await payAtPayHere(orderId));
+    const paymentId = String(await payAtPayHere(sandbox, orderId));
     const form = success(orderId, {
       payment_id: paymentId,
       custom_1: 'a',

@@ -1,6 +1,6 @@
 // Real HTTP against a sandbox on loopback, with the few request shapes the tests need.
 import { afterAll, beforeAll, beforeEach } from 'vitest';
-import { SANDBOX_CREDENTIALS, type Sandbox, startSandbox } from '../../sandbox/server.ts';
+import { SANDBOX_CREDENTIALS, type Sandbox, SEED, startSandbox } from '../../sandbox/server.ts';
 import { type Receiver, startReceiver } from './receiver.ts';
 
 export interface Answer {
@@ -73,6 +73,22 @@ export function apiClient(sandbox: Sandbox, token: string) {
 }
 
 export type ApiClient = ReturnType<typeof apiClient>;
+
+/**
+ * The customer paid `orderId` in PayHere's SDK (a saved card charged at PayHere, not through the
+ * service): a payment of the order in the sandbox's records; its id.
+ */
+export async function payAtPayHere(sandbox: Sandbox, orderId: string, amount = 1000): Promise<number> {
+  const paid = await apiClient(sandbox, await accessToken(sandbox)).post('payment/charge', {
+    type: 'PAYMENT',
+    order_id: orderId,
+    items: 'Door bell',
+    currency: 'LKR',
+    amount,
+    customer_token: SEED.customerTokens.success,
+  });
+  return paid.json.data.payment_id as number;
+}
 
 /** A controllable clock for token expiry and the rate-limit window. */
 export function manualClock(start = Date.UTC(2025, 0, 15, 4, 30, 0)) {
