@@ -119,6 +119,8 @@ export interface Order extends Price, OrderDetails {
    * when no such read is due.
    */
   standingCheckAt: number | null;
+  /** Epoch ms: when the standing check due now was first asked for (for the hour's alarm); null with none. */
+  standingSince: number | null;
   /**
    * A hold's authorization token is proven (true: PayHere's own answer gave it, or a capture or
    * release through the service used it) or known only from a notification (false); null for no hold.
@@ -268,6 +270,7 @@ export type NewOrder = Omit<
   | 'reportedAt'
   | 'settleAt'
   | 'standingCheckAt'
+  | 'standingSince'
   | 'holdVerified'
   | 'paymentsCopy'
   | 'failedAttempts'

@@ -73,6 +73,7 @@ export const ATTRIBUTES = [
   'holdVerified',
   'settleQueue',
   'settleAt',
+  'standingSince',
   'checkedAt',
   'paymentsCopy',
   'paymentsCopyState',
@@ -187,6 +188,7 @@ export function fromOrderItem(item: Record<string, AttributeValue>): Order {
     // One settle queue at a time: a report's deadline, or a subscription's standing check.
     settleAt: item.settleQueue?.S === 'standing' ? null : optionalNumber(item, 'settleAt'),
     standingCheckAt: item.settleQueue?.S === 'standing' ? optionalNumber(item, 'settleAt') : null,
+    standingSince: optionalNumber(item, 'standingSince'),
     holdVerified: item.holdVerified?.BOOL ?? null,
     paymentsCopy: paymentsCopyOf(item),
     duplicatePayments: [...(item.duplicatePayments?.SS ?? [])].sort(),

@@ -146,6 +146,7 @@ export class LedgerStore extends LedgerTable {
       reportedAt: null,
       settleAt: null,
       standingCheckAt: null,
+      standingSince: null,
       holdVerified: null,
       paymentsCopy: null,
       failedAttempts: {},
@@ -517,10 +518,10 @@ export class LedgerStore extends LedgerTable {
   checkStandingAt(orderId: string, at: number): Promise<boolean> {
     return this.#updateOrder(
       orderId,
-      'SET #settleQueue = :standing, #settleAt = :at',
+      'SET #settleQueue = :standing, #settleAt = :at, #standingSince = if_not_exists(#standingSince, :now)',
       'attribute_exists(#subscriptionId) AND attribute_not_exists(#reportedAt) AND ' +
         '(attribute_not_exists(#settleQueue) OR (#settleQueue = :standing AND #settleAt > :at))',
-      { ':standing': { S: SETTLE_STANDING }, ':at': number(at) },
+      { ':standing': { S: SETTLE_STANDING }, ':at': number(at), ':now': number(this.now()) },
     );
   }
 
@@ -531,7 +532,7 @@ export class LedgerStore extends LedgerTable {
   standingChecked(orderId: string, at: number): Promise<boolean> {
     return this.#updateOrder(
       orderId,
-      'REMOVE #settleQueue, #settleAt',
+      'REMOVE #settleQueue, #settleAt, #standingSince',
       '#settleQueue = :standing AND #settleAt = :at',
       { ':standing': { S: SETTLE_STANDING }, ':at': number(at) },
     );

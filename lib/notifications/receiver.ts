@@ -462,7 +462,7 @@ export class NotificationReceiver {
     // (The first payment's installment is counted by any later read of the subscription's payments.)
     if (order.kind === 'recurring' && order.state === 'succeeded' && order.subscriptionId) {
       if ((await this.#installments(notification, order, deadline)) === 'deferred')
-        await this.#checkStandingLater(order);
+        await this.#checkStandingLater(order, Date.now() + CONFIRM_INTERVAL_MS);
     }
     const paymentId = notification.payment_id;
     if (
@@ -574,10 +574,21 @@ export class NotificationReceiver {
     const standing = (await this.#mayConfirm(order))
       ? await this.#standings.record(order, subscriptionId, deadline, next)
       : undefined;
-    if (!standing) {
-      await this.#checkStandingLater(order);
+    if (standing === undefined) {
+      await this.#checkStandingLater(order, Date.now() + CONFIRM_INTERVAL_MS);
       return 'unchanged';
     }
+    // Read now: a check the settle job had due for the order would read the same.
+    if (order.standingCheckAt !== null && order.standingCheckAt <= Date.now())
+      await this.#ledger.standingChecked(order.orderId, order.standingCheckAt);
+    if (standing === 'none') {
+      log.error('PayHere’s records hold no such subscription of the order', { orderId: order.orderId });
+      return 'unchanged';
+    }
+    // PayHere's record may show an end or a failure later than its notification came: one more
+    // look, by the settle job once the settle delay has passed (then what it shows stands).
+    if ('unchanged' in standing.applied && standing.applied.unchanged === 'running')
+      await this.#checkStandingLater(order, Date.now() + this.#settleDelayMs);
     const { applied, installmentsPaid: paid } = standing;
     if (standing.confirmed)
       auditNotification(order, { outcome: 'recorded', subscriptionId, installmentsPaid: paid });
@@ -603,20 +614,14 @@ export class NotificationReceiver {
   }
 
   /**
-   * The order's subscription is read from PayHere's records by the settle job once the order's
-   * right to ask is free again: what a notification could not confirm now is confirmed later, not
-   * dropped (PayHere does not send it again). A write that fails is logged: the notification is
-   * answered all the same, and the next one of the subscription asks again.
+   * The order's subscription is read from PayHere's records by the settle job at `at` (once the
+   * order's right to ask is free again): what a notification could not confirm now is confirmed
+   * later, not dropped. A write that fails fails the notification, which is then not noted as
+   * received: PayHere sends it again, where a stop or a completion has no later notification to
+   * ask for it.
    */
-  async #checkStandingLater(order: Order): Promise<void> {
-    try {
-      await this.#ledger.checkStandingAt(order.orderId, Date.now() + CONFIRM_INTERVAL_MS);
-    } catch (error) {
-      log.warn('could not have the settle job check a subscription later', {
-        orderId: order.orderId,
-        error: describeError(error),
-      });
-    }
+  async #checkStandingLater(order: Order, at: number): Promise<void> {
+    await this.#ledger.checkStandingAt(order.orderId, at);
   }
 
   /**

@@ -119,20 +119,22 @@ export class Confirmations {
    * The order's subscription as PayHere's records show it: its record's `status`, and the
    * installments its payments show paid, read first. In that order, a retry PayHere charged between
    * the two reads shows as the record `ACTIVE` again, never as a failure of the installment after
-   * it. Undefined when PayHere cannot say now, or its record is not the order's.
+   * it. Undefined when PayHere cannot say now; `none` when its records have no such subscription
+   * of the order (asking again would show nothing else).
    */
   async subscriptionStanding(
     order: Order,
     subscriptionId: string,
     deadline: number,
-  ): Promise<{ status: string; installmentsPaid: number } | undefined> {
+  ): Promise<{ status: string; installmentsPaid: number } | 'none' | undefined> {
     const installmentsPaid = await this.installmentsPaid(order, subscriptionId, deadline);
     if (installmentsPaid === undefined) return undefined;
     const found = await this.#ask('a subscription', order, null, async () => {
       const { data } = await this.#payhere.getSubscription(subscriptionId, deadline, this.#share);
       return data;
     });
-    if (!found || found.order_id !== order.orderId) return undefined;
+    if (found === undefined) return undefined;
+    if (found === null || found.order_id !== order.orderId) return 'none';
     return { status: found.status, installmentsPaid };
   }
 

@@ -46,7 +46,7 @@ export class SubscriptionStandings {
 
   /**
    * Read the subscription's standing and record what it shows; undefined when PayHere cannot say
-   * now (nothing recorded). `next`: the installment date a success notification gave, taken with
+   * now, `none` when its records hold no such subscription of the order (nothing recorded either way). `next`: the installment date a success notification gave, taken with
    * the installments it confirms (unsigned, so never on its own).
    */
   async record(
@@ -54,9 +54,9 @@ export class SubscriptionStandings {
     subscriptionId: string,
     deadline: number,
     next?: string | null,
-  ): Promise<Standing | undefined> {
+  ): Promise<Standing | 'none' | undefined> {
     const standing = await this.#confirmations.subscriptionStanding(order, subscriptionId, deadline);
-    if (!standing) return undefined;
+    if (standing === undefined || standing === 'none') return standing;
     let confirmed = false;
     const paid = standing.installmentsPaid;
     if (paid > 0 && (order.installmentsPaid === null || paid > order.installmentsPaid)) {
@@ -80,22 +80,30 @@ export class SubscriptionStandings {
 
   /**
    * The settle job's look at an order whose standing check, due `at`, has come: recorded and the
-   * order taken off the queue (a subscription gone from the order has nothing to read), or
-   * `unknown` when PayHere could not say: the check stays, for the job to look at again.
+   * order taken off the queue, or `unknown` when PayHere could not say: the check stays, for the
+   * job to look at again. PayHere's records holding no such subscription of the order end the check
+   * too (asking again would show nothing else), logged for the operator.
    */
   async settle(order: Order, at: number, deadline: number): Promise<'settled' | 'unknown'> {
-    const subscriptionId = order.subscriptionId;
-    const standing = subscriptionId ? await this.record(order, subscriptionId, deadline) : undefined;
-    if (subscriptionId && !standing) return 'unknown';
+    const subscriptionId = order.subscriptionId!;
+    const standing = await this.record(order, subscriptionId, deadline);
+    if (standing === undefined) return 'unknown';
     await this.#ledger.standingChecked(order.orderId, at);
-    if (standing && ('recorded' in standing.applied || standing.confirmed)) {
+    if (standing === 'none') {
+      log.error('PayHere’s records hold no such subscription of the order: its standing check ends', {
+        orderId: order.orderId,
+        subscriptionId,
+      });
+      return 'settled';
+    }
+    if ('recorded' in standing.applied || standing.confirmed) {
       countMetric('SettledStanding');
       audit({
         route: 'settle',
         outcome: 'recorded',
         replayed: false,
         orderId: order.orderId,
-        subscriptionId: subscriptionId ?? undefined,
+        subscriptionId,
         subscriptionStatus: 'recorded' in standing.applied ? standing.applied.recorded : undefined,
         installmentsPaid: standing.installmentsPaid,
       });

@@ -280,6 +280,7 @@ export class SettleJob {
       return;
     }
     run.stillUnknown++;
+    if (this.#now() - (order.standingSince ?? at) > HOUR_MS) run.overAnHour++;
     await this.#ledger.postponeStanding(orderId, at, this.#now() + LOOK_AGAIN_MS);
   }
 }

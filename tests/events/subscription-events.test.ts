@@ -3,6 +3,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { type EventBody, EventStore, FEED_SETTLE_MS } from '../../lib/events/store.ts';
 import { backgroundSettled } from '../../lib/net/background.ts';
 import { CONFIRM_INTERVAL_MS } from '../../lib/notifications/receiver.ts';
+import { loadOrdersConfig } from '../../lib/orders/config.ts';
 import { ledgerWithEvents } from '../../lib/orders/from-environment.ts';
 import {
   clearDynamoDbFaults,
@@ -65,7 +66,7 @@ async function expectStoppedByTheSettleJob(orderId: string, published: EventBody
 /** Every standing check of this file's earlier tests settled, so that a test's runs see only its own. */
 async function settleAllDue(): Promise<void> {
   for (let run = 0; run < 5; run++)
-    if ((await settleJob(10 * CONFIRM_INTERVAL_MS).run()).looked === 0) return;
+    if ((await settleJob(loadOrdersConfig(process.env).settleDelayMs + 60_000).run()).looked === 0) return;
 }
 
 afterEach(async () => {
@@ -340,7 +341,7 @@ describe('a subscription stopped', () => {
     const answer = await deliver(orderId, stopped);
     const first = await settleJob(CONFIRM_INTERVAL_MS + 1_000).run();
     const postponed = (await ledger.getOrder(orderId))?.standingCheckAt;
-    const second = await settleJob(10 * 60_000).run();
+    const second = await settleJob(postponed! - Date.now() + 1_000).run();
     const published = await eventsOf(orderId);
 
     expect(answer.statusCode).toBe(200);
@@ -349,6 +350,106 @@ describe('a subscription stopped', () => {
     expect(second).toMatchObject({ looked: 1, settled: 1 });
     expect(sandbox.faults.pending()).toBe(0);
     await expectStoppedByTheSettleJob(orderId, published);
+  });
+});
+
+describe('a subscription’s standing check', () => {
+  it('ends when PayHere’s records hold no such subscription of the order: nothing recorded, no look again', async () => {
+    const { orderId, subscriptionId } = await subscribed();
+    const stopped = await stop(subscriptionId);
+    await settleAllDue();
+    await notify(stopped);
+    // PayHere has no record of it: its one-subscription endpoint and its list say so.
+    sandbox.faults.inject('getSubscription', { kind: 'status', status: 404 });
+    sandbox.faults.inject('listSubscriptions', {
+      kind: 'status',
+      status: 200,
+      body: JSON.stringify({ status: 1, msg: 'Found 0 subscriptions', data: [] }),
+      contentType: 'application/json',
+    });
+
+    const run = await settleJob(CONFIRM_INTERVAL_MS + 1_000).run();
+    const again = await settleJob(3 * CONFIRM_INTERVAL_MS).run();
+    const published = await eventsOf(orderId);
+
+    expect(run).toMatchObject({ looked: 1, settled: 1, stillUnknown: 0 });
+    expect(again.looked).toBe(0);
+    expect(types(published).filter((type) => type === 'subscription.stopped')).toEqual([]);
+    expect(await ledger.getOrder(orderId)).toMatchObject({ standingCheckAt: null, standingSince: null });
+  });
+
+  it('that cannot be queued fails the notification, which is not noted: PayHere’s resend queues it', async () => {
+    const { orderId, subscriptionId } = await subscribed();
+    const stopped = await stop(subscriptionId);
+    await settleAllDue();
+    await backgroundSettled();
+    // The right to ask (spent: the subscription's own notification confirmed it a moment ago) is
+    // asked for first; the check's write then fails every try.
+    await injectDynamoDbFault({
+      operation: 'UpdateItem',
+      table: process.env.LEDGER_TABLE!,
+      keyPrefix: `order#${orderId}`,
+      fault: { kind: 'slow', ms: 0 },
+    });
+    for (let attempt = 0; attempt < 5; attempt++)
+      await injectDynamoDbFault({
+        operation: 'UpdateItem',
+        table: process.env.LEDGER_TABLE!,
+        keyPrefix: `order#${orderId}`,
+        fault: { kind: 'status500' },
+      });
+
+    const failed = await notify(stopped);
+    await clearDynamoDbFaults(undefined, process.env.LEDGER_TABLE);
+    const queuedThen = (await ledger.getOrder(orderId))?.standingCheckAt;
+    const resent = await notify(stopped);
+
+    expect(failed.statusCode).toBeGreaterThanOrEqual(500);
+    expect(queuedThen).toBeNull();
+    expect(resent.statusCode).toBe(200);
+    expect((await ledger.getOrder(orderId))?.standingCheckAt).not.toBeNull();
+  });
+
+  it('a stop PayHere’s record does not show yet is looked at once more after the settle delay, and then recorded', async () => {
+    const { orderId, subscriptionId } = await subscribed();
+    const paid = await installment(subscriptionId, 'success');
+    await settleAllDue();
+
+    // A paid installment's notification made RECURRING_STOPPED: PayHere's record shows it running.
+    const asked = Date.now();
+    await deliver(orderId, { ...paid, message_type: 'RECURRING_STOPPED', item_rec_date_next: '' });
+    const then = await ledger.getOrder(orderId);
+    // Meanwhile PayHere's record comes to show the stop.
+    await stop(subscriptionId);
+    const early = await settleJob(CONFIRM_INTERVAL_MS + 1_000).run();
+    const late = await settleJob(loadOrdersConfig(process.env).settleDelayMs + 60_000).run();
+    const published = await eventsOf(orderId);
+
+    expect(then).toMatchObject({ subscriptionStatus: null });
+    expect(then!.standingCheckAt).toBeGreaterThanOrEqual(asked + loadOrdersConfig(process.env).settleDelayMs);
+    expect(early.looked).toBe(0);
+    expect(late).toMatchObject({ looked: 1, settled: 1 });
+    expect(types(published)).toEqual([
+      'subscription.created',
+      'subscription.installment_paid',
+      'subscription.stopped',
+    ]);
+  });
+
+  it('due when a notification reads PayHere’s records itself is done by that read: the job asks nothing more', async () => {
+    const { orderId, subscriptionId } = await subscribed();
+    const stopped = await stop(subscriptionId);
+    await settleAllDue();
+    await ledger.checkStandingAt(orderId, Date.now() - 1_000);
+
+    await deliver(orderId, stopped);
+    const run = await settleJob(0).run();
+
+    expect(run.looked).toBe(0);
+    expect(await ledger.getOrder(orderId)).toMatchObject({
+      subscriptionStatus: 'CANCELLED',
+      standingCheckAt: null,
+    });
   });
 });
 

@@ -262,10 +262,14 @@ describe('a subscription’s standing check', () => {
     expect(before).not.toContain(id);
     expect(due).toContain(id);
     expect(order).toMatchObject({ standingCheckAt: at, settleAt: null });
+    expect(order!.standingSince).toBeGreaterThan(0);
     expect(await ledger.reportedDue(Date.now(), 1_000)).not.toContain(id);
     // An earlier ask takes its place.
     expect(await ledger.checkStandingAt(id, at - 500)).toBe(true);
-    expect((await ledger.getOrder(id))?.standingCheckAt).toBe(at - 500);
+    expect(await ledger.getOrder(id)).toMatchObject({
+      standingCheckAt: at - 500,
+      standingSince: order!.standingSince,
+    });
   });
 
   it('is refused for an order with no subscription, or with a reported success still to settle', async () => {
@@ -298,7 +302,7 @@ describe('a subscription’s standing check', () => {
     expect(await ledger.standingChecked(id, at)).toBe(false);
     expect(await ledger.standingChecked(id, at + 60_000)).toBe(true);
     expect(await ledger.standingChecked(id, at + 60_000)).toBe(false);
-    expect((await ledger.getOrder(id))?.standingCheckAt).toBeNull();
+    expect(await ledger.getOrder(id)).toMatchObject({ standingCheckAt: null, standingSince: null });
     expect(await ledger.standingDue(at + 60_000, 1_000)).not.toContain(id);
   });
 });

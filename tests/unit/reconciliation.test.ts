@@ -53,6 +53,7 @@ function order(fields: {
     reportedAt: null,
     settleAt: null,
     standingCheckAt: null,
+    standingSince: null,
     holdVerified: null,
     paymentsCopy: null,
     failedAttempts: {},
