@@ -11,8 +11,8 @@ const path = require('node:path');
  *
  * serverless-esbuild bundles in its `bundle()` (listed before this plugin, so it exists when this
  * one is made). This wraps it: the bundles are kept under a key made of every input they are made
- * of (the sources under lib/ and functions/, esbuild's options and its plugin, the lock file, the
- * service's configuration); a later build with the same key copies them into its own work folder
+ * of (the sources under lib/ and functions/, esbuild's options and its plugin, package.json and the
+ * lock file, the service's configuration); a later build with the same key copies them into its own work folder
  * instead of running esbuild, and names them as serverless-esbuild would (`buildResults`). A
  * different input is a different key: a cached bundle is the bundle esbuild would make. Without
  * `BUNDLE_CACHE_DIR`, and for `deploy`, nothing changes.
@@ -88,6 +88,7 @@ function inputKey(esbuild) {
     ...listed(dir, 'lib'),
     ...listed(dir, 'functions'),
     'plugins/esbuild.cjs',
+    'package.json',
     'package-lock.json',
     'serverless.yml',
     'tsconfig.json',

@@ -77,7 +77,6 @@ export function post(exchange: Exchange): Promise<Answer> {
       response?.destroy(error);
       request.destroy(error);
     };
-    for (const signal of signals) signal.addEventListener('abort', onAbort, { once: true });
     const settled = () => {
       clearTimeout(timer);
       for (const signal of signals) signal.removeEventListener('abort', onAbort);
@@ -100,6 +99,8 @@ export function post(exchange: Exchange): Promise<Answer> {
       agent: agents[secure ? 'https:' : 'http:'],
       headers: { ...exchange.headers, 'content-length': String(Buffer.byteLength(exchange.body)) },
     });
+    // Listened to once the request exists (onAbort destroys it).
+    for (const signal of signals) signal.addEventListener('abort', onAbort, { once: true });
     beingWritten(request);
     const waitForAnswer = () =>
       arm(request, requestTimeoutMs, 'HEADERS_TIMEOUT', `no answer within ${requestTimeoutMs} ms`);

@@ -252,6 +252,7 @@ export class SharedLimiter implements GatewayLimiter {
     shared: Promise.resolve(),
     idle: Promise.resolve(),
     spare: Promise.resolve(),
+    token: Promise.resolve(),
   };
 
   constructor(options: SharedLimiterOptions) {
@@ -428,7 +429,10 @@ export class SharedLimiter implements GatewayLimiter {
         // The take's own name on the slot: a retry of a write whose answer was lost knows it.
         const take = randomUUID();
         const busyUntil = giveUpAt;
-        const taken = await this.#table.takeSlot(slot, busyUntil, freeBefore, now, take, keep, yieldTo);
+        // A token request's take ends its own mark: the calls waiting for the token go on at once.
+        const taken = await this.#table.takeSlot(slot, busyUntil, freeBefore, now, take, keep, yieldTo, {
+          ends: kind === 'token' ? 'token' : undefined,
+        });
         if (taken.taken) {
           this.#snapshot = this.#saw(taken.budget);
           budgetWaited(slept ? now - askedAt : 0, kind);
@@ -652,7 +656,7 @@ function markOf(budget: BudgetSnapshot, mark: WaitMark): number {
  * in one of its own, never ahead of a call within one; a money call that may not take the reserve
  * (a customer's) in one of its own, neither behind reads nor ahead of calls that may take it.
  */
-type Queue = 'read' | 'reserved' | 'shared' | 'idle' | 'spare';
+type Queue = 'read' | 'reserved' | 'shared' | 'idle' | 'spare' | 'token';
 
 /** A call as the shared budget sees it besides its kind: `reserve` already false for reads and spare calls. */
 interface Call {
@@ -662,6 +666,7 @@ interface Call {
 
 function queueOf(kind: CallKind, call: Call): Queue {
   if (call.spare) return 'spare';
-  if (kind === 'read' || kind === 'idle') return kind;
+  // A token request never waits behind the container's charges: every call needs it.
+  if (kind === 'read' || kind === 'idle' || kind === 'token') return kind;
   return call.reserve ? 'reserved' : 'shared';
 }

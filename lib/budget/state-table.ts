@@ -117,6 +117,7 @@ export class SharedStateTable {
     take: string,
     keepFree: readonly number[] = [],
     yieldTo: readonly WaitMark[] = [],
+    options: { ends?: WaitMark | undefined } = {},
   ): Promise<
     | { taken: true; budget: BudgetSnapshot; previous: number | undefined }
     | { taken: false; budget: BudgetSnapshot | undefined }
@@ -127,7 +128,9 @@ export class SharedStateTable {
         new UpdateItemCommand({
           TableName: this.#table,
           Key: BUDGET_KEY,
-          UpdateExpression: 'SET #slot = :busyUntil, #take = :take, expiresAt = :expiresAt',
+          UpdateExpression: `SET #slot = :busyUntil, #take = :take, expiresAt = :expiresAt${
+            options.ends ? ` REMOVE ${options.ends}Until` : ''
+          }`,
           ConditionExpression: [
             '(attribute_not_exists(#slot) OR #slot <= :freeBefore)',
             '(attribute_not_exists(pausedUntil) OR pausedUntil <= :now)',
@@ -155,6 +158,7 @@ export class SharedStateTable {
       const previous = budget.busyUntil.get(slot);
       budget.busyUntil.set(slot, busyUntil);
       budget.takenBy.set(slot, take);
+      if (options.ends) budget[`${options.ends}Until`] = 0;
       return { taken: true, budget, previous };
     } catch (error) {
       if ((error as { name?: unknown } | null)?.name !== 'ConditionalCheckFailedException') throw error;

@@ -2,7 +2,7 @@ import type { MiddlewareObj } from '@middy/core';
 import type { APIGatewayProxyEvent, APIGatewayProxyResult, Context } from 'aws-lambda';
 import { REPLAYED_HEADER } from '../idempotency/idempotent.ts';
 import { type AuditSubject, audit, type Outcome } from '../log/audit.ts';
-import { type CountMetric, countMetric, publishMetrics } from '../log/metrics.ts';
+import { type CountMetric, countMetric, publishMetrics, stampMetrics } from '../log/metrics.ts';
 import { inBackground } from '../net/background.ts';
 import type { CallerContext } from './caller.ts';
 
@@ -102,6 +102,8 @@ export const observe = <Request>(
       }
     }
     writeUnwritten();
+    // Dated at the answer: a line written after a freeze keeps its own request's time.
+    stampMetrics();
     unwritten = options.name;
     inBackground(async () => writeUnwritten());
   };

@@ -80,6 +80,11 @@ export function timeMetric(name: TimeMetric, milliseconds: number): void {
  * Write what the request counted, with its route; nothing (not even Powertools' warning) when it
  * counted nothing.
  */
+/** The stored metrics dated now, the moment their request answered, however late they are written. */
+export function stampMetrics(): void {
+  if (metrics.hasStoredMetrics()) metrics.setTimestamp(Date.now());
+}
+
 export function publishMetrics(route: string): void {
   if (!metrics.hasStoredMetrics()) return;
   metrics.addDimension('route', route);

@@ -605,7 +605,9 @@ describe('a token request that waits for a slot (every call yields to it)', () =
     };
 
     // Act: the token request (of a container made now, to sleep on the clock above) waits.
-    const token = await container(table, clock).acquire('token', 20_000);
+    const marks = vi.spyOn(table, 'markWaiting');
+    const fetcher = container(table, clock);
+    const token = await fetcher.acquire('token', 20_000);
     const tokenAt = clock.now();
     const { tokenUntil } = await table.readBudget();
 
@@ -618,7 +620,9 @@ describe('a token request that waits for a slot (every call yields to it)', () =
     });
     expect(token).toBeDefined();
     expect(tokenAt).toBe(T0 + WINDOW + MARGIN);
-    expect(tokenUntil).toBe(T0 + WINDOW + MARGIN + 500);
+    expect(marks).toHaveBeenCalledWith('token', T0 + WINDOW + MARGIN + 500, expect.any(Number));
+    // Its take ended its mark: nobody waits for a token already fetched.
+    expect(tokenUntil).toBe(0);
   });
 
   it('costs nothing when it finds a slot: no mark is written', async () => {

@@ -267,6 +267,7 @@ class SimulatedStateTable {
     take: string,
     keepFree: readonly number[] = [],
     yieldTo: readonly WaitMark[] = [],
+    options: { ends?: WaitMark | undefined } = {},
   ): ReturnType<SharedStateTable['takeSlot']> {
     return this.#request('write', () => {
       const free = (s: number) => (this.#busyUntil.get(s) ?? Number.NEGATIVE_INFINITY) <= freeBefore;
@@ -279,6 +280,7 @@ class SimulatedStateTable {
       const previous = this.#busyUntil.get(slot);
       this.#busyUntil.set(slot, busyUntil);
       this.#takenBy.set(slot, take);
+      if (options.ends === 'token') this.#tokenUntil = 0;
       return { taken: true as const, budget: this.#snapshot(), previous };
     });
   }

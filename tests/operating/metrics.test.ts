@@ -117,10 +117,16 @@ describe('each request writes one line of metrics when it ends', () => {
     const lines = captureLogs('warn');
 
     await call('retrievePayments', { id: SEED.orders.sample });
+    const answeredAt = Date.now();
     const whenAnswered = emfLines(lines).length;
+    // Written a minute after the answer (a container frozen in between): dated at its answer.
+    vi.useFakeTimers({ toFake: ['Date'] });
+    vi.setSystemTime(answeredAt + 60_000);
     await backgroundSettled();
+    vi.useRealTimers();
 
     expect([whenAnswered, emfLines(lines).length]).toEqual([0, 1]);
+    expect((emfLines(lines)[0]!._aws as { Timestamp?: number }).Timestamp).toBeLessThanOrEqual(answeredAt);
   });
 });
 
