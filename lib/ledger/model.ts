@@ -302,7 +302,10 @@ export interface ChargeClaim {
   dueAt?: number;
   /** The states the order may be charged in (lib/orders/evidence.ts CHARGEABLE). */
   chargeable: readonly OrderState[];
-  /** Only while the order's failed charges in this window are fewer than `limit` (card testing). */
+  /**
+   * Only while the order's failed charges counted in this window (its own and the previous
+   * window's, lib/orders/attempts.ts) are fewer than `limit` (card testing).
+   */
   attempts?: { window: number; limit: number };
   /**
    * `merchant`: any order, created if absent, its price set by the charge. `customer-priced`: an
@@ -323,8 +326,8 @@ export interface ChargeOutcome {
   overReport: boolean;
   paymentId?: string | null;
   authorizationToken?: string | null;
-  /** A declined or refused charge: counted against the order in this window. */
-  failedWindow?: number;
+  /** A declined or refused charge: counted against the order in each of these windows (card testing). */
+  failedWindows?: readonly number[];
   /**
    * Epoch ms: when the settle job looks at the order again (an outcome still open: pending or
    * unknown); absent, the order leaves the settle job's charges.

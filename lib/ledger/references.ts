@@ -97,23 +97,31 @@ export class LedgerReferences extends LedgerTable {
    * that a write retried after its answer was lost, or the same notification acted on again, counts
    * once. What the count means is decided elsewhere (lib/orders/checkout.ts).
    */
-  async addFailedPreapproval(owner: string, attempt: string, window: number): Promise<boolean> {
+  async addFailedPreapproval(owner: string, attempt: string, windows: readonly number[]): Promise<boolean> {
+    const names = Object.fromEntries(windows.map((window, i) => [`#failed${i}`, failedKey(window)]));
     return this.conditional(
       new UpdateItemCommand({
         TableName: this.table,
         Key: { pk: { S: ownerKey(owner) } },
-        UpdateExpression: 'SET #owner = :owner ADD #failed :attempt',
+        UpdateExpression: `SET #owner = :owner ADD ${Object.keys(names)
+          .map((name) => `${name} :attempt`)
+          .join(', ')}`,
         ConditionExpression: 'attribute_not_exists(pk) OR #owner = :owner',
-        ExpressionAttributeNames: { '#owner': 'owner', '#failed': failedKey(window) },
+        ExpressionAttributeNames: { '#owner': 'owner', ...names },
         ExpressionAttributeValues: { ':owner': { S: owner }, ':attempt': { SS: [attempt] } },
       }),
     );
   }
 
-  /** How many failed pre-approvals of `owner` the ledger holds in `window`. */
-  async failedPreapprovals(owner: string, window: number): Promise<number> {
-    const item = await this.get(ownerKey(owner));
-    return item?.[failedKey(window)]?.SS?.length ?? 0;
+  /** How many failed pre-approvals of `owner` the ledger counts in each window it has a count for. */
+  async failedPreapprovals(owner: string): Promise<Record<number, number>> {
+    const item = (await this.get(ownerKey(owner))) ?? {};
+    return Object.fromEntries(
+      Object.entries(item).flatMap(([name, value]) => {
+        const window = /^failedPreapprovals(\d+)$/.exec(name)?.[1];
+        return window !== undefined && value.SS ? [[Number(window), value.SS.length]] : [];
+      }),
+    );
   }
 
   /** The subscription ids `owner` holds. */

@@ -330,9 +330,9 @@ export class LedgerStore extends LedgerTable {
     let update = `SET ${set} REMOVE ${remove.join(', ')}`;
     names = { ...namesIn(`${update} ${condition}`), ...names };
     const adds: string[] = [];
-    if (outcome.failedWindow !== undefined) {
-      adds.push('#failed :one');
-      names['#failed'] = failedAttribute(outcome.failedWindow);
+    for (const [i, window] of (outcome.failedWindows ?? []).entries()) {
+      adds.push(`#failed${i} :one`);
+      names[`#failed${i}`] = failedAttribute(window);
       values[':one'] = number(1);
     }
     if (outcome.possibleDuplicates && outcome.possibleDuplicates.length > 0) {
@@ -816,12 +816,12 @@ export class LedgerStore extends LedgerTable {
     return this.#references.addSubscription(owner, subscriptionId);
   }
 
-  addFailedPreapproval(owner: string, attempt: string, window: number): Promise<boolean> {
-    return this.#references.addFailedPreapproval(owner, attempt, window);
+  addFailedPreapproval(owner: string, attempt: string, windows: readonly number[]): Promise<boolean> {
+    return this.#references.addFailedPreapproval(owner, attempt, windows);
   }
 
-  failedPreapprovals(owner: string, window: number): Promise<number> {
-    return this.#references.failedPreapprovals(owner, window);
+  failedPreapprovals(owner: string): Promise<Record<number, number>> {
+    return this.#references.failedPreapprovals(owner);
   }
 
   subscriptionsOf(owner: string): Promise<string[]> {

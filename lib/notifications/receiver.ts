@@ -10,6 +10,7 @@ import { audit } from '../log/audit.ts';
 import { describeError, log } from '../log/log.ts';
 import { countMetric } from '../log/metrics.ts';
 import { maskCard } from '../log/redact.ts';
+import { AttemptWindows } from '../orders/attempts.ts';
 import type { Confirmations } from '../orders/confirmations.ts';
 import { installmentPaid, possibleDuplicates } from '../orders/events.ts';
 import {
@@ -175,7 +176,7 @@ export class NotificationReceiver {
   readonly #standings: SubscriptionStandings;
   readonly #settleDelayMs: number;
   readonly #keepSeconds: number;
-  readonly #failedWindowMs: number;
+  readonly #failedWindows: AttemptWindows;
 
   constructor(options: {
     ledger: LedgerStore;
@@ -189,7 +190,7 @@ export class NotificationReceiver {
     /** The window failed pre-approvals are counted in per customer (ORDER_FAILED_ATTEMPTS's). */
     failedAttemptsWindowMs?: number;
   }) {
-    this.#failedWindowMs = options.failedAttemptsWindowMs ?? DEFAULT_FAILED_WINDOW_MS;
+    this.#failedWindows = new AttemptWindows(options.failedAttemptsWindowMs ?? DEFAULT_FAILED_WINDOW_MS);
     this.#ledger = options.ledger;
     this.#credentials = options.credentials;
     this.#confirmations = options.confirmations;
@@ -391,10 +392,9 @@ export class NotificationReceiver {
    * that cannot be written is logged; the notification is still acted on.
    */
   async #failedPreapproval(notification: Notification, order: Order): Promise<void> {
-    const window = Math.floor(Date.now() / this.#failedWindowMs);
     const attempt = `${order.orderId}#${notification.payment_id || '-'}`;
     try {
-      await this.#ledger.addFailedPreapproval(order.owner, attempt, window);
+      await this.#ledger.addFailedPreapproval(order.owner, attempt, this.#failedWindows.failureWindows());
     } catch (error) {
       log.warn('could not count a failed pre-approval against its customer', {
         orderId: order.orderId,

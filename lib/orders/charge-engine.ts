@@ -23,6 +23,7 @@ import { countMetric } from '../log/metrics.ts';
 import { forgetWithin, type ReadInvalidation } from '../reads/invalidation.ts';
 import type { ChargeRequest } from '../schemas/charge.ts';
 import { type Actor, countRefusal, metadataRefused, Ownership, readLedger, visibleTo } from './access.ts';
+import { AttemptWindows } from './attempts.ts';
 import { NOTIFY_PATH, type OrdersConfig } from './config.ts';
 import { orderMoved, possibleDuplicates } from './events.ts';
 import { CHARGEABLE, chargeEvidence, chargeMove, type Evidence } from './evidence.ts';
@@ -68,6 +69,7 @@ export class ChargeEngine {
   readonly #ownership: Ownership;
   readonly #config: OrdersConfig;
   readonly #invalidation: ReadInvalidation | undefined;
+  readonly #attempts: AttemptWindows;
 
   constructor(options: {
     payhere: PayHere;
@@ -81,6 +83,7 @@ export class ChargeEngine {
     this.#ownership = new Ownership(options.ledger);
     this.#config = options.config;
     this.#invalidation = options.invalidation;
+    this.#attempts = new AttemptWindows(options.config.failedAttempts.windowMs);
   }
 
   async charge(input: ChargeInput): Promise<ChargeAnswer> {
@@ -329,8 +332,8 @@ export class ChargeEngine {
       metadata: body.metadata ?? null,
       slot: { key: input.chargeKey, ...window },
       chargeable: CHARGEABLE,
-      // Card testing: an order refuses new charges after too many declined ones in a window.
-      attempts: { window: this.#attemptsWindow(), limit: this.#config.failedAttempts.count },
+      // Card testing: an order refuses new charges after too many declined ones (lib/orders/attempts.ts).
+      attempts: { window: this.#attempts.current(), limit: this.#config.failedAttempts.count },
       rule:
         actor.role === 'merchant'
           ? 'merchant'
@@ -343,7 +346,7 @@ export class ChargeEngine {
     const existing = await readLedger(() => this.#ledger.getOrder(body.order_id));
     // A retry of a claim whose answer was lost meets its own write: the slot is already ours.
     if (existing?.charge?.inflight && existing.charge.key === input.chargeKey) return existing;
-    throw notSent(refusal(claim, existing, this.#attemptsWindowEnd()));
+    throw notSent(refusal(claim, existing, this.#attempts));
   }
 
   /**
@@ -360,19 +363,10 @@ export class ChargeEngine {
     }
   }
 
-  /** The window an order's failed charges are counted in (ORDER_FAILED_ATTEMPTS), and its end. */
-  #attemptsWindow(): number {
-    return Math.floor(Date.now() / this.#config.failedAttempts.windowMs);
-  }
-
-  #attemptsWindowEnd(): number {
-    return (this.#attemptsWindow() + 1) * this.#config.failedAttempts.windowMs;
-  }
-
-  /** A declined or refused charge counts against its order (card testing). */
+  /** A declined or refused charge counts against its order (card testing), in this window and the next. */
   #counted(evidence: Evidence, recorded: Recording): Recording {
     const failed = evidence === 'charge_declined' || evidence === 'charge_refused';
-    return failed ? { ...recorded, failedWindow: this.#attemptsWindow() } : recorded;
+    return failed ? { ...recorded, failedWindows: this.#attempts.failureWindows() } : recorded;
   }
 
   /** Not sent: the order is as it was. Refused by PayHere: failed. Anything else: unknown. */
@@ -532,7 +526,7 @@ function notDone({ body }: ChargeInput, reason: string): ChargeAnswer {
 }
 
 /** Why an order refused a charge, told so that a customer learns nothing about others' orders. */
-function refusal(claim: ChargeClaim, order: Order | undefined, attemptsWindowEnd: number): ApiError {
+function refusal(claim: ChargeClaim, order: Order | undefined, windows: AttemptWindows): ApiError {
   const { orderId } = claim;
   const customer = claim.rule !== 'merchant';
   if (!order || (customer && order.owner !== claim.owner)) {
@@ -546,7 +540,7 @@ function refusal(claim: ChargeClaim, order: Order | undefined, attemptsWindowEnd
     log.warn('an order refused a charge after too many declined ones (card testing?)', { orderId });
     return new CallerRateLimitedError(
       `Order ${orderId} was declined too many times: try again later, or with another card.`,
-      Math.max(1, Math.ceil((attemptsWindowEnd - Date.now()) / 1000)),
+      windows.retryAfterSeconds(order.failedAttempts, attempts.limit),
     );
   }
   if (claim.rule === 'customer-priced') {

@@ -13,6 +13,7 @@ import { describeError, log } from '../log/log.ts';
 import { countMetric } from '../log/metrics.ts';
 import type { CheckoutRequest } from '../schemas/checkout.ts';
 import { type Actor, metadataRefused, Ownership, readLedger } from './access.ts';
+import { AttemptWindows } from './attempts.ts';
 import { NOTIFY_PATH, type OrdersConfig } from './config.ts';
 
 /** What the app hands PayHere's SDK or checkout (docs/contract.md "createCheckout"). */
@@ -126,20 +127,22 @@ export class Checkouts {
 
   /**
    * Card testing through pre-approvals: a customer whose pre-approvals failed ORDER_FAILED_ATTEMPTS
-   * times in the window (counted by lib/notifications/receiver.ts) gets no new one until it ends,
-   * whoever asks for it, as an order refuses charges after too many declined ones.
+   * times in the window's span (counted by lib/notifications/receiver.ts, lib/orders/attempts.ts)
+   * gets no new one until they fall out of it, whoever asks for it, as an order refuses charges
+   * after too many declined ones.
    */
   async #refuseCardTesting(owner: string): Promise<void> {
     const { count, windowMs } = this.#config.failedAttempts;
-    const window = Math.floor(Date.now() / windowMs);
-    if ((await readLedger(() => this.#ledger.failedPreapprovals(owner, window))) < count) return;
+    const windows = new AttemptWindows(windowMs);
+    const failed = await readLedger(() => this.#ledger.failedPreapprovals(owner));
+    if ((failed[windows.current()] ?? 0) < count) return;
     countMetric('CardTesting');
     log.warn('a customer was refused a pre-approval after too many failed ones (card testing?)', {
       owner,
     });
     throw new CallerRateLimitedError(
       'Too many cards were declined for this customer: try again later.',
-      Math.max(1, Math.ceil(((window + 1) * windowMs - Date.now()) / 1000)),
+      windows.retryAfterSeconds(failed, count),
     );
   }
 

@@ -1,0 +1,45 @@
+/**
+ * Card testing's count of failed attempts (ORDER_FAILED_ATTEMPTS, `limit` per `windowMs`): an
+ * order's declined charges, a customer's declined pre-approvals. The count is kept in fixed
+ * windows, each failure counted in the window it happened in and in the next one, so that a
+ * window's count is its own failures and the previous window's: a new attempt is allowed only
+ * while that count is below the limit, so no span of `windowMs` holds more than `limit` failures.
+ * A count of each window's own failures alone would let `limit` through at the end of one window
+ * and `limit` more at the start of the next.
+ */
+export class AttemptWindows {
+  readonly #windowMs: number;
+  readonly #now: () => number;
+
+  constructor(windowMs: number, now: () => number = Date.now) {
+    this.#windowMs = windowMs;
+    this.#now = now;
+  }
+
+  /** The window an attempt made now is checked against. */
+  current(): number {
+    return Math.floor(this.#now() / this.#windowMs);
+  }
+
+  /** The windows a failure now counts in: this one and the next. */
+  failureWindows(): [number, number] {
+    const window = this.current();
+    return [window, window + 1];
+  }
+
+  /**
+   * Epoch ms from which an attempt is allowed again, given the counts per window: the start of the
+   * first window from this one whose count is below `limit` (the next window counts this one's
+   * failures, the one after it none yet).
+   */
+  allowedFrom(counts: Readonly<Record<number, number>>, limit: number): number {
+    let window = this.current();
+    while ((counts[window] ?? 0) >= limit) window++;
+    return window * this.#windowMs;
+  }
+
+  /** Whole seconds until `allowedFrom`, at least 1 (a Retry-After). */
+  retryAfterSeconds(counts: Readonly<Record<number, number>>, limit: number): number {
+    return Math.max(1, Math.ceil((this.allowedFrom(counts, limit) - this.#now()) / 1000));
+  }
+}

@@ -1,0 +1,101 @@
+import { afterEach, describe, expect, it, vi } from 'vitest';
+
+// Before any handler loads: windows of a minute, so that the clock is moved across one by seconds.
+vi.hoisted(() => {
+  process.env.ORDER_FAILED_ATTEMPTS = '3/60000';
+});
+
+import { SEED } from '../../sandbox/server.ts';
+import { call, useTestGateway } from '../helpers/gateway.ts';
+import { notify, signed } from '../helpers/notifications.ts';
+import { customer, testLedger } from '../helpers/orders.ts';
+import { chargeBody } from '../resilience/fixtures.ts';
+
+/**
+ * docs/budget.md "Work that cannot change anything costs PayHere nothing": an order's declined
+ * charges, and a customer's declined pre-approvals, are limited in any span of the window
+ * (ORDER_FAILED_ATTEMPTS, here 3 a minute), not per window: three at a window's end leave none at
+ * the next one's start. In-process through the handlers against the sandbox; the clock (Date only)
+ * is moved, never waited for.
+ */
+const sandbox = useTestGateway({ beforeEachTest: 'keepTokens' });
+const ledger = testLedger();
+const WINDOW_MS = 60_000;
+
+afterEach(() => {
+  vi.useRealTimers();
+});
+
+/** The clock at `offsetMs` from the start of the next window (one the tests have not counted in yet). */
+function clockAt(boundary: number, offsetMs: number): void {
+  vi.setSystemTime(boundary + offsetMs);
+}
+
+function nextBoundary(): number {
+  return (Math.floor(Date.now() / WINDOW_MS) + 1) * WINDOW_MS;
+}
+
+describe('an order’s declined charges, across a window’s end', () => {
+  it('three at the end of one window leave the order refusing at the start of the next, until a whole window has passed', async () => {
+    vi.useFakeTimers({ toFake: ['Date'] });
+    const boundary = nextBoundary();
+    const body = chargeBody();
+    const declined = { ...body, customer_token: SEED.customerTokens.declined };
+
+    clockAt(boundary, -3_000);
+    const attempts = [];
+    for (let i = 0; i < 3; i++) attempts.push(await call('charge', { body: declined }));
+    clockAt(boundary, 1_000);
+    const charges = sandbox.counters().charge;
+    const next = await call('charge', { body });
+    const chargesAfter = sandbox.counters().charge;
+    clockAt(boundary, WINDOW_MS + 1_000);
+    const later = await call('charge', { body });
+
+    expect(attempts.map((answer) => answer.statusCode)).toEqual([402, 402, 402]);
+    expect(next.statusCode).toBe(429);
+    expect(next.body.msg).toMatch(/declined too many times/);
+    // Allowed again once the declines' window is a whole window behind: at the window after this one.
+    expect(Number(next.headers['Retry-After'])).toBe(59);
+    expect(chargesAfter).toBe(charges);
+    expect(later.statusCode).toBe(200);
+  });
+});
+
+describe('a customer’s declined pre-approvals, across a window’s end', () => {
+  const preapproval = (owner: string) =>
+    call('createCheckout', {
+      body: { kind: 'preapproval', items: 'Save my card', currency: 'LKR' },
+      headers: { 'On-Behalf-Of': owner },
+    });
+
+  it('three at the end of one window refuse the next pre-approval at the start of the next, until a whole window has passed', async () => {
+    vi.useFakeTimers({ toFake: ['Date'] });
+    const boundary = nextBoundary();
+    const carol = customer('carol');
+
+    clockAt(boundary, -3_000);
+    for (let i = 0; i < 3; i++) {
+      const created = await preapproval(carol);
+      expect(created.statusCode).toBe(201);
+      const declined = signed({
+        order_id: created.body.data.order_id,
+        payhere_amount: '0.00',
+        status_code: '-2',
+        payment_id: `32009997000${i}`,
+      });
+      expect((await notify(declined)).statusCode).toBe(200);
+    }
+    clockAt(boundary, 1_000);
+    const next = await preapproval(carol);
+    clockAt(boundary, WINDOW_MS + 1_000);
+    const later = await preapproval(carol);
+
+    expect(next.statusCode).toBe(429);
+    expect(next.body.data).toEqual({ code: 'caller_rate_limited' });
+    expect(Number(next.headers['Retry-After'])).toBe(59);
+    expect(later.statusCode).toBe(201);
+    const window = Math.floor(boundary / WINDOW_MS);
+    expect(await ledger.failedPreapprovals(carol)).toEqual({ [window - 1]: 3, [window]: 3 });
+  });
+});
