@@ -11,6 +11,8 @@ const slsBin = createRequire(import.meta.url).resolve('osls/bin/serverless.js');
 export interface Offline {
   baseUrl: string;
   process: ChildProcess;
+  /** The last 20,000 characters serverless-offline wrote (a handler's failure is logged there). */
+  output(): string;
   stop(): Promise<void>;
 }
 
@@ -57,7 +59,7 @@ export async function startOffline(options: {
     if (child.exitCode !== null) throw new Error(`serverless-offline exited early:\n${output}`);
     try {
       await fetch(`${baseUrl}/__ready`, { signal: AbortSignal.timeout(1_000) });
-      return { baseUrl, process: child, stop };
+      return { baseUrl, process: child, output: () => output, stop };
     } catch {
       await delay(250);
     }

@@ -56,7 +56,15 @@ async function send(
     ...(body === undefined ? {} : { body: JSON.stringify(body) }),
     signal: AbortSignal.timeout(30_000),
   });
-  return { status: response.status, body: (await response.json()) as Answer['body'] };
+  const text = await response.text();
+  try {
+    return { status: response.status, body: JSON.parse(text) as Answer['body'] };
+  } catch {
+    // serverless-offline answers a handler's failure with an empty body; its log says what failed.
+    throw new Error(
+      `${method} ${path}: ${response.status} ${JSON.stringify(text.slice(0, 200))}\n${offline?.output().slice(-6_000)}`,
+    );
+  }
 }
 
 const charge = (type: 'PAYMENT' | 'AUTHORIZE') => ({

@@ -1,4 +1,5 @@
 import { randomUUID } from 'node:crypto';
+import { rm, writeFile } from 'node:fs/promises';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type Sandbox, SEED, startSandbox } from '../../sandbox/server.ts';
 import type { Offline } from '../../scripts/offline.ts';
@@ -175,4 +176,24 @@ describe('the headers of every answer, through serverless-offline', () => {
       expect(answer.headers.get('x-content-type-options')).toBe('nosniff');
     }
   });
+});
+
+describe('a running serverless-offline', () => {
+  it('serves the code it started with: a source file written while it answers rebuilds and reloads nothing', async () => {
+    // The request waits 8 s on PayHere: long enough for a rebuild of every function, and the
+    // reload that ends the workers answering (serverless-esbuild's watcher did both), to cut it short.
+    sandbox.faults.inject('search', { kind: 'latency', ms: 8_000 });
+    const probe = new URL(`./.watch-probe-${randomUUID()}.ts`, import.meta.url);
+    const answering = request('GET', `/payments/WATCH-${randomUUID()}`);
+    try {
+      await writeFile(probe, 'export {};\n');
+      const answer = await answering;
+
+      expect(answer.status).toBe(404);
+      expect(answer.body.data.code).toBe('not_found');
+    } finally {
+      sandbox.faults.clear();
+      await rm(probe, { force: true });
+    }
+  }, 60_000);
 });
