@@ -46,8 +46,9 @@ export class SubscriptionStandings {
 
   /**
    * Read the subscription's standing and record what it shows; undefined when PayHere cannot say
-   * now, `none` when its records hold no such subscription of the order (nothing recorded either way). `next`: the installment date a success notification gave, taken with
-   * the installments it confirms (unsigned, so never on its own).
+   * now, `none` when its records hold no such subscription of the order (nothing recorded either
+   * way). `next`: the installment date a success notification gave, taken with the installments it
+   * confirms (unsigned, so never on its own).
    */
   async record(
     order: Order,

@@ -5,6 +5,7 @@ import { backgroundSettled } from '../../lib/net/background.ts';
 import { CONFIRM_INTERVAL_MS } from '../../lib/notifications/receiver.ts';
 import { loadOrdersConfig } from '../../lib/orders/config.ts';
 import { ledgerWithEvents } from '../../lib/orders/from-environment.ts';
+import type { DynamoDbFault } from '../../scripts/dynamodb-faults.ts';
 import {
   clearDynamoDbFaults,
   injectDynamoDbFault,
@@ -43,6 +44,16 @@ async function eventsOf(orderId: string): Promise<EventBody[]> {
 }
 
 const types = (list: EventBody[]) => list.map((event) => event.type);
+
+/** The next `times` writes of the order's ledger item meet `fault` (the local DynamoDB's, in turn). */
+const faultOrderWrites = (orderId: string, fault: DynamoDbFault, times = 1) =>
+  injectDynamoDbFault({
+    operation: 'UpdateItem',
+    table: process.env.LEDGER_TABLE!,
+    keyPrefix: `order#${orderId}`,
+    fault,
+    times,
+  });
 
 /** The settle job's ledger tells the relay, as the scheduled function's does. */
 const settleJob = (later: number) => settleJobOver(store, ledgerWithEvents(), later);
@@ -280,19 +291,8 @@ describe('a subscription stopped', () => {
     // lost. (The relay of the earlier events is done first: its writes would take the faults.)
     await checkedSecondsAgo(orderId, 'notification', 60);
     await backgroundSettled();
-    for (let write = 0; write < 2; write++)
-      await injectDynamoDbFault({
-        operation: 'UpdateItem',
-        table: process.env.LEDGER_TABLE!,
-        keyPrefix: `order#${orderId}`,
-        fault: { kind: 'slow', ms: 0 },
-      });
-    await injectDynamoDbFault({
-      operation: 'UpdateItem',
-      table: process.env.LEDGER_TABLE!,
-      keyPrefix: `order#${orderId}`,
-      fault: { kind: 'applyAndLose' },
-    });
+    await faultOrderWrites(orderId, { kind: 'slow', ms: 0 }, 2);
+    await faultOrderWrites(orderId, { kind: 'applyAndLose' });
 
     const answer = await notify(stopped);
     const published = await eventsOf(orderId);
@@ -385,19 +385,8 @@ describe('a subscription’s standing check', () => {
     await backgroundSettled();
     // The right to ask (spent: the subscription's own notification confirmed it a moment ago) is
     // asked for first; the check's write then fails every try.
-    await injectDynamoDbFault({
-      operation: 'UpdateItem',
-      table: process.env.LEDGER_TABLE!,
-      keyPrefix: `order#${orderId}`,
-      fault: { kind: 'slow', ms: 0 },
-    });
-    for (let attempt = 0; attempt < 5; attempt++)
-      await injectDynamoDbFault({
-        operation: 'UpdateItem',
-        table: process.env.LEDGER_TABLE!,
-        keyPrefix: `order#${orderId}`,
-        fault: { kind: 'status500' },
-      });
+    await faultOrderWrites(orderId, { kind: 'slow', ms: 0 });
+    await faultOrderWrites(orderId, { kind: 'status500' }, 5);
 
     const failed = await notify(stopped);
     await clearDynamoDbFaults(undefined, process.env.LEDGER_TABLE);
