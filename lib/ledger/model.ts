@@ -121,6 +121,8 @@ export interface Order extends Price, OrderDetails {
   standingCheckAt: number | null;
   /** Epoch ms: when the standing check due now was first asked for (for the hour's alarm); null with none. */
   standingSince: number | null;
+  /** How many notifications asked for the standing check due now (0 with none). */
+  standingAsks: number;
   /**
    * A hold's authorization token is proven (true: PayHere's own answer gave it, or a capture or
    * release through the service used it) or known only from a notification (false); null for no hold.
@@ -271,6 +273,7 @@ export type NewOrder = Omit<
   | 'settleAt'
   | 'standingCheckAt'
   | 'standingSince'
+  | 'standingAsks'
   | 'holdVerified'
   | 'paymentsCopy'
   | 'failedAttempts'

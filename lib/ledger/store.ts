@@ -147,6 +147,7 @@ export class LedgerStore extends LedgerTable {
       settleAt: null,
       standingCheckAt: null,
       standingSince: null,
+      standingAsks: 0,
       holdVerified: null,
       paymentsCopy: null,
       failedAttempts: {},
@@ -511,30 +512,49 @@ export class LedgerStore extends LedgerTable {
   /**
    * Have the settle job read the order's subscription from PayHere's records at `at`: a
    * notification of its status could not be confirmed now. An earlier check already due stays
-   * (so a stream of notifications cannot push it back); false when one is, or when the order holds
-   * a report (a subscription the records do not show yet has no standing to read). Applied with
-   * its answer lost, its retry finds its own check and writes nothing.
+   * (so a stream of notifications cannot push it back), and counts this ask (`standingAsks`): a
+   * check already reading when the ask came is not ended by that read (standingChecked). False
+   * when the order has no subscription or holds a report (a subscription the records do not show
+   * yet has no standing to read). Applied with its answer lost, its retry finds its own check, or
+   * counts the ask again: one more read, never a check left behind or dropped.
    */
-  checkStandingAt(orderId: string, at: number): Promise<boolean> {
-    return this.#updateOrder(
+  async checkStandingAt(orderId: string, at: number): Promise<boolean> {
+    const values = { ':standing': { S: SETTLE_STANDING }, ':at': number(at), ':one': number(1) };
+    const queued = await this.#updateOrder(
       orderId,
-      'SET #settleQueue = :standing, #settleAt = :at, #standingSince = if_not_exists(#standingSince, :now)',
+      'SET #settleQueue = :standing, #settleAt = :at, #standingSince = if_not_exists(#standingSince, :now) ' +
+        'ADD #standingAsks :one',
       'attribute_exists(#subscriptionId) AND attribute_not_exists(#reportedAt) AND ' +
         '(attribute_not_exists(#settleQueue) OR (#settleQueue = :standing AND #settleAt > :at))',
-      { ':standing': { S: SETTLE_STANDING }, ':at': number(at), ':now': number(this.now()) },
+      { ...values, ':now': number(this.now()) },
+    );
+    return (
+      queued ||
+      this.#updateOrder(
+        orderId,
+        'ADD #standingAsks :one',
+        '#settleQueue = :standing AND #settleAt <= :at',
+        values,
+      )
     );
   }
 
   /**
-   * The standing check due at `at` is done: the order leaves the queue, unless a later
-   * notification asked again meanwhile (its check is then another `at`, and stays).
+   * The standing check due at `at`, read after its `asks`-th ask, is done: the order leaves the
+   * queue, unless it was asked for again meanwhile (moved to another `at`, or asked again while
+   * being read: false, and it stays for another read).
    */
-  standingChecked(orderId: string, at: number): Promise<boolean> {
+  standingChecked(orderId: string, at: number, asks: number): Promise<boolean> {
     return this.#updateOrder(
       orderId,
-      'REMOVE #settleQueue, #settleAt, #standingSince',
-      '#settleQueue = :standing AND #settleAt = :at',
-      { ':standing': { S: SETTLE_STANDING }, ':at': number(at) },
+      'REMOVE #settleQueue, #settleAt, #standingSince, #standingAsks',
+      // A check queued before asks were counted has none.
+      `#settleQueue = :standing AND #settleAt = :at AND ${asks === 0 ? 'attribute_not_exists(#standingAsks)' : '#standingAsks = :asks'}`,
+      {
+        ':standing': { S: SETTLE_STANDING },
+        ':at': number(at),
+        ...(asks === 0 ? {} : { ':asks': number(asks) }),
+      },
     );
   }
 

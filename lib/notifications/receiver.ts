@@ -20,7 +20,7 @@ import {
   notifiedAmountFits,
   type Recorded,
 } from '../orders/evidence.ts';
-import { SubscriptionStandings } from '../orders/standings.ts';
+import { SubscriptionStandings, unchanged } from '../orders/standings.ts';
 import { sameTerms, termsOf } from '../orders/terms.ts';
 import { forgetChanged, type ReadInvalidation } from '../reads/invalidation.ts';
 import type { Notification } from '../schemas/notification.ts';
@@ -198,6 +198,7 @@ export class NotificationReceiver {
     this.#standings = new SubscriptionStandings({
       ledger: options.ledger,
       confirmations: options.confirmations,
+      settleDelayMs: options.settleDelayMs,
       ...(options.invalidation ? { invalidation: options.invalidation } : {}),
     });
     this.#settleDelayMs = options.settleDelayMs;
@@ -537,14 +538,15 @@ export class NotificationReceiver {
     if (paid !== undefined) {
       // Unsigned, so taken only with an installment PayHere's records confirm: a replay that
       // changes it alone changes nothing.
-      const next = nextInstallmentOf(notification);
-      const event = installmentPaid(order, paid, next === undefined ? order.nextInstallment : next);
+      // The next date goes with the installment that brought it: unknown when the notification has none.
+      const next = nextInstallmentOf(notification) ?? null;
+      const event = installmentPaid(order, paid, next);
       if (await this.#ledger.confirmInstallments(order.orderId, paid, next, [event])) {
         auditNotification(order, {
           outcome: 'recorded',
           subscriptionId,
           installmentsPaid: paid,
-          nextInstallment: next ?? null,
+          nextInstallment: next,
         });
         await this.#forget(order.orderId, subscriptionId);
       }
@@ -574,13 +576,14 @@ export class NotificationReceiver {
     const standing = (await this.#mayConfirm(order))
       ? await this.#standings.record(order, subscriptionId, deadline, next)
       : undefined;
-    if (standing === undefined) {
+    // PayHere could not say, or its record changed under the write: the settle job reads it later.
+    const raced = standing !== undefined && standing !== 'none' && unchanged(standing) === 'raced';
+    if (standing === undefined || raced)
       await this.#checkStandingLater(order, Date.now() + CONFIRM_INTERVAL_MS);
-      return 'unchanged';
-    }
+    if (standing === undefined) return 'unchanged';
     // Read now: a check the settle job had due for the order would read the same.
-    if (order.standingCheckAt !== null && order.standingCheckAt <= Date.now())
-      await this.#ledger.standingChecked(order.orderId, order.standingCheckAt);
+    if (!raced && order.standingCheckAt !== null && order.standingCheckAt <= Date.now())
+      await this.#ledger.standingChecked(order.orderId, order.standingCheckAt, order.standingAsks);
     if (standing === 'none') {
       log.error('PayHere’s records hold no such subscription of the order', { orderId: order.orderId });
       return 'unchanged';

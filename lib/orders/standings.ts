@@ -32,16 +32,20 @@ export class SubscriptionStandings {
   readonly #ledger: LedgerStore;
   readonly #confirmations: Confirmations;
   readonly #invalidation: ReadInvalidation | undefined;
+  readonly #settleDelayMs: number;
 
   constructor(options: {
     ledger: LedgerStore;
     confirmations: Confirmations;
     /** Where the shared reads of what changed at PayHere are dropped. */
     invalidation?: ReadInvalidation;
+    /** How long PayHere's record may lag behind a notification of an end or a failure (SETTLE_DELAY_SECONDS). */
+    settleDelayMs: number;
   }) {
     this.#ledger = options.ledger;
     this.#confirmations = options.confirmations;
     this.#invalidation = options.invalidation;
+    this.#settleDelayMs = options.settleDelayMs;
   }
 
   /**
@@ -61,8 +65,9 @@ export class SubscriptionStandings {
     let confirmed = false;
     const paid = standing.installmentsPaid;
     if (paid > 0 && (order.installmentsPaid === null || paid > order.installmentsPaid)) {
-      const event = installmentPaid(order, paid, next === undefined ? order.nextInstallment : next);
-      confirmed = await this.#ledger.confirmInstallments(order.orderId, paid, next, [event]);
+      // The next date goes with the installment that brought it: unknown without its notification's.
+      const event = installmentPaid(order, paid, next ?? null);
+      confirmed = await this.#ledger.confirmInstallments(order.orderId, paid, next ?? null, [event]);
     }
     const applied = await applySubscriptionEvidence(this.#ledger, order, subscriptionId, {
       evidence: 'records_show_status',
@@ -80,16 +85,24 @@ export class SubscriptionStandings {
   }
 
   /**
-   * The settle job's look at an order whose standing check, due `at`, has come: recorded and the
-   * order taken off the queue, or `unknown` when PayHere could not say: the check stays, for the
-   * job to look at again. PayHere's records holding no such subscription of the order end the check
-   * too (asking again would show nothing else), logged for the operator.
+   * The settle job's look at an order whose standing check, due `at`, has come (`order` as read
+   * before the look, at `now`): recorded and the order taken off the queue, or `unknown` when
+   * PayHere could not say, or its record changed under the write: the check stays, for the job to
+   * look at again. A record still showing the subscription running, and no new installment, within
+   * the settle delay of the check's first ask is looked at once more then (PayHere's record may show
+   * an end or a failure later than its notification came), as a notification's own read is. A check asked for again
+   * while it was read stays for another read. PayHere's records holding no such subscription of
+   * the order end the check too (asking again would show nothing else), logged for the operator.
    */
-  async settle(order: Order, at: number, deadline: number): Promise<'settled' | 'unknown'> {
+  async settle(order: Order, at: number, deadline: number, now: number): Promise<'settled' | 'unknown'> {
     const subscriptionId = order.subscriptionId!;
     const standing = await this.record(order, subscriptionId, deadline);
-    if (standing === undefined) return 'unknown';
-    await this.#ledger.standingChecked(order.orderId, at);
+    if (standing === undefined || (standing !== 'none' && unchanged(standing) === 'raced')) return 'unknown';
+    const lookAgainAt = (order.standingSince ?? at) + this.#settleDelayMs;
+    if (standing !== 'none' && !standing.confirmed && unchanged(standing) === 'running' && now < lookAgainAt)
+      await this.#ledger.postponeStanding(order.orderId, at, lookAgainAt);
+    else if (!(await this.#ledger.standingChecked(order.orderId, at, order.standingAsks)))
+      await this.#ledger.postponeStanding(order.orderId, at, now);
     if (standing === 'none') {
       log.error('PayHere’s records hold no such subscription of the order: its standing check ends', {
         orderId: order.orderId,
@@ -111,4 +124,9 @@ export class SubscriptionStandings {
     }
     return 'settled';
   }
+}
+
+/** Why the standing's status was not recorded, if it was not. */
+export function unchanged(standing: Standing): string | undefined {
+  return 'unchanged' in standing.applied ? standing.applied.unchanged : undefined;
 }

@@ -60,6 +60,7 @@ export function settleJobFromEnvironment(env: Env = process.env): {
   const standings = new SubscriptionStandings({
     ledger: deps.ledger,
     confirmations,
+    settleDelayMs: orders.settleDelayMs,
     ...(deps.invalidation ? { invalidation: deps.invalidation } : {}),
   });
   const store = idempotencyStoreFromEnvironment(env);

@@ -271,7 +271,7 @@ export class SettleJob {
     // Checked by another run meanwhile, or asked again for later.
     if (!order || at === null || at > this.#now()) return;
     run.looked++;
-    if ((await this.#standings!.settle(order, at, deadline - RESERVE_MS)) === 'settled') {
+    if ((await this.#standings!.settle(order, at, deadline - RESERVE_MS, this.#now())) === 'settled') {
       run.settled++;
       return;
     }

@@ -1,4 +1,5 @@
 import { randomUUID } from 'node:crypto';
+import { setTimeout as delay } from 'node:timers/promises';
 import { afterEach, describe, expect, it } from 'vitest';
 import { type EventBody, EventStore, FEED_SETTLE_MS } from '../../lib/events/store.ts';
 import { backgroundSettled } from '../../lib/net/background.ts';
@@ -425,6 +426,64 @@ describe('a subscription’s standing check', () => {
     ]);
   });
 
+  it('asked for by a stop PayHere’s record does not show yet when the settle job reads it is read once more after the settle delay, and then recorded', async () => {
+    const { orderId, subscriptionId } = await subscribed();
+    const paid = await installment(subscriptionId, 'success');
+    await ledger.confirmInstallments(orderId, 2);
+    await settleAllDue();
+    const settleDelayMs = loadOrdersConfig(process.env).settleDelayMs;
+
+    // A paid installment's notification made RECURRING_STOPPED, with the right to ask spent: the
+    // settle job reads PayHere's record, which shows the subscription running.
+    await checkedSecondsAgo(orderId, 'notification', 1);
+    await notify({ ...paid, message_type: 'RECURRING_STOPPED', item_rec_date_next: '' });
+    const first = await settleJob(CONFIRM_INTERVAL_MS + 1_000).run();
+    const then = await ledger.getOrder(orderId);
+    // Meanwhile PayHere's record comes to show the stop.
+    await stop(subscriptionId);
+    const late = await settleJob(settleDelayMs + 60_000).run();
+    const published = await eventsOf(orderId);
+
+    expect(first).toMatchObject({ looked: 1, settled: 1 });
+    expect(then).toMatchObject({
+      subscriptionStatus: null,
+      standingCheckAt: then!.standingSince! + settleDelayMs,
+    });
+    expect(late).toMatchObject({ looked: 1, settled: 1 });
+    expect(types(published).filter((type) => type === 'subscription.stopped')).toHaveLength(1);
+    expect(await ledger.getOrder(orderId)).toMatchObject({
+      subscriptionStatus: 'CANCELLED',
+      standingCheckAt: null,
+    });
+  });
+
+  it('asked for again while the settle job reads PayHere’s records is not ended by that read: the next run reads again', async () => {
+    const { orderId, subscriptionId } = await subscribed();
+    await settleAllDue();
+    await checkedSecondsAgo(orderId, 'notification', 1);
+    await notify(await installment(subscriptionId, 'decline'));
+    // The job's first read (the subscription's payments) answers late.
+    sandbox.faults.inject('subscriptionPayments', { kind: 'latency', ms: 300 });
+    const callsBefore = sandbox.arrivals().length;
+
+    const running = settleJob(CONFIRM_INTERVAL_MS + 1_000).run();
+    for (let wait = 0; wait < 200 && sandbox.arrivals().length === callsBefore; wait++) await delay(5);
+    // Another notification of the order, its right to ask spent, asks while the job reads.
+    await checkedSecondsAgo(orderId, 'notification', 1);
+    await notify(await stop(subscriptionId));
+    const first = await running;
+    const then = await ledger.getOrder(orderId);
+    const next = await settleJob(CONFIRM_INTERVAL_MS + 2_000).run();
+
+    expect(first).toMatchObject({ looked: 1, settled: 1 });
+    expect(then!.standingCheckAt).not.toBeNull();
+    expect(next).toMatchObject({ looked: 1, settled: 1 });
+    expect(await ledger.getOrder(orderId)).toMatchObject({
+      subscriptionStatus: 'CANCELLED',
+      standingCheckAt: null,
+    });
+  });
+
   it('due when a notification reads PayHere’s records itself is done by that read: the job asks nothing more', async () => {
     const { orderId, subscriptionId } = await subscribed();
     const stopped = await stop(subscriptionId);
@@ -457,7 +516,9 @@ describe('an installment whose notification came within 10 s of its order’s la
     expect(then).toMatchObject({ installmentsPaid: null, reported: { installmentsPaid: 2 } });
     expect(then!.standingCheckAt).not.toBeNull();
     expect(types(published)).toEqual(['subscription.created', 'subscription.installment_paid']);
-    expect(published[1]!.data).toMatchObject({ installments_paid: 2 });
+    // The next date came with the notification alone, unsigned: unknown once the installment is paid.
+    expect(published[1]!.data).toMatchObject({ installments_paid: 2, next_installment: null });
+    expect((await ledger.getOrder(orderId))?.nextInstallment).toBeNull();
     expect(await ledger.getOrder(orderId)).toMatchObject({ installmentsPaid: 2, standingCheckAt: null });
   });
 

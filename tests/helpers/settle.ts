@@ -83,7 +83,7 @@ export function settleJob(
       now,
     }),
     reports: new OrderReports({ ledger, confirmations, keepDays: 90, now }),
-    standings: new SubscriptionStandings({ ledger, confirmations }),
+    standings: new SubscriptionStandings({ ledger, confirmations, settleDelayMs: orders.settleDelayMs }),
     limits,
     calls: () => transport.calls,
     now,

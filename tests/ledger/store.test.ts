@@ -254,14 +254,15 @@ describe('a subscription’s standing check', () => {
     const { id, at } = await subscribed();
 
     expect(await ledger.checkStandingAt(id, at)).toBe(true);
-    expect(await ledger.checkStandingAt(id, at + 10_000)).toBe(false);
+    // Counted on the check already due, which stays.
+    expect(await ledger.checkStandingAt(id, at + 10_000)).toBe(true);
     const before = await ledger.standingDue(at - 1, 1_000);
     const due = await ledger.standingDue(at, 1_000);
     const order = await ledger.getOrder(id);
 
     expect(before).not.toContain(id);
     expect(due).toContain(id);
-    expect(order).toMatchObject({ standingCheckAt: at, settleAt: null });
+    expect(order).toMatchObject({ standingCheckAt: at, settleAt: null, standingAsks: 2 });
     expect(order!.standingSince).toBeGreaterThan(0);
     expect(await ledger.reportedDue(Date.now(), 1_000)).not.toContain(id);
     // An earlier ask takes its place.
@@ -296,14 +297,30 @@ describe('a subscription’s standing check', () => {
     const { id, at } = await subscribed();
     await ledger.checkStandingAt(id, at);
 
-    expect(await ledger.standingChecked(id, at + 1)).toBe(false);
+    expect(await ledger.standingChecked(id, at + 1, 1)).toBe(false);
     expect(await ledger.postponeStanding(id, at + 1, at + 60_000)).toBe(false);
     expect(await ledger.postponeStanding(id, at, at + 60_000)).toBe(true);
-    expect(await ledger.standingChecked(id, at)).toBe(false);
-    expect(await ledger.standingChecked(id, at + 60_000)).toBe(true);
-    expect(await ledger.standingChecked(id, at + 60_000)).toBe(false);
-    expect(await ledger.getOrder(id)).toMatchObject({ standingCheckAt: null, standingSince: null });
+    expect(await ledger.standingChecked(id, at, 1)).toBe(false);
+    expect(await ledger.standingChecked(id, at + 60_000, 1)).toBe(true);
+    expect(await ledger.standingChecked(id, at + 60_000, 1)).toBe(false);
+    expect(await ledger.getOrder(id)).toMatchObject({
+      standingCheckAt: null,
+      standingSince: null,
+      standingAsks: 0,
+    });
     expect(await ledger.standingDue(at + 60_000, 1_000)).not.toContain(id);
+  });
+
+  it('is not ended by a read that began before another ask: it stays for the read after it', async () => {
+    const { id, at } = await subscribed();
+    await ledger.checkStandingAt(id, at);
+    // The settle job reads the order (one ask), then PayHere; a notification asks meanwhile.
+    const read = (await ledger.getOrder(id))!;
+    await ledger.checkStandingAt(id, at + 10_000);
+
+    expect(await ledger.standingChecked(id, at, read.standingAsks)).toBe(false);
+    expect(await ledger.getOrder(id)).toMatchObject({ standingCheckAt: at, standingAsks: 2 });
+    expect(await ledger.standingChecked(id, at, 2)).toBe(true);
   });
 });
 

@@ -54,6 +54,7 @@ function order(fields: {
     settleAt: null,
     standingCheckAt: null,
     standingSince: null,
+    standingAsks: 0,
     holdVerified: null,
     paymentsCopy: null,
     failedAttempts: {},
