@@ -131,7 +131,7 @@ export function storeWrites(table: string, key: string, attemptId: string) {
 /** The order's declined charges this hour (card testing: ORDER_FAILED_ATTEMPTS' default window). */
 const withFailed = (now: number, names: Record<string, string>) => ({
   ...names,
-  '#failed': `failed${Math.floor(now / 3_600_000)}`,
+  '#failed': `declined${Math.floor(now / 3_600_000)}`,
 });
 
 /**
@@ -158,7 +158,7 @@ export function ledgerWrites(table: string, orderId: string, key: string) {
         '#currency = :currency, #amount = :amount, #custom1 = :custom1, #custom2 = :custom2 REMOVE #nothingAt',
       ConditionExpression:
         'attribute_not_exists(pk) OR (#state IN (:chargeable0, :chargeable1, :chargeable2) AND attribute_not_exists(#inflight) ' +
-        'AND (attribute_not_exists(#failed) OR #failed < :failedLimit))',
+        'AND (attribute_not_exists(#failed) OR size(#failed) < :failedLimit))',
       ExpressionAttributeNames: withFailed(
         now,
         names(

@@ -196,8 +196,8 @@ export function fromOrderItem(item: Record<string, AttributeValue>): Order {
     duplicatePayments: [...(item.duplicatePayments?.SS ?? [])].sort(),
     failedAttempts: Object.fromEntries(
       Object.entries(item).flatMap(([name, value]) => {
-        const window = /^failed(\d+)$/.exec(name)?.[1];
-        return window !== undefined && value.N !== undefined ? [[Number(window), Number(value.N)]] : [];
+        const window = /^declined(\d+)$/.exec(name)?.[1];
+        return window !== undefined && value.SS !== undefined ? [[Number(window), value.SS.length]] : [];
       }),
     ),
   };

@@ -108,8 +108,11 @@ export const CHARGES_INDEX = 'charges';
 const CHARGES_QUEUE = 'charge';
 /** What puts an order in the charges index; removing them takes it out. */
 const CHARGE_QUEUE_ATTRIBUTES = ['#chargeQueue', '#chargeDueAt'] as const;
-/** An order's failed charges in one window (card testing): one attribute a window. */
-const failedAttribute = (window: number) => `failed${window}`;
+/**
+ * An order's failed charges counted in one window (card testing): one attribute a window, the set
+ * of the failed charges' keys, so that a write retried after its answer was lost counts once.
+ */
+const failedAttribute = (window: number) => `declined${window}`;
 
 export class LedgerStore extends LedgerTable {
   readonly #references: LedgerReferences;
@@ -193,7 +196,7 @@ export class LedgerStore extends LedgerTable {
     });
     let chargeable = `#state IN (${states.join(', ')}) AND attribute_not_exists(#inflight)`;
     if (claim.attempts) {
-      chargeable += ' AND (attribute_not_exists(#failed) OR #failed < :failedLimit)';
+      chargeable += ' AND (attribute_not_exists(#failed) OR size(#failed) < :failedLimit)';
       values[':failedLimit'] = number(claim.attempts.limit);
     }
     let condition: string;
@@ -332,9 +335,9 @@ export class LedgerStore extends LedgerTable {
     names = { ...namesIn(`${update} ${condition}`), ...names };
     const adds: string[] = [];
     for (const [i, window] of (outcome.failedWindows ?? []).entries()) {
-      adds.push(`#failed${i} :one`);
+      adds.push(`#failed${i} :failedKey`);
       names[`#failed${i}`] = failedAttribute(window);
-      values[':one'] = number(1);
+      values[':failedKey'] = { SS: [key] };
     }
     if (outcome.possibleDuplicates && outcome.possibleDuplicates.length > 0) {
       adds.push('#duplicatePayments :duplicates');

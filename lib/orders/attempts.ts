@@ -11,7 +11,7 @@ export class AttemptWindows {
   readonly #windowMs: number;
   readonly #now: () => number;
 
-  constructor(windowMs: number, now: () => number = Date.now) {
+  constructor(windowMs: number, now: () => number = () => Date.now()) {
     this.#windowMs = windowMs;
     this.#now = now;
   }

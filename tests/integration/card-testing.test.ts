@@ -6,6 +6,7 @@ vi.hoisted(() => {
 });
 
 import { SEED } from '../../sandbox/server.ts';
+import { clearDynamoDbFaults, injectDynamoDbFault } from '../helpers/dynamodb-faults.ts';
 import { call, useTestGateway } from '../helpers/gateway.ts';
 import { notify, signed } from '../helpers/notifications.ts';
 import { customer, testLedger } from '../helpers/orders.ts';
@@ -22,8 +23,9 @@ const sandbox = useTestGateway({ beforeEachTest: 'keepTokens' });
 const ledger = testLedger();
 const WINDOW_MS = 60_000;
 
-afterEach(() => {
+afterEach(async () => {
   vi.useRealTimers();
+  await clearDynamoDbFaults(undefined, process.env.LEDGER_TABLE);
 });
 
 /** The clock at `offsetMs` from the start of the next window (one the tests have not counted in yet). */
@@ -59,6 +61,31 @@ describe('an order’s declined charges, across a window’s end', () => {
     expect(Number(next.headers['Retry-After'])).toBe(59);
     expect(chargesAfter).toBe(charges);
     expect(later.statusCode).toBe(200);
+  });
+});
+
+describe('an order’s declined charge whose outcome was written and its answer lost', () => {
+  it('counts once: the order takes its three declines before it refuses', async () => {
+    const body = chargeBody();
+    const declined = { ...body, customer_token: SEED.customerTokens.declined };
+    const orderWrites = {
+      operation: 'UpdateItem',
+      table: process.env.LEDGER_TABLE!,
+      keyPrefix: `order#${body.order_id}`,
+    } as const;
+    // The first charge's claim goes through; its outcome is written and the answer lost.
+    await injectDynamoDbFault({ ...orderWrites, fault: { kind: 'slow', ms: 0 } });
+    await injectDynamoDbFault({ ...orderWrites, fault: { kind: 'applyAndLose' } });
+
+    const attempts = [];
+    for (let i = 0; i < 3; i++) attempts.push(await call('charge', { body: declined }));
+    const fourth = await call('charge', { body: declined });
+    const order = await ledger.getOrder(body.order_id);
+
+    expect(attempts.map((answer) => answer.statusCode)).toEqual([402, 402, 402]);
+    expect(fourth.statusCode).toBe(429);
+    const window = Math.floor(Date.now() / WINDOW_MS);
+    expect(order!.failedAttempts[window]).toBe(3);
   });
 });
 
