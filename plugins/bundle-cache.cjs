@@ -11,14 +11,18 @@ const path = require('node:path');
  *
  * serverless-esbuild bundles in its `bundle()` (listed before this plugin, so it exists when this
  * one is made). This wraps it: the bundles are kept under a key made of every input they are made
- * of (the sources under lib/ and functions/, esbuild's options and its plugin, package.json and the
- * lock file, the service's configuration); a later build with the same key copies them into its own work folder
- * instead of running esbuild, and names them as serverless-esbuild would (`buildResults`). A
- * different input is a different key: a cached bundle is the bundle esbuild would make. Without
- * `BUNDLE_CACHE_DIR`, and for `deploy`, nothing changes.
+ * of (the sources under lib/ and functions/, esbuild's options and its plugins' file, package.json
+ * and the lock file, the service's configuration, where node_modules resolves: a source map names
+ * its packages' paths relative to the bundle); a later build with the same key copies them into its
+ * own work folder instead of running esbuild, and names them as serverless-esbuild would
+ * (`buildResults`). A different input is a different key: a cached bundle is the bundle esbuild
+ * would make. A build whose inputs changed while it ran is not kept. Entries unused for a day are
+ * removed as a new one is kept. Without `BUNDLE_CACHE_DIR`, and for `deploy`, nothing changes.
  */
 /** Written last into a kept build: a folder without it is no cache entry. */
 const COMPLETE = '.complete';
+/** A cache entry no build has used for this long is removed. */
+const UNUSED_MS = 24 * 60 * 60 * 1000;
 
 class BundleCachePlugin {
   constructor(serverless, options) {
@@ -38,18 +42,25 @@ class BundleCachePlugin {
 function cacheBundles(esbuild, root) {
   const build = esbuild.bundle;
   esbuild.bundle = async () => {
-    const folder = path.join(path.resolve(esbuild.serviceDirPath, root), inputKey(esbuild));
+    const cache = path.resolve(esbuild.serviceDirPath, root);
+    const key = inputKey(esbuild);
+    const folder = path.join(cache, key);
     if (fs.existsSync(path.join(folder, COMPLETE))) {
       esbuild.prepare();
       fs.cpSync(folder, esbuild.buildDirPath, {
         recursive: true,
         filter: (source) => path.basename(source) !== COMPLETE,
       });
+      // Used now: not removed as unused.
+      fs.utimesSync(path.join(folder, COMPLETE), new Date(), new Date());
       esbuild.buildResults = bundlesOf(esbuild);
       return;
     }
     await build();
+    // A source changed while esbuild ran: what it made is of neither version for certain.
+    if (inputKey(esbuild) !== key) return;
     keep(esbuild.buildDirPath, folder);
+    removeUnused(cache, key);
   };
 }
 
@@ -77,6 +88,21 @@ function keep(buildDir, folder) {
   }
 }
 
+/** Entries of `cache` but `key` whose last use is over UNUSED_MS old, removed (best effort). */
+function removeUnused(cache, key) {
+  const before = Date.now() - UNUSED_MS;
+  for (const entry of fs.readdirSync(cache)) {
+    if (entry === key) continue;
+    const folder = path.join(cache, entry);
+    try {
+      if (fs.statSync(path.join(folder, COMPLETE)).mtimeMs < before)
+        fs.rmSync(folder, { recursive: true, force: true });
+    } catch {
+      // Not an entry (a partial copy of a build still running), or already removed.
+    }
+  }
+}
+
 /** The digest of everything the bundles are made of. */
 function inputKey(esbuild) {
   const dir = esbuild.serviceDirPath;
@@ -84,10 +110,15 @@ function inputKey(esbuild) {
   const { outputWorkFolder: _work, ...options } = esbuild.buildOptions;
   hash.update(JSON.stringify(options));
   hash.update(JSON.stringify(esbuild.functionEntries.map(({ entry }) => entry)));
+  const modules = path.join(dir, 'node_modules');
+  hash.update(
+    `\0node_modules\0${fs.existsSync(modules) ? path.relative(dir, fs.realpathSync(modules)) : ''}`,
+  );
   const files = [
     ...listed(dir, 'lib'),
     ...listed(dir, 'functions'),
-    'plugins/esbuild.cjs',
+    // esbuild's plugins, as serverless-esbuild's `plugins` option names their file.
+    ...(typeof options.plugins === 'string' ? [path.normalize(options.plugins)] : []),
     'package.json',
     'package-lock.json',
     'serverless.yml',
