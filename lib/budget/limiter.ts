@@ -241,10 +241,10 @@ export class SharedLimiter implements GatewayLimiter {
   /** The latest a request the table let through may reach PayHere, as far as this container saw. */
   #seenUntil = 0;
   /**
-   * Callers of one container ask the table one at a time, reads apart from money and tokens: a
-   * burst in one container is one client of the table, not a herd of them, and a read waiting for
-   * a slot never holds up a charge that may take a reserved one, nor does a customer's charge
-   * waiting for a slot of the shared part.
+   * Callers of one container ask the table one at a time in each queue (queueOf): a burst in one
+   * container is one client of the table, not a herd of them, and a read waiting for a slot never
+   * holds up a charge that may take a reserved one, nor does a customer's charge waiting for a
+   * slot of the shared part, and no call holds up a token request.
    */
   readonly #turns: Record<Queue, Promise<void>> = {
     read: Promise.resolve(),

@@ -76,15 +76,15 @@ export function timeMetric(name: TimeMetric, milliseconds: number): void {
   metrics.addMetric(name, MetricUnit.Milliseconds, Math.round(milliseconds * 100) / 100);
 }
 
-/**
- * Write what the request counted, with its route; nothing (not even Powertools' warning) when it
- * counted nothing.
- */
 /** The stored metrics dated now, the moment their request answered, however late they are written. */
 export function stampMetrics(): void {
   if (metrics.hasStoredMetrics()) metrics.setTimestamp(Date.now());
 }
 
+/**
+ * Write what the request counted, with its route; nothing (not even Powertools' warning) when it
+ * counted nothing.
+ */
 export function publishMetrics(route: string): void {
   if (!metrics.hasStoredMetrics()) return;
   metrics.addDimension('route', route);

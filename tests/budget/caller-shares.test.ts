@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import { describe, expect, inject, it } from 'vitest';
+import { describe, expect, inject, it, vi } from 'vitest';
 import {
   type CallerShareContext,
   CallerShares,
@@ -301,6 +301,49 @@ describe('the reserved share', () => {
       expect(customers).toMatchObject({ httpStatus: 429, code: 'rate_limited' });
       expect(merchants.data).toMatchObject({ order_id: 'M-1', status_code: 2 });
       expect(sandbox.counters().charge).toBe(1);
+    } finally {
+      await sandbox.close();
+    }
+  });
+
+  it('takes a customer’s charge to the budget as a money call, which reads yield to, not as a read', async () => {
+    const sandbox = await startSandbox({ rateLimit: false });
+    try {
+      const { table } = await freshStateTable();
+      const payhere = createPayHere(
+        loadConfig({
+          GATEWAY_BASE_URL: sandbox.url,
+          GATEWAY_APP_ID: SANDBOX_CREDENTIALS.appId,
+          GATEWAY_APP_SECRET: SANDBOX_CREDENTIALS.appSecret,
+        }),
+        { sharedState: table },
+      );
+      await payhere.listSubscriptions(Date.now() + 5_000);
+      const takes = vi.spyOn(table, 'takeSlot');
+      /** What the last slot taken left the slots that free to (lib/budget/limiter.ts yieldsTo). */
+      const yieldedBy = async (work: () => Promise<unknown>) => {
+        takes.mockClear();
+        await callers.run({ id: 'alice', kind: 'customer' }, work);
+        return takes.mock.calls.at(-1)![6];
+      };
+
+      const read = await yieldedBy(() => payhere.listSubscriptions(Date.now() + 5_000));
+      const charge = await yieldedBy(() =>
+        payhere.charge(
+          {
+            type: 'PAYMENT',
+            order_id: `C-${randomUUID()}`,
+            items: 'Kind',
+            currency: 'LKR',
+            amount: 10,
+            customer_token: SEED.customerTokens.success,
+          },
+          Date.now() + 5_000,
+        ),
+      );
+
+      expect(read).toContain('money');
+      expect(charge).not.toContain('money');
     } finally {
       await sandbox.close();
     }

@@ -625,6 +625,42 @@ describe('a token request that waits for a slot (every call yields to it)', () =
     expect(tokenUntil).toBe(0);
   });
 
+  it('never waits behind a charge of its container that waits for a slot: it asks the table in a queue of its own', async () => {
+    // Prepare: every slot taken, the first answered at once (free at T0 + 10.5 s); a merchant's
+    // charge of the same container waits for it (its sleep runs until the test ends it).
+    const { table } = await freshStateTable();
+    const clock = steppingClock();
+    const holder = container(table, clock);
+    await (await holder.acquire('read', 0)).release();
+    for (let i = 0; i < 5; i++) await holder.acquire('read', 60_000);
+    for (let i = 0; i < 2; i++) await holder.acquire('money', 60_000);
+    let wake!: () => void;
+    const asleep = new Promise<void>((resolve) => {
+      clock.sleep = async (ms) => {
+        resolve();
+        await new Promise<void>((woken) => {
+          wake = woken;
+        });
+        clock.advance(ms);
+      };
+    });
+    const waiting = container(table, clock);
+    const charge = waiting.acquire('money', 20_000).catch((error: unknown) => error);
+    await asleep;
+    clock.advance(WINDOW + MARGIN);
+
+    // Act: the token, with no time to wait, while the charge still sleeps.
+    const token = await waiting.acquire('token', 0).then(
+      () => 'taken',
+      (error: unknown) => error,
+    );
+    wake();
+
+    // Assess: the slot that freed is the token's; the charge finds none left before its deadline.
+    expect(token).toBe('taken');
+    await charge;
+  });
+
   it('costs nothing when it finds a slot: no mark is written', async () => {
     const { table } = await freshStateTable();
     const clock = steppingClock();
