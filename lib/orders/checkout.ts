@@ -105,6 +105,7 @@ export class Checkouts {
   readonly #ownership: Ownership;
   readonly #credentials: CredentialsProvider;
   readonly #config: OrdersConfig;
+  readonly #attempts: AttemptWindows;
   readonly #sandbox: boolean;
   readonly #refresh: (order: Order, deadline: number) => Promise<Order>;
 
@@ -122,6 +123,7 @@ export class Checkouts {
     this.#ownership = new Ownership(options.ledger);
     this.#credentials = options.credentials;
     this.#config = options.config;
+    this.#attempts = new AttemptWindows(options.config.failedAttempts.windowMs);
     this.#sandbox = options.sandbox;
   }
 
@@ -132,17 +134,16 @@ export class Checkouts {
    * after too many declined ones.
    */
   async #refuseCardTesting(owner: string): Promise<void> {
-    const { count, windowMs } = this.#config.failedAttempts;
-    const windows = new AttemptWindows(windowMs);
+    const { count } = this.#config.failedAttempts;
     const failed = await readLedger(() => this.#ledger.failedPreapprovals(owner));
-    if ((failed[windows.current()] ?? 0) < count) return;
+    if ((failed[this.#attempts.current()] ?? 0) < count) return;
     countMetric('CardTesting');
     log.warn('a customer was refused a pre-approval after too many failed ones (card testing?)', {
       owner,
     });
     throw new CallerRateLimitedError(
       'Too many cards were declined for this customer: try again later.',
-      windows.retryAfterSeconds(failed, count),
+      this.#attempts.retryAfterSeconds(failed, count),
     );
   }
 

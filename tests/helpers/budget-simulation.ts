@@ -161,10 +161,8 @@ class SimulatedStateTable {
   readonly #busyUntil = new Map<number, number>();
   readonly #takenBy = new Map<number, string>();
   #pausedUntil = 0;
-  #owedUntil = 0;
-  #spareUntil = 0;
-  #moneyUntil = 0;
-  #tokenUntil = 0;
+  /** Each waiting mark's time, as the budget item holds them (`<mark>Until`). */
+  readonly #marks: Record<WaitMark | 'spare', number> = { owed: 0, spare: 0, money: 0, token: 0 };
   /** Requests served in the current second, by kind: what the partition's rate counts. */
   #second = -1;
   #served = { read: 0, write: 0 };
@@ -177,7 +175,7 @@ class SimulatedStateTable {
   }
 
   #markUntil(mark: WaitMark): number {
-    return mark === 'owed' ? this.#owedUntil : mark === 'money' ? this.#moneyUntil : this.#tokenUntil;
+    return this.#marks[mark];
   }
 
   #snapshot(): BudgetSnapshot {
@@ -185,10 +183,10 @@ class SimulatedStateTable {
       busyUntil: new Map(this.#busyUntil),
       takenBy: new Map(this.#takenBy),
       pausedUntil: this.#pausedUntil,
-      owedUntil: this.#owedUntil,
-      spareUntil: this.#spareUntil,
-      moneyUntil: this.#moneyUntil,
-      tokenUntil: this.#tokenUntil,
+      owedUntil: this.#marks.owed,
+      spareUntil: this.#marks.spare,
+      moneyUntil: this.#marks.money,
+      tokenUntil: this.#marks.token,
     };
   }
 
@@ -280,7 +278,7 @@ class SimulatedStateTable {
       const previous = this.#busyUntil.get(slot);
       this.#busyUntil.set(slot, busyUntil);
       this.#takenBy.set(slot, take);
-      if (options.ends === 'token') this.#tokenUntil = 0;
+      if (options.ends) this.#marks[options.ends] = 0;
       return { taken: true as const, budget: this.#snapshot(), previous };
     });
   }
@@ -310,10 +308,7 @@ class SimulatedStateTable {
 
   async markWaiting(who: WaitMark | 'spare', until: number): Promise<void> {
     await this.#request('write', () => {
-      if (who === 'owed') this.#owedUntil = Math.max(this.#owedUntil, until);
-      else if (who === 'money') this.#moneyUntil = Math.max(this.#moneyUntil, until);
-      else if (who === 'token') this.#tokenUntil = Math.max(this.#tokenUntil, until);
-      else this.#spareUntil = Math.max(this.#spareUntil, until);
+      this.#marks[who] = Math.max(this.#marks[who], until);
     });
   }
 }
