@@ -10,7 +10,7 @@ import {
 import { ConfigError, loadConfig } from '../../lib/config/config.ts';
 import { CallerRateLimitedError } from '../../lib/envelope/errors.ts';
 import { createPayHere } from '../../lib/gateway/index.ts';
-import { SANDBOX_CREDENTIALS, SEED, startSandbox } from '../../sandbox/server.ts';
+import { SANDBOX_CREDENTIALS, SEED, sandboxGatewayEnv, startSandbox } from '../../sandbox/server.ts';
 import { createTable } from '../../scripts/local-dynamodb.ts';
 import { dynamoDbAt, freshStateTable } from '../helpers/state-table.ts';
 
@@ -310,14 +310,7 @@ describe('the reserved share', () => {
     const sandbox = await startSandbox({ rateLimit: false });
     try {
       const { table } = await freshStateTable();
-      const payhere = createPayHere(
-        loadConfig({
-          GATEWAY_BASE_URL: sandbox.url,
-          GATEWAY_APP_ID: SANDBOX_CREDENTIALS.appId,
-          GATEWAY_APP_SECRET: SANDBOX_CREDENTIALS.appSecret,
-        }),
-        { sharedState: table },
-      );
+      const payhere = createPayHere(loadConfig(sandboxGatewayEnv(sandbox.url)), { sharedState: table });
       await payhere.listSubscriptions(Date.now() + 5_000);
       const takes = vi.spyOn(table, 'takeSlot');
       /** What the last slot taken left the slots that free to (lib/budget/limiter.ts yieldsTo). */

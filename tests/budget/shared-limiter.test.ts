@@ -41,6 +41,21 @@ function steppingClock() {
 
 type Clock = ReturnType<typeof steppingClock>;
 
+/** `clock`'s sleeps from now on last until the test wakes them; `asleep` settles as the first begins. */
+function holdSleeps(clock: Clock): { asleep: Promise<void>; wake: () => void } {
+  let woken!: () => void;
+  const asleep = new Promise<void>((resolve) => {
+    clock.sleep = async (ms) => {
+      resolve();
+      await new Promise<void>((wake) => {
+        woken = wake;
+      });
+      clock.advance(ms);
+    };
+  });
+  return { asleep, wake: () => woken() };
+}
+
 /** One container's limiter over `table`: 8 per 10 s, 2 of them reserved; its own share 2 per 10 s. */
 function container(
   table: SharedStateTable,
@@ -535,16 +550,7 @@ describe('money calls that wait for a slot of the shared part (reads yield to mo
     const clock = steppingClock();
     const limiter = container(table, clock);
     await readsHoldTheSharedPart(limiter);
-    let wake!: () => void;
-    const asleep = new Promise<void>((resolve) => {
-      clock.sleep = async (ms) => {
-        resolve();
-        await new Promise<void>((woken) => {
-          wake = woken;
-        });
-        clock.advance(ms);
-      };
-    });
+    const { asleep, wake } = holdSleeps(clock);
     const waiting = container(table, clock);
     const customer = waiting.acquire('money', 20_000, customerMoney);
     await asleep;
@@ -634,16 +640,7 @@ describe('a token request that waits for a slot (every call yields to it)', () =
     await (await holder.acquire('read', 0)).release();
     for (let i = 0; i < 5; i++) await holder.acquire('read', 60_000);
     for (let i = 0; i < 2; i++) await holder.acquire('money', 60_000);
-    let wake!: () => void;
-    const asleep = new Promise<void>((resolve) => {
-      clock.sleep = async (ms) => {
-        resolve();
-        await new Promise<void>((woken) => {
-          wake = woken;
-        });
-        clock.advance(ms);
-      };
-    });
+    const { asleep, wake } = holdSleeps(clock);
     const waiting = container(table, clock);
     const charge = waiting.acquire('money', 20_000).catch((error: unknown) => error);
     await asleep;
