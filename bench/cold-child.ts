@@ -80,28 +80,40 @@ subscribe('undici:request:create', (message) => {
 for (const channel of ['undici:request:trailers', 'undici:request:error']) {
   subscribe(channel, (message) => payhereOpen.get((message as { request: object }).request)?.());
 }
+/**
+ * AWS requests sent but not yet named: their operation and body, named (counts.aws) once the
+ * request that sent them is measured, so that parsing their bodies costs the measured answer nothing.
+ */
+const unnamed: Array<{ counts: Sent; target: string; body: unknown }> = [];
 subscribe('http.client.request.created', (message) => {
   const { request } = message as { request: ClientRequest };
   const target = request.getHeader('x-amz-target');
   const counts = current();
   if (!counts || typeof target !== 'string') return;
   if (target.startsWith('DynamoDB_')) request.once('close', opened(counts.timeline.dynamodb));
-  // lib/aws/http.ts sends the body in the request's one end(): the table and key are read there.
+  // lib/aws/http.ts sends the body in the request's one end(): the table and key are read from it later.
   const end = request.end.bind(request) as (...args: unknown[]) => ClientRequest;
   Object.assign(request, {
     end: (body?: unknown, ...rest: unknown[]) => {
-      let input: { TableName?: string; Key?: { pk?: { S?: string } } } = {};
-      try {
-        input = JSON.parse(String(body));
-      } catch {
-        // Not lib/aws/'s one JSON body: counted by its operation alone.
-      }
-      const name = [target, input.TableName, input.Key?.pk?.S].filter((part) => part !== undefined).join(' ');
-      counts.aws[name] = (counts.aws[name] ?? 0) + 1;
+      unnamed.push({ counts, target, body });
       return end(body, ...rest);
     },
   });
 });
+
+/** Each AWS request sent so far counted by operation, table and key (counts.aws). */
+function nameSent(): void {
+  for (const { counts, target, body } of unnamed.splice(0)) {
+    let input: { TableName?: string; Key?: { pk?: { S?: string } } } = {};
+    try {
+      input = JSON.parse(String(body));
+    } catch {
+      // Not lib/aws/'s one JSON body: counted by its operation alone.
+    }
+    const name = [target, input.TableName, input.Key?.pk?.S].filter((part) => part !== undefined).join(' ');
+    counts.aws[name] = (counts.aws[name] ?? 0) + 1;
+  }
+}
 
 /**
  * The CPU time this process spent since `since` (user and system, every thread), in ms: on a
@@ -172,6 +184,7 @@ for (const [index, eventFile] of eventFiles.entries()) {
   const handlerCpuMs = cpuMs(handlerCpu);
   // What a request sends after its answer (a budget slot's release) is still its own.
   await setTimeout(100);
+  nameSent();
   let standInCounts: { connections: number; failedCalls: number } | undefined;
   if (counted) {
     const now = await control('GET', '/counters');
