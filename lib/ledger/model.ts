@@ -331,6 +331,8 @@ export interface ChargeOutcome {
   authorizationToken?: string | null;
   /** A declined or refused charge: counted against the order in each of these windows (card testing). */
   failedWindows?: readonly number[];
+  /** Windows whose failed charges no charge is checked against any more: their counts are removed. */
+  staleFailedWindows?: readonly number[];
   /**
    * Epoch ms: when the settle job looks at the order again (an outcome still open: pending or
    * unknown); absent, the order leaves the settle job's charges.

@@ -93,21 +93,29 @@ export class LedgerReferences extends LedgerTable {
 
   /**
    * A pre-approval of `owner` failed at PayHere (a declined card saved through the SDK): `attempt`
-   * (its order and payment) joins the set of the owner's failed pre-approvals in `window`. A set, so
-   * that a write retried after its answer was lost, or the same notification acted on again, counts
-   * once. What the count means is decided elsewhere (lib/orders/checkout.ts).
+   * (its order and payment) joins the set of the owner's failed pre-approvals in each of `windows`,
+   * and the sets of `staleWindows` are removed. A set, so that a write retried after its answer was
+   * lost, or the same notification acted on again, counts once. What the count means, and which
+   * windows are stale, is decided elsewhere (lib/orders/attempts.ts).
    */
-  async addFailedPreapproval(owner: string, attempt: string, windows: readonly number[]): Promise<boolean> {
+  async addFailedPreapproval(
+    owner: string,
+    attempt: string,
+    windows: readonly number[],
+    staleWindows: readonly number[] = [],
+  ): Promise<boolean> {
     const names = Object.fromEntries(windows.map((window, i) => [`#failed${i}`, failedKey(window)]));
+    const stale = Object.fromEntries(staleWindows.map((window, i) => [`#stale${i}`, failedKey(window)]));
+    const remove = staleWindows.length > 0 ? ` REMOVE ${Object.keys(stale).join(', ')}` : '';
     return this.conditional(
       new UpdateItemCommand({
         TableName: this.table,
         Key: { pk: { S: ownerKey(owner) } },
-        UpdateExpression: `SET #owner = :owner ADD ${Object.keys(names)
+        UpdateExpression: `SET #owner = :owner${remove} ADD ${Object.keys(names)
           .map((name) => `${name} :attempt`)
           .join(', ')}`,
         ConditionExpression: 'attribute_not_exists(pk) OR #owner = :owner',
-        ExpressionAttributeNames: { '#owner': 'owner', ...names },
+        ExpressionAttributeNames: { '#owner': 'owner', ...names, ...stale },
         ExpressionAttributeValues: { ':owner': { S: owner }, ':attempt': { SS: [attempt] } },
       }),
     );

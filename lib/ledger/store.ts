@@ -331,8 +331,11 @@ export class LedgerStore extends LedgerTable {
       Object.assign(values, outbox.values);
       names = outbox.names;
     }
+    const stale = (outcome.staleFailedWindows ?? []).map((window, i) => [`#stale${i}`, window] as const);
+    remove.push(...stale.map(([name]) => name));
     let update = `SET ${set} REMOVE ${remove.join(', ')}`;
     names = { ...namesIn(`${update} ${condition}`), ...names };
+    for (const [name, window] of stale) names[name] = failedAttribute(window);
     const adds: string[] = [];
     for (const [i, window] of (outcome.failedWindows ?? []).entries()) {
       adds.push(`#failed${i} :failedKey`);
@@ -839,8 +842,13 @@ export class LedgerStore extends LedgerTable {
     return this.#references.addSubscription(owner, subscriptionId);
   }
 
-  addFailedPreapproval(owner: string, attempt: string, windows: readonly number[]): Promise<boolean> {
-    return this.#references.addFailedPreapproval(owner, attempt, windows);
+  addFailedPreapproval(
+    owner: string,
+    attempt: string,
+    windows: readonly number[],
+    staleWindows: readonly number[] = [],
+  ): Promise<boolean> {
+    return this.#references.addFailedPreapproval(owner, attempt, windows, staleWindows);
   }
 
   failedPreapprovals(owner: string): Promise<Record<number, number>> {

@@ -28,6 +28,6 @@ export function notificationReceiverFromEnvironment(): NotificationReceiver {
     invalidation: sharedReadStoreFromEnvironment(),
     settleDelayMs: orders.settleDelayMs,
     keepDays: orders.notificationKeepDays,
-    failedAttemptsWindowMs: orders.failedAttempts.windowMs,
+    failedAttempts: orders.failedAttempts,
   });
 }

@@ -11,6 +11,7 @@ import { describeError, log } from '../log/log.ts';
 import { countMetric } from '../log/metrics.ts';
 import { maskCard } from '../log/redact.ts';
 import { AttemptWindows } from '../orders/attempts.ts';
+import { DEFAULT_FAILED_ATTEMPTS } from '../orders/config.ts';
 import type { Confirmations } from '../orders/confirmations.ts';
 import { installmentPaid, possibleDuplicates } from '../orders/events.ts';
 import {
@@ -34,7 +35,6 @@ export type Outcome = 'recorded' | 'unchanged' | 'replayed' | UnmatchedNotificat
 export const DEFAULT_KEEP_DAYS = 90;
 
 /** ORDER_FAILED_ATTEMPTS's default window: an hour. */
-const DEFAULT_FAILED_WINDOW_MS = 3_600_000;
 /** How often PayHere's records may be asked about one order on behalf of its notifications. */
 export const CONFIRM_INTERVAL_MS = 10_000;
 
@@ -177,6 +177,7 @@ export class NotificationReceiver {
   readonly #settleDelayMs: number;
   readonly #keepSeconds: number;
   readonly #failedWindows: AttemptWindows;
+  readonly #failedLimit: number;
 
   constructor(options: {
     ledger: LedgerStore;
@@ -187,10 +188,12 @@ export class NotificationReceiver {
     /** How long after a report the settle job settles it if PayHere's records never show it. */
     settleDelayMs: number;
     keepDays?: number;
-    /** The window failed pre-approvals are counted in per customer (ORDER_FAILED_ATTEMPTS's). */
-    failedAttemptsWindowMs?: number;
+    /** How many failed pre-approvals a customer may have in a window (ORDER_FAILED_ATTEMPTS). */
+    failedAttempts?: { count: number; windowMs: number };
   }) {
-    this.#failedWindows = new AttemptWindows(options.failedAttemptsWindowMs ?? DEFAULT_FAILED_WINDOW_MS);
+    const failedAttempts = options.failedAttempts ?? DEFAULT_FAILED_ATTEMPTS;
+    this.#failedWindows = new AttemptWindows(failedAttempts.windowMs);
+    this.#failedLimit = failedAttempts.count;
     this.#ledger = options.ledger;
     this.#credentials = options.credentials;
     this.#confirmations = options.confirmations;
@@ -389,13 +392,23 @@ export class NotificationReceiver {
   /**
    * Card testing through pre-approvals: each customer opens as many pre-approval checkouts as it
    * likes and tries a card on each in PayHere's SDK, so a failure counts against the customer, not
-   * only its order (lib/orders/checkout.ts refuses its next pre-approvals past the limit). A count
-   * that cannot be written is logged; the notification is still acted on.
+   * only its order (lib/orders/checkout.ts refuses its next pre-approvals past the limit). A failure
+   * past the limit in both its windows changes no decision and is not written: a signed notification
+   * replayed with new unsigned payment ids cannot grow the customer's item. A count that cannot be
+   * written is logged; the notification is still acted on.
    */
   async #failedPreapproval(notification: Notification, order: Order): Promise<void> {
     const attempt = `${order.orderId}#${notification.payment_id || '-'}`;
+    const windows = this.#failedWindows;
     try {
-      await this.#ledger.addFailedPreapproval(order.owner, attempt, this.#failedWindows.failureWindows());
+      const counts = await this.#ledger.failedPreapprovals(order.owner);
+      if (windows.atLimit(counts, this.#failedLimit)) return;
+      await this.#ledger.addFailedPreapproval(
+        order.owner,
+        attempt,
+        windows.failureWindows(),
+        windows.stale(counts),
+      );
     } catch (error) {
       log.warn('could not count a failed pre-approval against its customer', {
         orderId: order.orderId,

@@ -38,6 +38,26 @@ export class AttemptWindows {
     return window * this.#windowMs;
   }
 
+  /**
+   * The windows of `counts` before this one: no attempt from now on is checked against them, so a
+   * failure's write drops them (an order or a customer failing for months keeps two windows'
+   * counts, not one per window that ever had a failure).
+   */
+  stale(counts: Readonly<Record<number, number>>): number[] {
+    const current = this.current();
+    return Object.keys(counts)
+      .map(Number)
+      .filter((window) => window < current);
+  }
+
+  /**
+   * Whether a failure now would change no decision: both windows it counts in hold `limit` already.
+   * Counting it would only grow the count (a signed notification replayed with new unsigned ids).
+   */
+  atLimit(counts: Readonly<Record<number, number>>, limit: number): boolean {
+    return this.failureWindows().every((window) => (counts[window] ?? 0) >= limit);
+  }
+
   /** Whole seconds until `allowedFrom`, at least 1 (a Retry-After). */
   retryAfterSeconds(counts: Readonly<Record<number, number>>, limit: number): number {
     return Math.max(1, Math.ceil((this.allowedFrom(counts, limit) - this.#now()) / 1000));

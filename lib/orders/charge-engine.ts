@@ -115,7 +115,7 @@ export class ChargeEngine {
     const code = statusCodeOf(answer.data);
     const hold = body.type === 'AUTHORIZE';
     const evidence = chargeEvidence(code, hold);
-    const recorded = this.#counted(evidence, outcome(evidence, answer.data, hold));
+    const recorded = this.#counted(order, evidence, outcome(evidence, answer.data, hold));
     if (answer.possibleDuplicates?.length) {
       recorded.possibleDuplicates = answer.possibleDuplicates;
       flagDuplicates(order.orderId, input.chargeKey, recorded.paymentId, answer.possibleDuplicates);
@@ -363,10 +363,17 @@ export class ChargeEngine {
     }
   }
 
-  /** A declined or refused charge counts against its order (card testing), in this window and the next. */
-  #counted(evidence: Evidence, recorded: Recording): Recording {
-    const failed = evidence === 'charge_declined' || evidence === 'charge_refused';
-    return failed ? { ...recorded, failedWindows: this.#attempts.failureWindows() } : recorded;
+  /**
+   * A declined or refused charge counts against its order (card testing), in this window and the
+   * next; the counts of windows before this one (`order` as claimed) go with the same write.
+   */
+  #counted(order: Order, evidence: Evidence, recorded: Recording): Recording {
+    if (evidence !== 'charge_declined' && evidence !== 'charge_refused') return recorded;
+    return {
+      ...recorded,
+      failedWindows: this.#attempts.failureWindows(),
+      staleFailedWindows: this.#attempts.stale(order.failedAttempts),
+    };
   }
 
   /** Not sent: the order is as it was. Refused by PayHere: failed. Anything else: unknown. */
@@ -380,7 +387,7 @@ export class ChargeEngine {
     // PayHere answered a refusal (an unknown card, an amount it refuses): nothing was charged.
     const answered = error instanceof ApiError && error.reach === 'answered';
     const evidence = answered ? 'charge_refused' : 'charge_lost';
-    await this.#record(order, chargeKey, this.#counted(evidence, outcome(evidence)));
+    await this.#record(order, chargeKey, this.#counted(order, evidence, outcome(evidence)));
   }
 
   /**

@@ -62,8 +62,12 @@ export function loadOrdersConfig(env: Env): OrdersConfig {
   };
 }
 
+/** ORDER_FAILED_ATTEMPTS's default: 3 an hour. */
+export const DEFAULT_FAILED_ATTEMPTS = { count: 3, windowMs: 3_600_000 };
+
 function attemptsPerWindow(env: Env): { count: number; windowMs: number } {
-  const text = env.ORDER_FAILED_ATTEMPTS?.trim() || '3/3600000';
+  const text = env.ORDER_FAILED_ATTEMPTS?.trim();
+  if (!text) return { ...DEFAULT_FAILED_ATTEMPTS };
   const match = /^([1-9][0-9]{0,5})\/([1-9][0-9]{3,9})$/.exec(text);
   if (!match) {
     throw new ConfigError(

@@ -64,6 +64,27 @@ describe('an order’s declined charges, across a window’s end', () => {
   });
 });
 
+describe('an order’s declined charges, windows later', () => {
+  it('keeps the counts of the windows its next charge is checked against only: a decline drops the older ones', async () => {
+    vi.useFakeTimers({ toFake: ['Date'] });
+    const boundary = nextBoundary();
+    const window = Math.floor(boundary / WINDOW_MS);
+    const declined = { ...chargeBody(), customer_token: SEED.customerTokens.declined };
+
+    clockAt(boundary, 1_000);
+    const first = await call('charge', { body: declined });
+    const afterFirst = await ledger.getOrder(declined.order_id);
+    clockAt(boundary, 2 * WINDOW_MS + 1_000);
+    const later = await call('charge', { body: declined });
+    const afterLater = await ledger.getOrder(declined.order_id);
+
+    expect([first.statusCode, later.statusCode]).toEqual([402, 402]);
+    expect(afterFirst!.failedAttempts).toEqual({ [window]: 1, [window + 1]: 1 });
+    // Two windows on, neither of the first decline's windows is read again.
+    expect(afterLater!.failedAttempts).toEqual({ [window + 2]: 1, [window + 3]: 1 });
+  });
+});
+
 describe('an order’s declined charge whose outcome was written and its answer lost', () => {
   it('counts once: the order takes its three declines before it refuses', async () => {
     const body = chargeBody();
@@ -124,5 +145,47 @@ describe('a customer’s declined pre-approvals, across a window’s end', () =>
     expect(later.statusCode).toBe(201);
     const window = Math.floor(boundary / WINDOW_MS);
     expect(await ledger.failedPreapprovals(carol)).toEqual({ [window - 1]: 3, [window]: 3 });
+  });
+
+  /** A pre-approval order of `owner`, and PayHere's signed notification of its decline with `paymentId`. */
+  async function declinedPreapproval(owner: string, paymentId: string) {
+    const created = await preapproval(owner);
+    expect(created.statusCode).toBe(201);
+    return (id = paymentId) =>
+      signed({
+        order_id: created.body.data.order_id,
+        payhere_amount: '0.00',
+        status_code: '-2',
+        payment_id: id,
+      });
+  }
+
+  it('counts no failure past the limit: a signed decline replayed with new payment ids leaves the customer’s count where it was', async () => {
+    vi.useFakeTimers({ toFake: ['Date'] });
+    const boundary = nextBoundary();
+    const window = Math.floor(boundary / WINDOW_MS);
+    const dave = customer('dave');
+    clockAt(boundary, 1_000);
+    const decline = await declinedPreapproval(dave, '320099960000');
+
+    // The same signed notification again and again; its payment id is not signed.
+    const answers = [];
+    for (let i = 0; i < 6; i++) answers.push((await notify(decline(`32009996000${i}`))).statusCode);
+
+    expect(answers).toEqual([200, 200, 200, 200, 200, 200]);
+    expect(await ledger.failedPreapprovals(dave)).toEqual({ [window]: 3, [window + 1]: 3 });
+  });
+
+  it('drops the counts of windows no pre-approval is checked against any more when a later one fails', async () => {
+    vi.useFakeTimers({ toFake: ['Date'] });
+    const boundary = nextBoundary();
+    const window = Math.floor(boundary / WINDOW_MS);
+    const erin = customer('erin');
+    clockAt(boundary, 1_000);
+    await notify((await declinedPreapproval(erin, '320099950001'))());
+    clockAt(boundary, 2 * WINDOW_MS + 1_000);
+    await notify((await declinedPreapproval(erin, '320099950002'))());
+
+    expect(await ledger.failedPreapprovals(erin)).toEqual({ [window + 2]: 1, [window + 3]: 1 });
   });
 });

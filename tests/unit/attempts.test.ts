@@ -23,4 +23,16 @@ describe('AttemptWindows', () => {
     expect(new AttemptWindows(60_000, () => 60_999).retryAfterSeconds({ 1: 3 }, 3)).toBe(60);
     expect(new AttemptWindows(60_000, () => 119_999).retryAfterSeconds({ 1: 3 }, 3)).toBe(1);
   });
+
+  it('names the windows before this one as stale: no attempt from now on is checked against them', () => {
+    expect(at(7_500).stale({ 5: 3, 6: 3, 7: 1, 8: 1 })).toEqual([5, 6]);
+    expect(at(7_500).stale({ 7: 1, 8: 1 })).toEqual([]);
+  });
+
+  it('is at the limit only when both windows a failure now counts in hold the limit', () => {
+    expect(at(6_200).atLimit({ 6: 3, 7: 3 }, 3)).toBe(true);
+    // Window 6's three came from window 5: a failure now still counts in 7.
+    expect(at(6_200).atLimit({ 5: 3, 6: 3 }, 3)).toBe(false);
+    expect(at(6_200).atLimit({ 6: 2, 7: 3 }, 3)).toBe(false);
+  });
 });
