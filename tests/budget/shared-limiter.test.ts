@@ -81,6 +81,17 @@ function container(
   });
 }
 
+/**
+ * Every slot of the budget taken through `limiter`: the first answered at once (free at
+ * T0 + WINDOW + MARGIN, the first to free), five reads holding the shared part, two merchant's
+ * charges the reserve.
+ */
+async function takeEverySlot(limiter: SharedLimiter): Promise<void> {
+  await (await limiter.acquire('read', 0)).release();
+  for (let i = 0; i < 5; i++) await limiter.acquire('read', 60_000);
+  for (let i = 0; i < 2; i++) await limiter.acquire('money', 60_000);
+}
+
 const counted = (name: string) =>
   vi.mocked(countMetric).mock.calls.filter(([metric]) => metric === name).length;
 
@@ -592,10 +603,7 @@ describe('a token request that waits for a slot (every call yields to it)', () =
     // slot frees at T0 + 10.5 s.
     const { table } = await freshStateTable();
     const clock = steppingClock();
-    const a = container(table, clock);
-    await (await a.acquire('read', 0)).release();
-    for (let i = 0; i < 5; i++) await a.acquire('read', 60_000);
-    for (let i = 0; i < 2; i++) await a.acquire('money', 60_000);
+    await takeEverySlot(container(table, clock));
     // b, cold, guesses the slot that frees: only the take's own condition can stop it.
     const b = container(table, clock);
     const takes = vi.spyOn(table, 'takeSlot');
@@ -636,10 +644,7 @@ describe('a token request that waits for a slot (every call yields to it)', () =
     // charge of the same container waits for it (its sleep runs until the test ends it).
     const { table } = await freshStateTable();
     const clock = steppingClock();
-    const holder = container(table, clock);
-    await (await holder.acquire('read', 0)).release();
-    for (let i = 0; i < 5; i++) await holder.acquire('read', 60_000);
-    for (let i = 0; i < 2; i++) await holder.acquire('money', 60_000);
+    await takeEverySlot(container(table, clock));
     const { asleep, wake } = holdSleeps(clock);
     const waiting = container(table, clock);
     const charge = waiting.acquire('money', 20_000).catch((error: unknown) => error);
