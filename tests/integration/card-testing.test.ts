@@ -117,6 +117,19 @@ describe('a customer’s declined pre-approvals, across a window’s end', () =>
       headers: { 'On-Behalf-Of': owner },
     });
 
+  /** A pre-approval order of `owner`, and PayHere's signed notification of its decline with `paymentId`. */
+  async function declinedPreapproval(owner: string, paymentId: string) {
+    const created = await preapproval(owner);
+    expect(created.statusCode).toBe(201);
+    return (id = paymentId) =>
+      signed({
+        order_id: created.body.data.order_id,
+        payhere_amount: '0.00',
+        status_code: '-2',
+        payment_id: id,
+      });
+  }
+
   it('three at the end of one window refuse the next pre-approval at the start of the next, until a whole window has passed', async () => {
     vi.useFakeTimers({ toFake: ['Date'] });
     const boundary = nextBoundary();
@@ -124,15 +137,8 @@ describe('a customer’s declined pre-approvals, across a window’s end', () =>
 
     clockAt(boundary, -3_000);
     for (let i = 0; i < 3; i++) {
-      const created = await preapproval(carol);
-      expect(created.statusCode).toBe(201);
-      const declined = signed({
-        order_id: created.body.data.order_id,
-        payhere_amount: '0.00',
-        status_code: '-2',
-        payment_id: `32009997000${i}`,
-      });
-      expect((await notify(declined)).statusCode).toBe(200);
+      const declined = await declinedPreapproval(carol, `32009997000${i}`);
+      expect((await notify(declined())).statusCode).toBe(200);
     }
     clockAt(boundary, 1_000);
     const next = await preapproval(carol);
@@ -146,19 +152,6 @@ describe('a customer’s declined pre-approvals, across a window’s end', () =>
     const window = Math.floor(boundary / WINDOW_MS);
     expect(await ledger.failedPreapprovals(carol)).toEqual({ [window - 1]: 3, [window]: 3 });
   });
-
-  /** A pre-approval order of `owner`, and PayHere's signed notification of its decline with `paymentId`. */
-  async function declinedPreapproval(owner: string, paymentId: string) {
-    const created = await preapproval(owner);
-    expect(created.statusCode).toBe(201);
-    return (id = paymentId) =>
-      signed({
-        order_id: created.body.data.order_id,
-        payhere_amount: '0.00',
-        status_code: '-2',
-        payment_id: id,
-      });
-  }
 
   it('counts no failure past the limit: a signed decline replayed with new payment ids leaves the customer’s count where it was', async () => {
     vi.useFakeTimers({ toFake: ['Date'] });
