@@ -11,7 +11,7 @@ import { randomUUID } from 'node:crypto';
 import { readFile } from 'node:fs/promises';
 import path from 'node:path';
 import { parse } from 'yaml';
-import { reservedShare } from '../lib/budget/limiter.ts';
+import { arrivalMargin, reservedShare } from '../lib/budget/limiter.ts';
 import { SharedStateTable } from '../lib/budget/state-table.ts';
 import { loadConfig } from '../lib/config/config.ts';
 import { DynamoDBClient, type DynamoDbCommand } from '../lib/dynamodb/index.ts';
@@ -237,6 +237,7 @@ export async function measureSettle(
       .map(({ at }) => at);
     const busiest = busiestWindow(arrivals, BUDGET.windowMs);
     const live = reservedShare(BUDGET.limit);
+    const pace = Math.ceil((BUDGET.windowMs + arrivalMargin(BUDGET.windowMs)) / BUDGET.limit);
     const failures: string[] = [];
     if (total !== UNKNOWN) failures.push(`settle: ${total} of ${UNKNOWN} unknown charges settled`);
     if (minutes > MAX_MINUTES)
@@ -253,7 +254,7 @@ export async function measureSettle(
     const lines = [
       '## The settle job',
       '',
-      `A backlog an outage left: ${UNKNOWN} charges whose outcome is unknown (half processed by PayHere), settled by runs of the job as deployed (at most ${limits.items} items and ${limits.calls} PayHere calls a run, each run ending ${runMs / 1000} s after it starts, serverless.yml's timeout; one every ${EVERY_MS / 60_000} minutes), against PayHere's budget of ${BUDGET.limit} calls per ${BUDGET.windowMs / 1000} s with nothing else calling PayHere. The job's calls take a slot only while the live reserve (${live} of ${BUDGET.limit}) stays free beside it. The sandbox plays PayHere with its own rate limit; the run is simulated on a virtual clock (the budget's waits and the time between runs pass at once; the code's own time is real), ${wallSeconds.toFixed(1)} s of wall time (${setupSeconds.toFixed(1)} s of it setting up the backlog). Budgets: all settled within ${MAX_MINUTES} simulated minutes, at most ${BUDGET.limit} PayHere calls in any ${BUDGET.windowMs / 1000} s, within ${MAX_WALL_SECONDS} s of wall time.`,
+      `A backlog an outage left: ${UNKNOWN} charges whose outcome is unknown (half processed by PayHere), settled by runs of the job as deployed (at most ${limits.items} items and ${limits.calls} PayHere calls a run, each run ending ${runMs / 1000} s after it starts, serverless.yml's timeout; one every ${EVERY_MS / 60_000} minutes), against PayHere's budget of ${BUDGET.limit} calls per ${BUDGET.windowMs / 1000} s with nothing else calling PayHere. The job's calls leave the live reserve (${live} of ${BUDGET.limit}) free while live calls are about; alone on PayHere, as here, they may take all but one slot, at most one per ${pace} ms so that the job's slots free apart (lib/budget/limiter.ts). The sandbox plays PayHere with its own rate limit; the run is simulated on a virtual clock (the budget's waits and the time between runs pass at once; the code's own time is real), ${wallSeconds.toFixed(1)} s of wall time (${setupSeconds.toFixed(1)} s of it setting up the backlog). Budgets: all settled within ${MAX_MINUTES} simulated minutes, at most ${BUDGET.limit} PayHere calls in any ${BUDGET.windowMs / 1000} s, within ${MAX_WALL_SECONDS} s of wall time.`,
       '',
       '| run | starts at (min) | ends at (min) | settled | cut short | PayHere calls | most in 10 s | DynamoDB reads | DynamoDB writes |',
       '|---|---|---|---|---|---|---|---|---|',
@@ -263,7 +264,7 @@ export async function measureSettle(
       ),
       `| all ${runs.length} runs | | | ${total} | ${runs.reduce((s, r) => s + r.interrupted, 0)} | ${runs.reduce((s, r) => s + r.calls, 0)} | ${busiest} | ${runs.reduce((s, r) => s + r.reads, 0)} | ${runs.reduce((s, r) => s + r.writes, 0)} |`,
       '',
-      `${total} of ${UNKNOWN} unknowns settled in ${minutes.toFixed(1)} simulated minutes from the first run (budget ${MAX_MINUTES}), at most ${busiest} PayHere calls in any 10 s as PayHere counted them (budget ${BUDGET.limit}; the job leaves ${live} free for live calls, so ${BUDGET.limit - live} is its most). Capped at 4 PayHere calls a run, as runs were before, as many took ${((Math.ceil((UNKNOWN + 1) / 4) * EVERY_MS) / 3_600_000).toFixed(1)} hours.`,
+      `${total} of ${UNKNOWN} unknowns settled in ${minutes.toFixed(1)} simulated minutes from the first run (budget ${MAX_MINUTES}), at most ${busiest} PayHere calls in any 10 s as PayHere counted them (budget ${BUDGET.limit}; with nothing live, the job leaves one free, so ${BUDGET.limit - 1} is its most). Capped at 4 PayHere calls a run, as runs were before, as many took ${((Math.ceil((UNKNOWN + 1) / 4) * EVERY_MS) / 3_600_000).toFixed(1)} hours.`,
     ];
     return { lines, failures };
   } finally {

@@ -52,6 +52,12 @@ const MIN_SEND_MS = 50;
 /** The live reserve's slots an idle take names in its conditional write, at most. */
 const MAX_NAMED_KEEP = 16;
 /**
+ * The slots idle work leaves free while no live call has taken one for a window and its margin:
+ * the next live call's, taken at once. That take ends the quiet spell, and idle work then takes
+ * nothing until the whole live reserve is free again.
+ */
+const QUIET_LIVE_RESERVE = 1;
+/**
  * How long after the slot it waits for frees a call within its caller's share keeps spare calls
  * away (and a waiting money call reads): its own wake-up jitter and two table round trips (a read
  * of the budget, its take).
@@ -201,6 +207,15 @@ export interface SharedLimiterOptions {
  * live calls still find the live reserve free, and every slot the job frees that live calls took
  * meanwhile stays theirs until the reserve is whole again.
  *
+ * While no live call has taken a slot for a window and its margin (`liveAt`, which every live take
+ * sets), the budget is idle, and idle work may borrow the live reserve but QUIET_LIVE_RESERVE
+ * slots: each such take is on the condition, in its write, that no live take came since. So the
+ * next live call takes a slot at once, and the live reserve is whole again from then on: the job
+ * takes nothing more until it is. A live call right behind the first waits for the next slot the
+ * job frees, never racing the job for it; and since idle work takes at most one slot per window
+ * and margin's share of the budget (525 ms of PayHere's 20 per 10 s), the slots it holds free one
+ * at a time, never together: that wait is about half a second, a little over a second at most.
+ *
  * A spare call (beyond its caller's share, lib/budget/caller-shares.ts) takes a slot of the shared
  * part only while no call within a share waits for one: such a call marks the budget (`owedUntil`)
  * before it sleeps when spare calls may be waiting too (they mark `spareUntil`), and a spare take
@@ -223,6 +238,12 @@ export class SharedLimiter implements GatewayLimiter {
   readonly #marginMs: number;
   readonly #reserved: number;
   readonly #liveReserve: number;
+  /** What idle work leaves free of the shared part in a quiet spell. */
+  readonly #quietReserve: number;
+  /** Idle work's pace: a slot per window and margin's share of the budget. */
+  readonly #idleSpacingMs: number;
+  /** When this container's idle work may take its next slot (two runs at once pace themselves each). */
+  #idlePacedUntil = 0;
   readonly #fallback: SlidingWindowLimiter | undefined;
   readonly #fallbackSlots: number;
   readonly #now: () => number;
@@ -270,6 +291,8 @@ export class SharedLimiter implements GatewayLimiter {
       0,
       Math.min(options.liveReserve ?? this.#reserved, this.#limit - this.#reserved - 1),
     );
+    this.#quietReserve = Math.min(QUIET_LIVE_RESERVE, this.#liveReserve);
+    this.#idleSpacingMs = Math.ceil((this.#windowMs + this.#marginMs) / this.#limit);
     this.#now = options.now ?? Date.now;
     this.#sleep = options.sleep ?? defaultSleep;
     this.#random = options.random ?? Math.random;
@@ -412,6 +435,7 @@ export class SharedLimiter implements GatewayLimiter {
       spareUntil: 0,
       moneyUntil: 0,
       tokenUntil: 0,
+      liveAt: 0,
     };
     // A wait the budget caused is one spent asleep for a slot, not the scheduling of the call itself.
     let slept = false;
@@ -422,19 +446,23 @@ export class SharedLimiter implements GatewayLimiter {
         throw budgetRefused(this.#windowMs, kind);
       }
       const freeBefore = now - this.#windowMs - this.#marginMs;
-      const open = snapshot.pausedUntil <= now && heldUntil(snapshot) <= now;
+      const paced = kind === 'idle' ? this.#idlePacedUntil : 0;
+      const open = snapshot.pausedUntil <= now && heldUntil(snapshot) <= now && paced <= now;
       const free = open ? this.#freeSlot(snapshot, kind, freeBefore, call) : undefined;
       if (free !== undefined) {
-        const { slot, keep } = free;
+        const { slot, keep, quietBefore } = free;
         // The take's own name on the slot: a retry of a write whose answer was lost knows it.
         const take = randomUUID();
         const busyUntil = giveUpAt;
         // A token request's take ends its own mark: the calls waiting for the token go on at once.
         const taken = await this.#table.takeSlot(slot, busyUntil, freeBefore, now, take, keep, yieldTo, {
           ends: kind === 'token' ? 'token' : undefined,
+          live: kind !== 'idle',
+          quietBefore,
         });
         if (taken.taken) {
           this.#snapshot = this.#saw(taken.budget);
+          if (kind === 'idle') this.#idlePacedUntil = now + this.#idleSpacingMs;
           budgetWaited(slept ? now - askedAt : 0, kind);
           return this.#permit(slot, busyUntil, taken.previous);
         }
@@ -444,13 +472,15 @@ export class SharedLimiter implements GatewayLimiter {
         this.#snapshot = snapshot;
         // Or the refusal met this take's own write, retried after its answer was lost: the slot is ours.
         if (snapshot.takenBy.get(slot) === take) {
+          if (kind === 'idle') this.#idlePacedUntil = now + this.#idleSpacingMs;
           budgetWaited(slept ? now - askedAt : 0, kind);
           return this.#permit(slot, busyUntil, undefined);
         }
         continue;
       }
       const earliest = this.#earliestFree(snapshot, kind, now, call);
-      const freeAt = Math.max(snapshot.pausedUntil, heldUntil(snapshot), earliest);
+      const budgetFreeAt = Math.max(snapshot.pausedUntil, heldUntil(snapshot), earliest);
+      const freeAt = Math.max(budgetFreeAt, paced);
       if (freeAt >= giveUpAt) {
         this.#snapshot = snapshot;
         throw budgetRefused(freeAt - now, kind);
@@ -471,6 +501,12 @@ export class SharedLimiter implements GatewayLimiter {
         if (snapshot.moneyUntil < markUntil) await this.#markWaiting('money', markUntil, now);
       } else if (!spare && kind !== 'idle' && snapshot.spareUntil > now && snapshot.owedUntil < markUntil) {
         await this.#markWaiting('owed', markUntil, now);
+      }
+      // Idle work waiting for its pace only: its take's write shows the budget if it changed.
+      if (paced > budgetFreeAt) {
+        await this.#sleep(Math.max(0, paced - this.#now()));
+        slept = true;
+        continue;
       }
       // Spread, so that the containers waiting for one slot do not all ask at once; never past the
       // last moment the call can still use a slot (a refusal then comes at its deadline, not later).
@@ -563,21 +599,32 @@ export class SharedLimiter implements GatewayLimiter {
     return free;
   }
 
-  /** A free slot `kind` may take, and the slots that must stay free beside it (idle work's live reserve). */
+  /**
+   * A free slot `kind` may take, and the slots that must stay free beside it (idle work's live
+   * reserve); `quietBefore` when idle work borrows the live reserve, counting on no live take since.
+   */
   #freeSlot(
     snapshot: BudgetSnapshot,
     kind: CallKind,
     freeBefore: number,
     call: Call,
-  ): { slot: number; keep: number[] } | undefined {
+  ): { slot: number; keep: number[]; quietBefore?: number } | undefined {
     if (kind === 'idle') {
-      const live = this.#liveReserve;
-      const shared = this.#freeIn(snapshot, [this.#reserved, this.#limit], freeBefore, live + 1);
-      if (shared.length < live) return undefined;
-      const slot = this.#freeIn(snapshot, [0, this.#reserved], freeBefore, 1)[0] ?? shared[live];
-      // The write names what DynamoDB's expressions can hold; beyond that (budgets far larger than
-      // PayHere's), the rest of the reserve is checked on this container's view of the budget.
-      return slot === undefined ? undefined : { slot, keep: shared.slice(0, Math.min(live, MAX_NAMED_KEEP)) };
+      const leaving = (live: number) => {
+        const shared = this.#freeIn(snapshot, [this.#reserved, this.#limit], freeBefore, live + 1);
+        if (shared.length < live) return undefined;
+        const slot = this.#freeIn(snapshot, [0, this.#reserved], freeBefore, 1)[0] ?? shared[live];
+        // The write names what DynamoDB's expressions can hold; beyond that (budgets far larger
+        // than PayHere's), the rest of the reserve is checked on this container's view of the budget.
+        return slot === undefined
+          ? undefined
+          : { slot, keep: shared.slice(0, Math.min(live, MAX_NAMED_KEEP)) };
+      };
+      const free = leaving(this.#liveReserve);
+      // No live call took a slot for a window and the margin: the job may borrow the live reserve.
+      if (free || snapshot.liveAt > freeBefore) return free;
+      const borrowed = leaving(this.#quietReserve);
+      return borrowed && { ...borrowed, quietBefore: freeBefore };
     }
     for (const range of this.#ranges(call)) {
       const [slot] = this.#freeIn(snapshot, range, freeBefore, 1);
@@ -597,8 +644,14 @@ export class SharedLimiter implements GatewayLimiter {
       shared.sort((a, b) => a - b);
       let reserved = Number.POSITIVE_INFINITY;
       for (let slot = 0; slot < this.#reserved; slot++) reserved = Math.min(reserved, freeAt(slot));
-      const reserveFree = this.#liveReserve === 0 ? Number.NEGATIVE_INFINITY : shared[this.#liveReserve - 1]!;
-      return Math.min(Math.max(reserved, reserveFree), shared[this.#liveReserve] ?? Number.POSITIVE_INFINITY);
+      const leaving = (live: number) =>
+        Math.min(
+          Math.max(reserved, live === 0 ? Number.NEGATIVE_INFINITY : shared[live - 1]!),
+          shared[live] ?? Number.POSITIVE_INFINITY,
+        );
+      // Or one the job may borrow, once the quiet spell begins.
+      const quietAt = snapshot.liveAt + this.#windowMs + this.#marginMs;
+      return Math.min(leaving(this.#liveReserve), Math.max(quietAt, leaving(this.#quietReserve)));
     }
     let earliest = Number.POSITIVE_INFINITY;
     for (const [from, to] of this.#ranges(call)) {

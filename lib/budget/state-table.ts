@@ -43,6 +43,11 @@ export interface BudgetSnapshot {
    * before then, since without the token no call reaches PayHere at all; 0 when none waits.
    */
   tokenUntil: number;
+  /**
+   * Epoch ms of the last take by a live call (anything but idle work): while none was made for a
+   * window and its margin, idle work leaves fewer slots free (lib/budget/limiter.ts); 0 when none.
+   */
+  liveAt: number;
 }
 
 /**
@@ -108,6 +113,9 @@ export class SharedStateTable {
    * `yieldTo`: the marks of waiting calls this take leaves the slot to while they run
    * (`owedUntil`, `moneyUntil`, `tokenUntil`: a spare call all three, a read the money and token
    * marks, a money call the token's), checked in the same write.
+   * `options.live`: the take is a live call's, noted on the budget (`liveAt`, `now`).
+   * `options.quietBefore`: the take counts on no live call having taken a slot since then (idle
+   * work in a quiet spell, which leaves fewer slots free), checked in the same write.
    */
   async takeSlot(
     slot: number,
@@ -117,7 +125,7 @@ export class SharedStateTable {
     take: string,
     keepFree: readonly number[] = [],
     yieldTo: readonly WaitMark[] = [],
-    options: { ends?: WaitMark | undefined } = {},
+    options: { ends?: WaitMark | undefined; live?: boolean; quietBefore?: number | undefined } = {},
   ): Promise<
     | { taken: true; budget: BudgetSnapshot; previous: number | undefined }
     | { taken: false; budget: BudgetSnapshot | undefined }
@@ -129,13 +137,16 @@ export class SharedStateTable {
           TableName: this.#table,
           Key: BUDGET_KEY,
           UpdateExpression: `SET #slot = :busyUntil, #take = :take, expiresAt = :expiresAt${
-            options.ends ? ` REMOVE ${options.ends}Until` : ''
-          }`,
+            options.live ? ', liveAt = :now' : ''
+          }${options.ends ? ` REMOVE ${options.ends}Until` : ''}`,
           ConditionExpression: [
             '(attribute_not_exists(#slot) OR #slot <= :freeBefore)',
             '(attribute_not_exists(pausedUntil) OR pausedUntil <= :now)',
             ...kept.map(({ name }) => `(attribute_not_exists(${name}) OR ${name} <= :freeBefore)`),
             ...yieldTo.map((mark) => `(attribute_not_exists(${mark}Until) OR ${mark}Until <= :now)`),
+            ...(options.quietBefore === undefined
+              ? []
+              : ['(attribute_not_exists(liveAt) OR liveAt <= :quietBefore)']),
           ].join(' AND '),
           ExpressionAttributeNames: {
             '#slot': `s${slot}`,
@@ -148,6 +159,7 @@ export class SharedStateTable {
             ':freeBefore': number(freeBefore),
             ':now': number(now),
             ':expiresAt': expiry(now),
+            ...(options.quietBefore === undefined ? {} : { ':quietBefore': number(options.quietBefore) }),
           },
           ReturnValues: 'ALL_OLD',
           ReturnValuesOnConditionCheckFailure: 'ALL_OLD',
@@ -159,6 +171,7 @@ export class SharedStateTable {
       budget.busyUntil.set(slot, busyUntil);
       budget.takenBy.set(slot, take);
       if (options.ends) budget[`${options.ends}Until`] = 0;
+      if (options.live) budget.liveAt = Math.round(now);
       return { taken: true, budget, previous };
     } catch (error) {
       if ((error as { name?: unknown } | null)?.name !== 'ConditionalCheckFailedException') throw error;
@@ -364,5 +377,6 @@ function budgetOf(item: Record<string, AttributeValue> | undefined): BudgetSnaps
     spareUntil: Number(item?.spareUntil?.N ?? 0),
     moneyUntil: Number(item?.moneyUntil?.N ?? 0),
     tokenUntil: Number(item?.tokenUntil?.N ?? 0),
+    liveAt: Number(item?.liveAt?.N ?? 0),
   };
 }

@@ -51,8 +51,9 @@ type Item = { request: string } | { charge: string } | { report: string } | { st
  * its standing read from PayHere's records (lib/orders/standings.ts).
  *
  * Its PayHere calls are idle work (lib/budget/limiter.ts): each takes a slot of the shared budget
- * only while the live reserve stays free beside it, and waits for one no later than the run's end,
- * so a backlog goes as fast as what live calls leave, and live calls never wait for it. A run is
+ * only while the live reserve stays free beside it (all of it but one slot while no live call took
+ * one for a window), paced, and waits for one no later than the run's end, so a backlog goes as
+ * fast as what live calls leave, and a live call waits for it only behind another, briefly. A run is
  * bounded by its deadline (the Lambda's) and its limits; idempotent, since every record is claimed
  * before it is settled; it resumes where it stopped, oldest first: an item the run's bounds cut
  * short keeps its place, and what PayHere could not settle is looked at again behind what is due.

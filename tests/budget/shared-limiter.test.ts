@@ -680,26 +680,116 @@ describe('idle work (the settle job)', () => {
   const asIdle = <T>(until: number, call: () => Promise<T>, work: IdleWork = { until, refused: false }) =>
     idleWork.run(work, call);
 
-  it('takes only what leaves the live reserve free: the reserved part first, then the shared part down to the reserve', async () => {
-    // Prepare: 8 slots, 2 reserved for money; the live reserve is as large, 2.
-    const { table } = await freshStateTable();
-    const clock = steppingClock();
-    const job = container(table, clock);
+  /** Idle work's pace here: a window and the margin's share of the 8 slots. */
+  const PACE = Math.ceil((WINDOW + MARGIN) / 8);
+  /** The job takes a slot as idle work until `until`, answered at once; when it took it. */
+  const take = async (job: SharedLimiter, at: Clock, until: number) => {
+    await (await asIdle(until, () => job.acquire('read', 60_000))).release();
+    return at.now();
+  };
 
-    // Act: six at once, each answered at once; a seventh waits for the first to free.
+  it('takes only what leaves the live reserve free while live calls are about: the reserved part first, then the shared part down to the reserve, a slot per pace', async () => {
+    // Prepare: 8 slots, 2 reserved for money; the live reserve is as large, 2. A live call of
+    // another container has just taken a slot of the shared part.
+    const { table } = await freshStateTable();
+    const at = steppingClock();
+    await (await container(table, at).acquire('read', 0)).release();
+    const job = container(table, at);
+
+    // Act: five, one a pace apart; a sixth waits for the first to free.
     const taken: number[] = [];
-    for (let i = 0; i < 7; i++) {
-      await (await asIdle(T0 + 60_000, () => job.acquire('read', 60_000))).release();
-      taken.push(clock.now());
-    }
+    for (let i = 0; i < 6; i++) taken.push(await take(job, at, T0 + 60_000));
     const budget = await table.readBudget();
 
     // Assess
-    expect(taken.slice(0, 6)).toEqual(Array(6).fill(T0));
-    expect(taken[6]).toBeGreaterThanOrEqual(T0 + WINDOW + MARGIN);
+    expect(taken.slice(0, 5)).toEqual([0, 1, 2, 3, 4].map((i) => T0 + i * PACE));
+    expect(taken[5]).toBeGreaterThanOrEqual(T0 + WINDOW + MARGIN);
     expect([...budget.busyUntil.keys()].filter((slot) => slot < 2)).toHaveLength(2);
     // Neither waits nor refusals of idle work are the live calls' metrics.
     expect(counted('BudgetWait')).toBe(0);
+  });
+
+  it('leaves one slot free while no live call took one for a window and the margin: the next live call takes it at once', async () => {
+    // Prepare: 8 slots, 2 reserved, a live reserve of 2; nothing live for a window.
+    const { table } = await freshStateTable();
+    const at = steppingClock();
+    const job = container(table, at);
+
+    // Act: the job takes all it may, then tries for an eighth; a live call of another container.
+    const taken: number[] = [];
+    for (let i = 0; i < 7; i++) taken.push(await take(job, at, T0 + 60_000));
+    const eighth = await take(job, at, at.now() + 1_000).catch((error: unknown) => error);
+    const sleptBefore = at.sleeps.length;
+    await container(table, at).acquire('money', 0);
+
+    // Assess: seven of eight, a pace apart; the eighth is the live call's, taken without a wait.
+    expect(taken).toEqual([0, 1, 2, 3, 4, 5, 6].map((i) => T0 + i * PACE));
+    expect(eighth).toBeInstanceOf(RateLimitedError);
+    expect(at.sleeps.length).toBe(sleptBefore);
+    expect((await table.readBudget()).busyUntil.size).toBe(8);
+  });
+
+  it('leaves the whole live reserve again once a live call takes a slot, until that take is a window and the margin old', async () => {
+    // Prepare: the job holds 5 of 8 (the job's slots busy until their deadline), 3 free; a live
+    // call of another container takes one of them.
+    const { table } = await freshStateTable();
+    const at = steppingClock();
+    const job = container(table, at);
+    for (let i = 0; i < 5; i++) await asIdle(T0 + 60_000, () => job.acquire('read', 60_000));
+    const liveAt = at.now();
+    await container(table, at).acquire('read', 0);
+
+    // Act: the job, at once; then twice more, waiting until it may.
+    const atOnce = await asIdle(liveAt + 1_000, () => job.acquire('read', 60_000)).catch(
+      (error: unknown) => error,
+    );
+    const later: number[] = [];
+    for (let i = 0; i < 2; i++) {
+      await asIdle(liveAt + 30_000, () => job.acquire('read', 60_000));
+      later.push(at.now());
+    }
+
+    // Assess: two free are the live reserve; once the live take is a window and the margin old
+    // (its slot free too), the job leaves one again: it takes two, a pace apart.
+    expect(atOnce).toBeInstanceOf(RateLimitedError);
+    expect(later).toEqual([liveAt + WINDOW + MARGIN, liveAt + WINDOW + MARGIN + PACE]);
+  });
+
+  it('borrows the live reserve only in a quiet spell, on the condition, in its write, that no live call took a slot since', async () => {
+    // Prepare: 8 slots, 2 reserved, a live reserve of 2; nothing live for a window.
+    const { table } = await freshStateTable();
+    const at = steppingClock();
+    const job = container(table, at);
+    const takes = vi.spyOn(table, 'takeSlot');
+
+    // Act: all the job may take.
+    for (let i = 0; i < 7; i++) await asIdle(T0 + 60_000, () => job.acquire('read', 60_000));
+
+    // Assess: six leave the live reserve free and count on nothing; the seventh borrows one of its
+    // two slots, counting on the quiet spell that began a window and the margin before it.
+    const conditions = takes.mock.calls.map((call) => call[7]?.quietBefore);
+    expect(conditions.slice(0, 6)).toEqual(Array(6).fill(undefined));
+    expect(conditions[6]).toBe(T0 + 6 * PACE - WINDOW - MARGIN);
+    expect(takes.mock.calls[6]![5]).toHaveLength(1);
+    expect(takes.mock.calls.map((call) => call[7]?.live)).toEqual(Array(7).fill(false));
+  });
+
+  it('a take counting on a quiet spell is refused by the table once a live call took a slot since', async () => {
+    // Prepare: a live call's take.
+    const { table } = await freshStateTable();
+    const live = await table.takeSlot(0, T0 + 5_000, T0 - WINDOW, T0, 'live', [], [], { live: true });
+
+    // Act: idle work's takes of another slot, one counting on no live take since just before it,
+    // one since it.
+    const since = (quietBefore: number, slot: number) =>
+      table.takeSlot(slot, T0 + 5_000, T0 - WINDOW, T0 + 1, `idle${slot}`, [], [], { quietBefore });
+    const refused = await since(T0 - 1, 1);
+    const taken = await since(T0, 2);
+
+    // Assess
+    expect(live).toMatchObject({ taken: true, budget: { liveAt: T0 } });
+    expect(refused).toMatchObject({ taken: false, budget: { liveAt: T0 } });
+    expect(taken.taken).toBe(true);
   });
 
   it('counts no BudgetWait for a slot taken at once, however long the call took to be scheduled', async () => {
@@ -720,42 +810,46 @@ describe('idle work (the settle job)', () => {
     expect(counted('BudgetWait')).toBe(0);
   });
 
-  it('never delays a live call: a read and a charge find the live reserve free while the job holds the rest', async () => {
-    // Prepare: the job has taken all it may in another container.
+  it('never delays a live call while live calls are about: a read and a charge find the live reserve free while the job holds the rest', async () => {
+    // Prepare: a live call took a slot; the job then took all it may in another container.
     const { table } = await freshStateTable();
-    const clock = steppingClock();
-    const job = container(table, clock);
-    for (let i = 0; i < 6; i++) await asIdle(T0 + 60_000, () => job.acquire('money', 60_000));
-    const live = container(table, clock);
+    const at = steppingClock();
+    const live = container(table, at);
+    await live.acquire('read', 0);
+    const job = container(table, at);
+    for (let i = 0; i < 5; i++) await asIdle(T0 + 60_000, () => job.acquire('money', 60_000));
+    const sleptBefore = at.sleeps.length;
 
     // Act
     const read = await live.acquire('read', 0).then(() => 'sent');
     const charge = await live.acquire('money', 0).then(() => 'sent');
-    const jobAgain = await asIdle(T0 + 5_000, () => job.acquire('read', 60_000)).catch(
+    const jobAgain = await asIdle(at.now() + 5_000, () => job.acquire('read', 60_000)).catch(
       (error: unknown) => error,
     );
 
     // Assess: at once, no wait; the job does not take what live calls left it meanwhile.
     expect([read, charge]).toEqual(['sent', 'sent']);
-    expect(clock.sleeps).toEqual([]);
+    expect(at.sleeps.length).toBe(sleptBefore);
     expect(jobAgain).toBeInstanceOf(RateLimitedError);
   });
 
   it('checks the live reserve in its write: a container that saw it free before live calls took it takes nothing', async () => {
-    // Prepare: the job holds 5 of 8 and last saw 3 of the shared part free; then live calls of
-    // another container take 2 of those 3.
+    // Prepare: a live call holds a slot, the job 4 of 8, and it last saw 3 of the shared part
+    // free; then live calls of another container take 2 of those 3.
     const { table } = await freshStateTable();
-    const clock = steppingClock();
-    const job = container(table, clock, { random: () => 0.5 });
-    for (let i = 0; i < 5; i++) await asIdle(T0 + 60_000, () => job.acquire('read', 60_000));
-    const live = container(table, clock, { random: () => 0.99 });
+    const at = steppingClock();
+    const live = container(table, at, { random: () => 0.99 });
+    await live.acquire('read', 0);
+    const job = container(table, at, { random: () => 0.5 });
+    for (let i = 0; i < 4; i++) await asIdle(T0 + 60_000, () => job.acquire('read', 60_000));
     await live.acquire('read', 0);
     await live.acquire('read', 0);
     const takes = vi.spyOn(table, 'takeSlot');
 
     // Act: the job's view says it may take one more.
-    const work: IdleWork = { until: T0 + 1_000, refused: false };
-    const refused = await asIdle(T0 + 1_000, () => job.acquire('read', 60_000), work).catch(
+    const until = at.now() + 5_000;
+    const work: IdleWork = { until, refused: false };
+    const refused = await asIdle(until, () => job.acquire('read', 60_000), work).catch(
       (error: unknown) => error,
     );
     const budget = await table.readBudget();
@@ -770,22 +864,23 @@ describe('idle work (the settle job)', () => {
   });
 
   it('waits no later than its work’s end, whatever the call’s own deadline', async () => {
-    // Prepare
+    // Prepare: the job holds all it may (in a quiet spell, 7 of 8).
     const { table } = await freshStateTable();
-    const clock = steppingClock();
-    const job = container(table, clock);
-    for (let i = 0; i < 6; i++) await asIdle(T0 + 60_000, () => job.acquire('read', 60_000));
-    const work: IdleWork = { until: T0 + 2_000, refused: false };
+    const at = steppingClock();
+    const job = container(table, at);
+    for (let i = 0; i < 7; i++) await asIdle(T0 + 60_000, () => job.acquire('read', 60_000));
+    const asked = at.now();
+    const work: IdleWork = { until: asked + 2_000, refused: false };
 
     // Act
-    const refused = await asIdle(T0 + 2_000, () => job.acquire('money', 60_000), work).catch(
+    const refused = await asIdle(asked + 2_000, () => job.acquire('money', 60_000), work).catch(
       (error: unknown) => error,
     );
 
     // Assess
     expect(refused).toBeInstanceOf(RateLimitedError);
     expect(work.refused).toBe(true);
-    expect(clock.now()).toBe(T0);
+    expect(at.now()).toBe(asked);
   });
 
   it('never takes the container’s own share when the table cannot be reached: it waits for the table', async () => {

@@ -161,6 +161,8 @@ class SimulatedStateTable {
   readonly #busyUntil = new Map<number, number>();
   readonly #takenBy = new Map<number, string>();
   #pausedUntil = 0;
+  /** The last live take (`liveAt`). */
+  #liveAt = 0;
   /** Each waiting mark's time, as the budget item holds them (`<mark>Until`). */
   readonly #marks: Record<WaitMark | 'spare', number> = { owed: 0, spare: 0, money: 0, token: 0 };
   /** Requests served in the current second, by kind: what the partition's rate counts. */
@@ -187,6 +189,7 @@ class SimulatedStateTable {
       spareUntil: this.#marks.spare,
       moneyUntil: this.#marks.money,
       tokenUntil: this.#marks.token,
+      liveAt: this.#liveAt,
     };
   }
 
@@ -265,7 +268,7 @@ class SimulatedStateTable {
     take: string,
     keepFree: readonly number[] = [],
     yieldTo: readonly WaitMark[] = [],
-    options: { ends?: WaitMark | undefined } = {},
+    options: { ends?: WaitMark | undefined; live?: boolean; quietBefore?: number | undefined } = {},
   ): ReturnType<SharedStateTable['takeSlot']> {
     return this.#request('write', () => {
       const free = (s: number) => (this.#busyUntil.get(s) ?? Number.NEGATIVE_INFINITY) <= freeBefore;
@@ -273,12 +276,14 @@ class SimulatedStateTable {
         free(slot) &&
         this.#pausedUntil <= now &&
         keepFree.every(free) &&
-        yieldTo.every((mark) => this.#markUntil(mark) <= now);
+        yieldTo.every((mark) => this.#markUntil(mark) <= now) &&
+        (options.quietBefore === undefined || this.#liveAt <= options.quietBefore);
       if (!ok) return { taken: false as const, budget: this.#snapshot() };
       const previous = this.#busyUntil.get(slot);
       this.#busyUntil.set(slot, busyUntil);
       this.#takenBy.set(slot, take);
       if (options.ends) this.#marks[options.ends] = 0;
+      if (options.live) this.#liveAt = now;
       return { taken: true as const, budget: this.#snapshot(), previous };
     });
   }

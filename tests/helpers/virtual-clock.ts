@@ -19,12 +19,12 @@ export class VirtualClock {
   readonly now = (): number => Date.now() + this.#skipped;
 
   /** Runs each time someone is about to wait, before the clock moves (a test acts then). */
-  onSleep: (() => Promise<void>) | undefined;
+  onSleep: ((ms: number) => Promise<void>) | undefined;
 
   readonly sleep = async (ms: number): Promise<void> => {
     const until = this.now() + Math.max(0, ms);
     await this.settled();
-    await this.onSleep?.();
+    await this.onSleep?.(ms);
     this.advanceTo(until);
   };
 
