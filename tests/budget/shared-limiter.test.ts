@@ -680,6 +680,14 @@ describe('idle work (the settle job)', () => {
   const asIdle = <T>(until: number, call: () => Promise<T>, work: IdleWork = { until, refused: false }) =>
     idleWork.run(work, call);
 
+  /** A job that took `n` slots as idle work on a fresh budget, each busy until its deadline. */
+  const jobHolding = async (n: number) => {
+    const { table } = await freshStateTable();
+    const at = steppingClock();
+    const job = container(table, at);
+    for (let i = 0; i < n; i++) await asIdle(T0 + 60_000, () => job.acquire('read', 60_000));
+    return { table, at, job };
+  };
   /** Idle work's pace here: a window and the margin's share of the 8 slots. */
   const PACE = Math.ceil((WINDOW + MARGIN) / 8);
   /** The job takes a slot as idle work until `until`, answered at once; when it took it. */
@@ -732,10 +740,7 @@ describe('idle work (the settle job)', () => {
   it('leaves the whole live reserve again once a live call takes a slot, until that take is a window and the margin old', async () => {
     // Prepare: the job holds 5 of 8 (the job's slots busy until their deadline), 3 free; a live
     // call of another container takes one of them.
-    const { table } = await freshStateTable();
-    const at = steppingClock();
-    const job = container(table, at);
-    for (let i = 0; i < 5; i++) await asIdle(T0 + 60_000, () => job.acquire('read', 60_000));
+    const { table, at, job } = await jobHolding(5);
     const liveAt = at.now();
     await container(table, at).acquire('read', 0);
 
@@ -865,10 +870,7 @@ describe('idle work (the settle job)', () => {
 
   it('waits no later than its work’s end, whatever the call’s own deadline', async () => {
     // Prepare: the job holds all it may (in a quiet spell, 7 of 8).
-    const { table } = await freshStateTable();
-    const at = steppingClock();
-    const job = container(table, at);
-    for (let i = 0; i < 7; i++) await asIdle(T0 + 60_000, () => job.acquire('read', 60_000));
+    const { at, job } = await jobHolding(7);
     const asked = at.now();
     const work: IdleWork = { until: asked + 2_000, refused: false };
 
