@@ -14,6 +14,7 @@ import {
   type UpdateItemCommandInput,
 } from '../lib/dynamodb/index.ts';
 import { LedgerStore } from '../lib/ledger/store.ts';
+import { holdSettled } from '../lib/orders/events.ts';
 import { SHARED_READS, SharedReadStore } from '../lib/reads/store.ts';
 import { SANDBOX_CREDENTIALS } from '../sandbox/server.ts';
 import { type GatewayRouteName, IDEMPOTENT_ROUTES } from '../tests/helpers/routes.ts';
@@ -451,7 +452,11 @@ export function bareFloor(
             : route === 'refund'
               ? await withRefundLedger(call, () => exchange(call))
               : await exchange(call);
-        await dropsAfter(route, call);
+        // A capture proves its hold in the ledger beside dropping the shared answers.
+        await Promise.all([
+          dropsAfter(route, call),
+          route === 'capture' ? captureBookkeeping(ledger, call.body, body) : undefined,
+        ]);
         return body;
       };
       if (!IDEMPOTENT_ROUTES.includes(route)) await upstream();
@@ -464,6 +469,27 @@ export function bareFloor(
     },
     close: () => pool.close(),
   };
+}
+
+/**
+ * What a capture PayHere accepted asks of the ledger, as lib/orders/captures.ts asks it through
+ * lib/orders/holds.ts: its hold's order proven, with the hold's first outcome and its event, in one
+ * conditional write (or two: the second proves only the token, where the first found the outcome
+ * recorded or no such order). Sent beside the drop of the order's shared answers.
+ * tests/bench/capture-floor.test.ts holds it to the route's.
+ */
+export async function captureBookkeeping(
+  ledger: LedgerStore,
+  requestBody: string | undefined,
+  answerBody: string,
+): Promise<void> {
+  const capture = JSON.parse(requestBody ?? '{}') as { authorization_token?: string; amount?: number };
+  const orderId = (JSON.parse(answerBody) as { data?: { order_id?: unknown } }).data?.order_id;
+  if (typeof orderId !== 'string' || capture.authorization_token === undefined) return;
+  await ledger.proveHold(orderId, capture.authorization_token, {
+    action: 'captured',
+    events: [holdSettled(orderId, 'captured', capture.amount ?? null)],
+  });
 }
 
 /**
