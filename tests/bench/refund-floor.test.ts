@@ -1,8 +1,8 @@
-import { describe, expect, it, vi } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { refundBookkeeping } from '../../bench/warm.ts';
-import { DynamoDBClient } from '../../lib/dynamodb/index.ts';
 import { backgroundSettled } from '../../lib/net/background.ts';
 import { call, useTestGateway } from '../helpers/gateway.ts';
+import { ledgerRequests } from '../helpers/ledger-requests.ts';
 import { testLedger } from '../helpers/orders.ts';
 import { chargeBody } from '../resilience/fixtures.ts';
 
@@ -14,34 +14,6 @@ import { chargeBody } from '../resilience/fixtures.ts';
  */
 useTestGateway({ beforeEachTest: 'keepTokens' });
 const ledger = testLedger();
-
-/** Each ledger request `work` sends: its operation and the kind of item it names, in order sent. */
-async function ledgerRequests(work: () => Promise<unknown>): Promise<string[]> {
-  const sent: string[] = [];
-  const send = DynamoDBClient.prototype.send;
-  vi.spyOn(DynamoDBClient.prototype, 'send').mockImplementation(function (
-    this: DynamoDBClient,
-    command,
-    options,
-  ) {
-    const input = command.input as {
-      TableName?: string;
-      Key?: { pk?: { S?: string } };
-      Item?: { pk?: { S?: string } };
-      UpdateExpression?: string;
-    };
-    // The relay's publication of the events, after the answer, is no part of the request.
-    const relay = input.UpdateExpression?.startsWith('REMOVE #outbox') === true;
-    if (input.TableName === process.env.LEDGER_TABLE && !relay) {
-      const pk = input.Key?.pk?.S ?? input.Item?.pk?.S ?? '';
-      sent.push(`${command.operation} ${pk.slice(0, pk.indexOf('#') + 1)}`);
-    }
-    return send.call(this, command, options);
-  });
-  await work();
-  vi.restoreAllMocks();
-  return sent;
-}
 
 async function chargedPayment(): Promise<string> {
   const charged = await call('charge', { body: chargeBody() });
