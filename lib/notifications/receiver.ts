@@ -34,7 +34,6 @@ export type Outcome = 'recorded' | 'unchanged' | 'replayed' | UnmatchedNotificat
 /** How long a notification's identity and what is kept apart stay (docs/contract.md "notify"). */
 export const DEFAULT_KEEP_DAYS = 90;
 
-/** ORDER_FAILED_ATTEMPTS's default window: an hour. */
 /** How often PayHere's records may be asked about one order on behalf of its notifications. */
 export const CONFIRM_INTERVAL_MS = 10_000;
 
