@@ -1,7 +1,7 @@
 import { once } from 'node:events';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo, Socket } from 'node:net';
-import { setImmediate as turn } from 'node:timers/promises';
+import { setTimeout as delay, setImmediate as turn } from 'node:timers/promises';
 import { afterEach, describe, expect, it } from 'vitest';
 import { connectAtStart, takeStarted } from '../../lib/gateway/early-connection.ts';
 import {
@@ -118,6 +118,28 @@ describe('a connection opened ahead of the call', () => {
 
     // Assess
     expect(end.counts).toEqual({ connections: 1, requests: 1, lost: 0 });
+  });
+
+  it('is opened when the pool held a socket the far end has since closed', async () => {
+    // Prepare: a call leaves a kept-alive socket in the pool; the far end then closes it, and the
+    // pool hears of it.
+    const { end, transport, send } = await setUp();
+    await send(false);
+    end.server.closeAllConnections();
+    for (let i = 0; i < 20; i++) await turn();
+    const accepted = once(end.server, 'connection');
+
+    // Act
+    transport.connectEarly();
+    const beforeTheCall = await Promise.race([
+      accepted.then(() => 'opened'),
+      delay(2_000).then(() => 'not opened'),
+    ]);
+    await send(false);
+
+    // Assess: a pool counting the closed socket would have left the call to connect on its own.
+    expect(beforeTheCall).toBe('opened');
+    expect(end.counts).toEqual({ connections: 2, requests: 2, lost: 0 });
   });
 
   it('failing, leaves the call to connect and fail as it would have: not sent', async () => {
