@@ -92,10 +92,6 @@ export interface LostRefundFacts {
   recorded: boolean;
   /** Refunds of the payment through the service before this one: accepted, or possibly made. */
   before: number;
-  /** One of them was a full refund. */
-  fullBefore: boolean;
-  /** This refund is a full one (no amount). */
-  full: boolean;
   /**
    * The payment's status in PayHere's records; null when they do not show the payment; undefined
    * when they cannot be read (the ledger does not know the payment's order).
@@ -107,10 +103,11 @@ export interface LostRefundFacts {
 
 /**
  * A lost refund, settled only where PayHere's records can show it. The records show a payment's
- * status, not its refunds: a refund status is this refund's only if no refund came before it, or, for
- * a full refund after partial ones, once the payment is REFUNDED. Anything else (a payment refunded
- * before, or whose records cannot be read) is never settled as done: after the delay it is
- * `undeterminable`, for someone to check in PayHere's portal.
+ * status, not its refunds: a refund status is this refund's only if no refund came before it.
+ * Not even `REFUNDED` after partial ones: PayHere shows it for a payment refunded in part, once that
+ * refund is done, so a full refund that never reached PayHere reads the same as one it finished.
+ * Anything else (a payment refunded before, or whose records cannot be read) is never settled as
+ * done: after the delay it is `undeterminable`, for someone to check in PayHere's portal.
  */
 export function lostRefundEvidence(facts: LostRefundFacts): RefundEvidence {
   if (facts.recorded) return 'refund_accepted';
@@ -118,6 +115,5 @@ export function lostRefundEvidence(facts: LostRefundFacts): RefundEvidence {
   if (facts.status === undefined) return wait('undeterminable');
   const shows = facts.status !== null && REFUND_STATUSES.includes(facts.status);
   if (facts.before === 0) return shows ? 'records_show_refund' : wait('settled_nothing');
-  if (facts.full && !facts.fullBefore && facts.status === 'REFUNDED') return 'records_show_refund';
   return wait('undeterminable');
 }

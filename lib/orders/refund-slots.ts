@@ -59,8 +59,6 @@ export async function settleLostRefund(
   const evidence = lostRefundEvidence({
     recorded: recorded !== undefined,
     before: earlier.length + refunds.undetermined,
-    fullBefore: earlier.some((refund) => refund.amountCents === null),
-    full: hold.amountCents === null,
     status,
     final,
   });

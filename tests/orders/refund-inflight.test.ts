@@ -154,42 +154,33 @@ describe('a partial refund whose answer was lost', () => {
     });
   });
 
-  it('in full, of a payment refunded in part before, is done once the payment is REFUNDED', async () => {
+  it('in full, of a payment refunded in part before, is never done by the payment reading REFUNDED: a finished partial refund reads the same', async () => {
     const paymentId = await paid();
-    await call('refund', partial(paymentId, 10));
+    const earlier = await call('refund', partial(paymentId, 10));
+    // PayHere finishes the partial refund: the payment reads REFUNDED, though refunded in part.
+    expect(sandbox.advanceRefunds(paymentId).status).toBe('REFUNDED');
     const full = { body: { payment_id: paymentId, description: 'The rest' }, idempotencyKey: randomUUID() };
-    await lostRefund(full);
-    // PayHere finished the refunds meanwhile (the sandbox stays at REFUND REQUESTED).
-    sandbox.faults.inject('search', {
-      kind: 'status',
-      status: 200,
-      contentType: 'application/json',
-      body: JSON.stringify(await searchShowing(paymentId, 'REFUNDED')),
-    });
+    // Lost before PayHere processed it: nothing more was refunded.
+    await lostRefund(full, false);
 
-    const settled = await call('refund', full);
+    const repeated = await call('refund', full);
+    const run = await settleJob(LATER).run();
+    const final = await call('refund', full);
 
-    expect(settled.statusCode).toBe(200);
-    expect(settled.body.msg).toMatch(/records show the payment REFUNDED/);
+    expect(earlier.statusCode).toBe(200);
+    expect(sandbox.refunds(paymentId).refunds).toHaveLength(1);
+    expect(repeated.statusCode).toBe(202);
+    expect(repeated.body.data.code).toBe('outcome_unknown');
+    expect(run.settled).toBe(1);
+    expect(final.statusCode).toBe(409);
+    expect(final.body).toMatchObject({ status: -1, data: { code: 'outcome_undeterminable' } });
     expect(await ledger.paymentRefunds(String(paymentId))).toMatchObject({
       inflight: null,
-      accepted: [{ amountCents: 1_000 }, { amountCents: null, refundId: null }],
+      accepted: [{ amountCents: 1_000 }],
+      undetermined: 1,
     });
   });
 });
-
-/** The order's payments as PayHere's search answers them, with the payment in `status`. */
-async function searchShowing(paymentId: number, status: string) {
-  const reference = await ledger.lookup('payment', String(paymentId));
-  const answer = await call('retrievePayments', { id: reference!.orderId });
-  return {
-    status: 1,
-    msg: 'Payments with order_id',
-    data: answer.body.data.map((payment: { payment_id: number }) =>
-      payment.payment_id === paymentId ? { ...payment, status } : payment,
-    ),
-  };
-}
 
 describe('a refund’s slot', () => {
   it('is freed when PayHere refuses the refund, recording nothing', async () => {
