@@ -3,7 +3,7 @@ import type { Item } from '../dynamodb/index.ts';
 import { describeError, log } from '../log/log.ts';
 import { countMetric } from '../log/metrics.ts';
 import type { WebhookEndpoint, WebhookEndpoints } from './endpoints.ts';
-import type { PostWebhook } from './post.ts';
+import { DELIVERY_TIMEOUT_MS, type PostWebhook } from './post.ts';
 import { afterFailure } from './schedule.ts';
 import { webhookHeaders } from './signature.ts';
 import {
@@ -17,6 +17,12 @@ import {
 
 /** A lease outlives an event's attempts (each endpoint's at most DELIVERY_TIMEOUT_MS, all at once). */
 export const LEASE_MS = 60_000;
+/**
+ * What a run keeps for an event it takes: its attempts (all at once, DELIVERY_TIMEOUT_MS at most)
+ * and the writes of their results. A run takes no event with less than this left before its
+ * deadline: one cut short by the Lambda's end waits out its lease and is posted again.
+ */
+export const EVENT_RUN_MS = DELIVERY_TIMEOUT_MS + 5_000;
 /** An endpoint failing every attempt this long is disabled. */
 export const DISABLE_AFTER_MS = 24 * 3_600_000;
 /** Due events read per query, and posted at once. */
@@ -68,17 +74,23 @@ export class WebhookDeliverer {
     this.#leaseMs = options.leaseMs ?? LEASE_MS;
   }
 
-  /** Every event due now, page after page, while a lease taken now would end before `deadline`. */
+  /**
+   * Every event due now, page after page, each taken while its attempts can end before `deadline`
+   * (EVENT_RUN_MS); the rest stay due for the next run.
+   */
   async run(deadline = Number.POSITIVE_INFINITY): Promise<DeliveryRun> {
     const run = newRun();
     const context = await this.#context();
+    const inTime = () => this.#now() + EVENT_RUN_MS <= deadline;
     let after: Item | undefined;
-    do {
-      if (this.#now() + this.#leaseMs > deadline) break;
+    while (inTime()) {
       const page = await this.#store.due(this.#now(), PAGE, after);
+      await inParallel(page.keys, async (pk) => {
+        if (inTime()) await this.#deliver(pk, context, run);
+      });
       after = page.after;
-      await inParallel(page.keys, (pk) => this.#deliver(pk, context, run));
-    } while (after);
+      if (!after) break;
+    }
     return run;
   }
 

@@ -5,8 +5,9 @@ vi.hoisted(() => {
   process.env.POWERTOOLS_METRICS_DISABLED = 'false';
 });
 
+import { readFileSync } from 'node:fs';
 import { publishMetrics } from '../../lib/log/metrics.ts';
-import { WebhookDeliverer } from '../../lib/webhooks/deliverer.ts';
+import { EVENT_RUN_MS, WebhookDeliverer } from '../../lib/webhooks/deliverer.ts';
 import { environmentWebhookEndpoints, webhookSource } from '../../lib/webhooks/endpoints.ts';
 import { webhookStoreFromEnvironment } from '../../lib/webhooks/from-environment.ts';
 import { postWebhook } from '../../lib/webhooks/post.ts';
@@ -190,6 +191,38 @@ describe('an endpoint failing for 24 hours', () => {
     const emf = lines.find((line) => '_aws' in line && line.route === 'deliverWebhooks');
     expect(emf?.WebhookEndpointDisabled).toBe(1);
     expect(lines.some((line) => line.message.startsWith('a webhook endpoint was disabled'))).toBe(true);
+  });
+});
+
+describe('a run', () => {
+  /** The deliverer's timeout as deployed (serverless.yml), in ms: what Lambda gives each run. */
+  const deployedRunMs = () => {
+    const yml = readFileSync(new URL('../../serverless.yml', import.meta.url), 'utf8');
+    const timeout = /\n {2}deliverWebhooks:\n(?: {4}.*\n)*? {4}timeout: (\d+)\n/.exec(yml)?.[1];
+    expect(timeout).toBeDefined();
+    return Number(timeout) * S;
+  };
+
+  it('given the time Lambda gives the deployed function, posts the events due', async () => {
+    await putEvent({ publishedAt: clock, endpoints: ['default'] });
+    clock += 10;
+
+    const run = await deliverer().run(clock + deployedRunMs());
+
+    expect(run).toMatchObject({ events: 1, delivered: 1 });
+    expect(receiver.received).toHaveLength(1);
+  });
+
+  it('takes no event it could not finish before its end: the event stays due for the next run', async () => {
+    await putEvent({ publishedAt: clock, endpoints: ['default'] });
+    clock += 10;
+
+    const late = await deliverer().run(clock + EVENT_RUN_MS - 1);
+    const next = await deliverer().run(clock + EVENT_RUN_MS);
+
+    expect(late).toMatchObject({ events: 0, skipped: 0 });
+    expect(next).toMatchObject({ events: 1, delivered: 1 });
+    expect(receiver.received).toHaveLength(1);
   });
 });
 
