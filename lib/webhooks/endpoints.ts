@@ -34,9 +34,11 @@ export function webhookSource(env: Env): WebhookSource {
       .split(',')
       .map((id) => id.trim())
       .filter((id) => id !== '');
-    if (ids.length === 0 || ids.some((id) => !ENDPOINT_ID.test(id)) || new Set(ids).size !== ids.length) {
+    // A deployed stage always names the secret (serverless.yml's default): no ids, no webhooks.
+    if (ids.length === 0) return { kind: 'none' };
+    if (ids.some((id) => !ENDPOINT_ID.test(id)) || new Set(ids).size !== ids.length) {
       throw new ConfigError(
-        'Invalid configuration: MERCHANT_WEBHOOK_ENDPOINT_IDS must list the endpoints’ ids (a-z, 0-9, -; at most 32 characters each), comma-separated, once each.',
+        'Invalid configuration: MERCHANT_WEBHOOK_ENDPOINT_IDS must list the endpoints’ ids (a-z, 0-9, -; at most 32 characters each), comma-separated, once each, or be empty (no webhooks).',
       );
     }
     return { kind: 'secret', secretId, ids };
