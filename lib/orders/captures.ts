@@ -18,6 +18,9 @@ export interface CaptureInput {
 
 type CaptureSubject = Extract<MoneySubject, { operation: 'capture' }>;
 
+/** PayHere's `data.status_code` of a capture made (-2 failed, 0 unknown: the hold is not captured). */
+const CAPTURED = 2;
+
 /**
  * Capturing a hold (POST /gateway/api/payments/capture): the customer's own hold only (else 404);
  * what PayHere accepted proves the hold's token and drops its order's shared payments; a lost answer
@@ -59,15 +62,16 @@ export class Captures {
           orderId ??
           fieldOf(captured?.data, 'order_id') ??
           (await this.#holdOrder(request, true).catch(() => undefined));
-        // PayHere accepted the hold's token: proven, if it was only a notification's word.
+        // PayHere captured the hold: its token proven, if it was only a notification's word. An
+        // answer that the capture failed, or may not have been made, proves nothing.
         await Promise.all([
           this.#reads.forgetOrder(order),
-          captured &&
+          Number(captured?.data.status_code) === CAPTURED &&
             this.#holds.proven(order, request.body.authorization_token, 'captured', request.body.amount),
         ]);
       },
     );
-    return paymentOutcomeResponse(visibleTo(request.caller, data), msg, [2]);
+    return paymentOutcomeResponse(visibleTo(request.caller, data), msg, [CAPTURED]);
   }
 
   /** A lost answer, repeated: the hold's order shows the captured payment if it was captured. */

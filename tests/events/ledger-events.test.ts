@@ -173,6 +173,38 @@ describe('a hold', () => {
     ]);
     expect(published[1]!.data).toEqual({ order_id: body.order_id, kind: 'authorize', amount: 100 });
   });
+
+  it.each([
+    [-2, 402],
+    [-1, 402],
+    [0, 202],
+  ])(
+    'is not captured by a capture PayHere answers with status_code %i (HTTP %i): no hold.captured',
+    async (code, http) => {
+      const body = chargeBody(undefined, 'AUTHORIZE');
+      const held = await call('charge', { body });
+      const token = held.body.data.authorization_token as string;
+      sandbox.faults.inject('capture', {
+        kind: 'status',
+        status: 200,
+        contentType: 'application/json',
+        body: JSON.stringify({
+          status: 1,
+          msg: 'Capture processed',
+          data: { status_code: code, status_message: 'Not captured', order_id: body.order_id },
+        }),
+      });
+
+      const captured = await call('capture', {
+        body: { authorization_token: token, amount: 100, deduction_details: 'Shipped' },
+      });
+      sandbox.faults.clear();
+      const published = await eventsOf(body.order_id);
+
+      expect(captured.statusCode).toBe(http);
+      expect(summary(published)).toEqual([['hold.authorized', 1]]);
+    },
+  );
 });
 
 describe('a paid order paid again', () => {
