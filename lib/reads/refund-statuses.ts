@@ -12,7 +12,7 @@ const REFUNDED_STATUSES: ReadonlySet<string> = new Set([
   'REFUND REQUESTED',
   'REFUND PROCESSING',
   'REFUNDED',
-  'CHARGEBACK',
+  'CHARGEBACKED',
 ]);
 
 export interface RefundStatusLedger {
