@@ -3,7 +3,7 @@
 // read top to bottom as PayHere's message is handled.
 import { createHash } from 'node:crypto';
 import type { CredentialsProvider } from '../config/config.ts';
-import { InvalidSignatureError } from '../envelope/errors.ts';
+import { GatewayUnavailableError, InvalidSignatureError } from '../envelope/errors.ts';
 import type { Card, Order, OrderKind, UnmatchedNotification } from '../ledger/model.ts';
 import type { LedgerStore } from '../ledger/store.ts';
 import { audit } from '../log/audit.ts';
@@ -501,11 +501,19 @@ export class NotificationReceiver {
    * A paid order's success notification for another payment (paid again through PayHere's SDK, say):
    * recorded on the order for the merchant, counted and alarmed, once PayHere's records show that
    * payment of the order (the signature does not cover the payment id, so its word alone is not
-   * enough). It moves no state: the order is paid; the merchant decides what to refund.
+   * enough). It moves no state: the order is paid; the merchant decides what to refund. Nothing
+   * keeps it for a later look: one that cannot be checked now (its order was checked lately, a
+   * double tap's second payment say, or PayHere did not answer in time) fails, unnoted, and PayHere
+   * sends it again.
    */
   async #secondPayment(order: Order, paymentId: string, deadline: number): Promise<void> {
-    if (!(await this.#mayConfirm(order))) return;
-    const found = await this.#confirmations.paymentOfOrder(order, paymentId, deadline);
+    const found = (await this.#mayConfirm(order))
+      ? await this.#confirmations.paymentOfOrder(order, paymentId, deadline)
+      : undefined;
+    if (found === undefined)
+      throw new GatewayUnavailableError(
+        'This notification cannot be checked with PayHere’s records now; send it again later.',
+      );
     if (typeof found !== 'object' || String(found.payment.payment_id) !== paymentId) return;
     const reference = { orderId: order.orderId, owner: order.owner };
     // Owned by the order from now on: no lost charge can adopt it as its own.

@@ -549,3 +549,28 @@ describe('card testing through pre-approvals (docs/budget.md "Work that cannot c
     expect([counts[window], counts[window + 1]]).toEqual([2, 2]);
   });
 });
+
+describe('a paid order paid again', () => {
+  it('within moments of its confirmation (a double tap) fails unnoted, and is flagged once PayHere sends it again', async () => {
+    const orderId = await checkout('payment');
+    const first = String(await payAtPayHere(sandbox, orderId));
+    const second = String(await payAtPayHere(sandbox, orderId));
+
+    const confirmed = await notify(success(orderId, { payment_id: first }));
+    const tooSoon = await notify(success(orderId, { payment_id: second }));
+    const flaggedBefore = (await ledger.getOrder(orderId))!.duplicatePayments;
+    // PayHere sends it again once the order may be checked again.
+    await checkedSecondsAgo(orderId, 'notification', 11);
+    const resent = await notify(success(orderId, { payment_id: second }));
+
+    expect(confirmed.statusCode).toBe(200);
+    expect(tooSoon.statusCode).toBe(503);
+    expect(flaggedBefore).toEqual([]);
+    expect(resent.statusCode).toBe(200);
+    expect(await ledger.getOrder(orderId)).toMatchObject({
+      state: 'succeeded',
+      paymentId: first,
+      duplicatePayments: [second],
+    });
+  });
+});
