@@ -280,7 +280,15 @@ export class LedgerStore extends LedgerTable {
     if (moving.length > 0 && (await this.#finishCharge(orderId, key, { ...write, from: moving }, all)))
       return true;
     if (!outcome.from.includes(outcome.state)) return false;
-    const freed = await this.#finishCharge(orderId, key, { ...freeing, from: [outcome.state] });
+    // Freeing writes no payment over another one the order shows (a notification's, say): that is
+    // a second payment of the order, for the caller to note (false here).
+    const freed = await this.#finishCharge(
+      orderId,
+      key,
+      { ...freeing, from: [outcome.state] },
+      undefined,
+      true,
+    );
     if (freed) {
       if (possibleDuplicates?.length)
         await this.noteDuplicatePayments(orderId, possibleDuplicates, duplicateEvents);
@@ -295,6 +303,7 @@ export class LedgerStore extends LedgerTable {
     key: string,
     outcome: Omit<ChargeOutcome, 'events' | 'duplicateEvents'>,
     events?: readonly LedgerEvent[],
+    samePayment = false,
   ): Promise<boolean> {
     const values: Record<string, AttributeValue> = {
       ':key': { S: key },
@@ -324,6 +333,8 @@ export class LedgerStore extends LedgerTable {
     if (outcome.state === 'succeeded') remove.push(...REPORT_ATTRIBUTES);
     let condition = `#chargeKey = :key AND #state IN (${from.join(', ')})`;
     if (!outcome.overReport) condition += ' AND attribute_not_exists(#reportedAt)';
+    if (samePayment && outcome.paymentId)
+      condition += ' AND (attribute_not_exists(#paymentId) OR #paymentId = :paymentId)';
     let names: Record<string, string> = {};
     if (events?.length) {
       const outbox = appendEvents(events, this.now());

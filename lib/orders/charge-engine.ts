@@ -411,15 +411,18 @@ export class ChargeEngine {
     };
     const { paymentId, authorizationToken } = outcome;
     await Promise.all([
-      this.#write(
-        'record the outcome of a charge',
-        order,
-        async () =>
-          (await this.#ledger.finishCharge(order.orderId, chargeKey, outcome)) ||
-          // Other evidence settled the order meanwhile (a success PayHere's records showed): its
-          // state stands, and the charge's slot is freed all the same.
-          (await this.#ledger.releaseCharge(order.orderId, chargeKey)),
-      ),
+      this.#write('record the outcome of a charge', order, async () => {
+        if (await this.#ledger.finishCharge(order.orderId, chargeKey, outcome)) return true;
+        // Other evidence settled the order meanwhile (a success PayHere's records showed, a
+        // notification): its state stands, and the charge's slot is freed all the same.
+        const released = await this.#ledger.releaseCharge(order.orderId, chargeKey);
+        if (paymentId)
+          await this.#secondPayment(order.orderId, chargeKey, [
+            paymentId,
+            ...(outcome.possibleDuplicates ?? []),
+          ]);
+        return released;
+      }),
       paymentId &&
         this.#write('index a charged payment', order, () =>
           this.#ledger.link('payment', paymentId, reference, chargeKey),
@@ -429,6 +432,21 @@ export class ChargeEngine {
           this.#ledger.link('authorization', authorizationToken, reference),
         ),
     ]);
+  }
+
+  /**
+   * The charge's payment, where other evidence settled its order with another payment meanwhile
+   * (a notification of the app's SDK checkout of the same order, say): the order was paid twice.
+   * Its payment stands; the charge's is noted as a possible duplicate, for the merchant to refund.
+   */
+  async #secondPayment(orderId: string, chargeKey: string, paymentIds: readonly string[]): Promise<void> {
+    const now = await this.#ledger.getOrder(orderId);
+    if (!now?.paymentId || now.paymentId === paymentIds[0]) return;
+    const shown = now.paymentId;
+    const second = paymentIds.filter((id) => id !== shown && !now.duplicatePayments.includes(id));
+    if (second.length === 0) return;
+    await this.#ledger.noteDuplicatePayments(orderId, second, [possibleDuplicates(now, now.state, second)]);
+    flagDuplicates(orderId, chargeKey, shown, second);
   }
 
   /**

@@ -1,3 +1,4 @@
+import { setTimeout as turnAfter } from 'node:timers/promises';
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { ScanCommand } from '../../lib/dynamodb/index.ts';
 import { EventRelay } from '../../lib/events/relay.ts';
@@ -10,7 +11,7 @@ import { call, useTestGateway } from '../helpers/gateway.ts';
 import { notify, signed } from '../helpers/notifications.ts';
 import { customer, customerToken, newOrder, testLedger } from '../helpers/orders.ts';
 import { localClient } from '../idempotency/fixtures.ts';
-import { chargeBody } from '../resilience/fixtures.ts';
+import { chargeBody, paymentsOf } from '../resilience/fixtures.ts';
 import { accessToken, apiClient, payAtPayHere } from '../sandbox/helpers.ts';
 import { checkoutRequest } from '../sandbox/signing.ts';
 
@@ -229,6 +230,35 @@ describe('a paid order paid again', () => {
       ['order.possible_duplicate', 2],
     ]);
     expect(published[1]!.data).toMatchObject({ duplicate_payment_ids: [second] });
+  });
+
+  it('by a notification while its charge was in flight keeps the notified payment and flags the charge’s', async () => {
+    const body = chargeBody();
+    // PayHere makes the charge at once and answers later.
+    sandbox.faults.inject('charge', { kind: 'latency', ms: 1_500, afterProcessing: true });
+    const charging = call('charge', { body });
+    for (let i = 0; i < 100 && (await paymentsOf(sandbox, body.order_id)) < 1; i++) await turnAfter(20);
+    // Meanwhile the order is paid another way (the app's SDK checkout of it), and notified.
+    const api = apiClient(sandbox, await accessToken(sandbox));
+    const other = String((await api.post('payment/charge', body)).json.data.payment_id);
+    const notified = await notify(
+      signed({ order_id: body.order_id, payhere_amount: '120.50', status_code: '2', payment_id: other }),
+    );
+    const charged = await charging;
+    const mine = String(charged.body.data.payment_id);
+    const published = await eventsOf(body.order_id);
+
+    expect(notified.statusCode).toBe(200);
+    expect(charged.statusCode).toBe(200);
+    expect(await ledger.getOrder(body.order_id)).toMatchObject({
+      state: 'succeeded',
+      paymentId: other,
+      duplicatePayments: [mine],
+    });
+    expect(summary(published)).toEqual([
+      ['order.succeeded', 1],
+      ['order.possible_duplicate', 2],
+    ]);
   });
 });
 
