@@ -182,13 +182,20 @@ export class ChargeEngine {
   /**
    * A charge PayHere answered pending: its payment's notification usually ends it; past the
    * pending limit without one, PayHere's records decide (a payment no other charge owns: paid;
-   * nothing at two looks a settle interval apart: failed, counted for the operator). Still open,
-   * it throws OutcomeUnknownError.
+   * nothing at two looks a settle interval apart: failed, counted for the operator). A hold has no
+   * record to read but its notification: past PayHere's hold lifetime without one, it has expired.
+   * Still open, it throws OutcomeUnknownError.
    */
   async settlePending(order: Order, deadline: number, now: () => number = Date.now): Promise<void> {
     const slot = order.charge;
     if (order.state !== 'pending' || !slot || slot.inflight || order.amountCents === null) return;
     const key = slot.key;
+    if (order.kind === 'authorize') {
+      if (now() < slot.until + HOLD_LIFETIME_MS) throw outcomeUnknown.hold(order.orderId);
+      await this.#record(order, key, outcome('hold_expired'));
+      settleAudit(order.orderId, key, 'hold_expired', { paymentId: order.paymentId });
+      return;
+    }
     const body = bodyOf(order);
     const answer = await this.#payhere.reconcileCharge(body, slot, deadline, {
       ...this.#adoption({ orderId: order.orderId, owner: order.owner }, key),
@@ -406,7 +413,9 @@ export class ChargeEngine {
         ? { duplicateEvents: [possibleDuplicates(after, recorded.state, recorded.possibleDuplicates)] }
         : {}),
       ...(recorded.state === 'pending' && recorded.dueAt === undefined
-        ? { dueAt: Date.now() + this.#config.pendingLimitMs }
+        ? {
+            dueAt: Date.now() + (order.kind === 'authorize' ? HOLD_LIFETIME_MS : this.#config.pendingLimitMs),
+          }
         : {}),
     };
     const { paymentId, authorizationToken } = outcome;

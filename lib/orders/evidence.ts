@@ -78,7 +78,9 @@ export const TRANSITIONS: Readonly<Record<Evidence, Rule>> = {
   // A report a notification left meanwhile is settled on its own (report_unconfirmed), not with the charge.
   settled_nothing: { to: 'failed', from: ['unknown'], notOverReport: true },
   report_unconfirmed: { to: 'failed', from: ['pending'], kinds: [...PAID, 'recurring'] },
-  hold_expired: { to: 'cancelled', from: ['unknown'], kinds: ['authorize'] },
+  // A hold whose outcome is unknown, or PayHere answered pending, that no notification confirmed
+  // within PayHere's hold lifetime: PayHere has released it, whatever it was.
+  hold_expired: { to: 'cancelled', from: ['unknown', 'pending'], kinds: ['authorize'] },
   pending_expired: { to: 'failed', from: ['pending'], kinds: PAID, notOverReport: true },
   // A pre-approval's customer token and a hold's authorization token have no record at PayHere
   // but the notification: the token is bound to its owner (a hold's shown unverified).
@@ -100,7 +102,7 @@ export const TRANSITIONS: Readonly<Record<Evidence, Rule>> = {
   notified_charge_failed: {
     to: 'failed',
     from: ['pending'],
-    kinds: PAID,
+    kinds: [...PAID, 'authorize'],
     chargePayment: true,
     notOverReport: true,
   },

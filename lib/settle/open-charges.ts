@@ -2,7 +2,7 @@ import { OutcomeUnknownError } from '../envelope/errors.ts';
 import type { IdempotencyStore } from '../idempotency/store.ts';
 import type { LedgerStore } from '../ledger/store.ts';
 import { describeError, log } from '../log/log.ts';
-import { type ChargeEngine, SETTLE_INTERVAL_MS } from '../orders/charge-engine.ts';
+import { type ChargeEngine, HOLD_LIFETIME_MS, SETTLE_INTERVAL_MS } from '../orders/charge-engine.ts';
 
 /**
  * What looking at one open charge did: `deferred` when its key's record is still being settled on
@@ -58,7 +58,8 @@ export class OpenCharges {
     const later = () => this.#ledger.postponeCharge(orderId, slot.key, now + SETTLE_INTERVAL_MS);
     try {
       if (order.state === 'pending' && !slot.inflight) {
-        const limit = slot.until + this.#pendingLimitMs;
+        // A hold has no record to read: only PayHere's hold lifetime ends it (ChargeEngine.settlePending).
+        const limit = slot.until + (order.kind === 'authorize' ? HOLD_LIFETIME_MS : this.#pendingLimitMs);
         if (now < limit) {
           await this.#ledger.postponeCharge(orderId, slot.key, limit);
           return 'open';

@@ -49,7 +49,7 @@ const ALLOWED: Record<Evidence, { kind: OrderKind; from: OrderState[]; to: Order
   },
   settled_nothing: { kind: 'charge', from: ['unknown'], to: 'failed' },
   report_unconfirmed: { kind: 'payment', from: ['pending'], to: 'failed' },
-  hold_expired: { kind: 'authorize', from: ['unknown'], to: 'cancelled' },
+  hold_expired: { kind: 'authorize', from: ['unknown', 'pending'], to: 'cancelled' },
   pending_expired: { kind: 'charge', from: ['pending'], to: 'failed' },
   notified_token: {
     kind: 'preapproval',
@@ -175,6 +175,7 @@ describe('evidence for another kind of order moves nothing', () => {
     records_show_subscription: ['recurring'],
     hold_expired: ['authorize'],
     pending_expired: ['payment', 'charge'],
+    notified_charge_failed: ['payment', 'charge', 'authorize'],
     report_unconfirmed: ['payment', 'charge', 'recurring'],
     notified_token: ['preapproval', 'authorize'],
     notified_success: ['payment', 'charge', 'recurring'],

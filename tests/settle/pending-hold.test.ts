@@ -1,0 +1,76 @@
+import { describe, expect, it } from 'vitest';
+import { call, useTestGateway } from '../helpers/gateway.ts';
+import { notify, signed } from '../helpers/notifications.ts';
+import { testLedger } from '../helpers/orders.ts';
+import { ownIdempotencyTable, settleJob } from '../helpers/settle.ts';
+import { chargeBody } from '../resilience/fixtures.ts';
+
+/**
+ * A hold (AUTHORIZE) PayHere answered pending, `status_code` 0: PayHere keeps no record of a hold
+ * to read (docs/payhere.md), so only its own notification or PayHere's hold lifetime (7 days)
+ * ends it; it never blocks its order for good.
+ */
+const store = await ownIdempotencyTable();
+const sandbox = useTestGateway({ beforeEachTest: 'keepTokens' });
+const ledger = testLedger();
+const DAY = 86_400_000;
+
+/** A hold PayHere answers pending, with the payment id its answer gave. */
+async function pendingHold() {
+  const body = chargeBody(undefined, 'AUTHORIZE');
+  const paymentId = String(320_025_000_000 + Math.floor(Math.random() * 1_000_000));
+  sandbox.faults.inject('charge', {
+    kind: 'status',
+    status: 200,
+    contentType: 'application/json',
+    body: JSON.stringify({
+      status: 1,
+      msg: 'Pending',
+      data: {
+        status_code: 0,
+        status_message: 'Pending',
+        order_id: body.order_id,
+        payment_id: Number(paymentId),
+      },
+    }),
+  });
+  const held = await call('charge', { body });
+  sandbox.faults.clear();
+  expect(held.statusCode).toBe(202);
+  expect((await ledger.getOrder(body.order_id))?.state).toBe('pending');
+  return { body, paymentId };
+}
+
+describe('a hold PayHere answered pending', () => {
+  it('ends with the signed failure of its own payment: its order may be held again', async () => {
+    const { body, paymentId } = await pendingHold();
+
+    const failed = await notify(
+      signed({ order_id: body.order_id, payhere_amount: '120.50', status_code: '-2', payment_id: paymentId }),
+    );
+    const order = await ledger.getOrder(body.order_id);
+    const again = await call('charge', { body });
+
+    expect(failed.statusCode).toBe(200);
+    expect(order?.state).toBe('failed');
+    expect(again.statusCode).toBe(200);
+  });
+
+  it('without a notification stays pending until PayHere’s hold lifetime, then the settle job has it expire', async () => {
+    const { body } = await pendingHold();
+    sandbox.resetCounters();
+
+    await settleJob(store, ledger, 2 * DAY).run();
+    const beforeTheLifetime = (await ledger.getOrder(body.order_id))?.state;
+    await settleJob(store, ledger, 8 * DAY).run();
+    const order = await ledger.getOrder(body.order_id);
+    const calls = Object.values(sandbox.counters()).reduce((sum, count) => sum + (count ?? 0), 0);
+    const again = await call('charge', { body });
+
+    expect(beforeTheLifetime).toBe('pending');
+    expect(order?.state).toBe('cancelled');
+    // A hold has no record at PayHere to read: ending it cost PayHere nothing.
+    expect(calls).toBe(0);
+    expect(again.statusCode).toBe(200);
+  });
+});
