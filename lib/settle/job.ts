@@ -233,14 +233,19 @@ export class SettleJob {
 
   /** An order a charge still holds open: settled from PayHere's records once no request can. */
   async #settleOpenCharge(orderId: string, run: SettleRun, deadline: number): Promise<void> {
-    const outcome = await this.#openCharges!.settle(orderId, deadline - RESERVE_MS);
-    if (outcome === 'settled') {
+    const looked = await this.#openCharges!.settle(orderId, deadline - RESERVE_MS);
+    if (looked.outcome === 'settled') {
       run.looked++;
       run.settled++;
       countMetric('SettledOpenCharge');
-    } else if (outcome === 'open') {
+    } else if (looked.outcome === 'waiting') {
       run.looked++;
       run.stillUnknown++;
+    } else if (looked.outcome === 'open') {
+      run.looked++;
+      run.stillUnknown++;
+      // PayHere's records could not settle it (a search that keeps failing or answering pending).
+      if (this.#now() - looked.sentAt > HOUR_MS) run.overAnHour++;
     }
   }
 

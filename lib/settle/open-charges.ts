@@ -5,10 +5,14 @@ import { describeError, log } from '../log/log.ts';
 import { type ChargeEngine, HOLD_LIFETIME_MS, SETTLE_INTERVAL_MS } from '../orders/charge-engine.ts';
 
 /**
- * What looking at one open charge did: `deferred` when its key's record is still being settled on
- * its own (counted there), `closed` when nothing was open any more.
+ * What looking at one open charge did: `waiting` for a pending charge's limit (not looked at yet),
+ * `open` when PayHere's records could not settle it (with when its charge was sent), `deferred`
+ * when its key's record is still being settled on its own (counted there), `closed` when nothing
+ * was open any more.
  */
-export type OpenChargeOutcome = 'settled' | 'open' | 'closed' | 'deferred';
+export type OpenChargeOutcome =
+  | { outcome: 'settled' | 'waiting' | 'closed' | 'deferred' }
+  | { outcome: 'open'; sentAt: number };
 
 /**
  * The backstop behind every charge through the service (the ledger's charges index): an order a
@@ -53,7 +57,7 @@ export class OpenCharges {
     const now = this.#now();
     if (!order || !slot) {
       await this.#ledger.closeCharge(orderId);
-      return 'closed';
+      return { outcome: 'closed' };
     }
     const later = () => this.#ledger.postponeCharge(orderId, slot.key, now + SETTLE_INTERVAL_MS);
     try {
@@ -62,33 +66,33 @@ export class OpenCharges {
         const limit = slot.until + (order.kind === 'authorize' ? HOLD_LIFETIME_MS : this.#pendingLimitMs);
         if (now < limit) {
           await this.#ledger.postponeCharge(orderId, slot.key, limit);
-          return 'open';
+          return { outcome: 'waiting' };
         }
         await this.#chargeEngine.settlePending(order, deadline, this.#now);
         // Left open (a report of its success settles first): looked at again, not at every run.
         await later();
-        return 'settled';
+        return { outcome: 'settled' };
       }
       // Settled meanwhile by other evidence: nothing is open any more.
       if (!slot.inflight && order.state !== 'unknown') {
         await this.#ledger.closeCharge(orderId);
-        return 'closed';
+        return { outcome: 'closed' };
       }
       // Its key's record, while it is not complete, is settled on its own (a repeat, the job's requests).
       const record = await this.#store.get(slot.key);
       if (record && record.state !== 'complete') {
         await later();
-        return 'deferred';
+        return { outcome: 'deferred' };
       }
       await this.#chargeEngine.settleOpen(order, deadline, this.#settleDelayMs, this.#now);
       await later();
-      return 'settled';
+      return { outcome: 'settled' };
     } catch (error) {
       if (!(error instanceof OutcomeUnknownError)) {
         log.warn('an open charge could not be settled now', { orderId, error: describeError(error) });
       }
       await later().catch(() => false);
-      return 'open';
+      return { outcome: 'open', sentAt: slot.sentAt };
     }
   }
 }

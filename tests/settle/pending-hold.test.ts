@@ -6,9 +6,10 @@ import { ownIdempotencyTable, settleJob } from '../helpers/settle.ts';
 import { chargeBody } from '../resilience/fixtures.ts';
 
 /**
- * A hold (AUTHORIZE) PayHere answered pending, `status_code` 0: PayHere keeps no record of a hold
- * to read (docs/payhere.md), so only its own notification or PayHere's hold lifetime (7 days)
- * ends it; it never blocks its order for good.
+ * Charges PayHere answered pending (`status_code` 0) that nothing ends in time. A hold (AUTHORIZE):
+ * PayHere keeps no record of one to read (docs/payhere.md), so only its own notification or
+ * PayHere's hold lifetime (7 days) ends it; it never blocks its order for good. A payment whose
+ * records keep saying pending past its limit stays pending, and the operator is told.
  */
 const store = await ownIdempotencyTable();
 const sandbox = useTestGateway({ beforeEachTest: 'keepTokens' });
@@ -72,5 +73,35 @@ describe('a hold PayHere answered pending', () => {
     // A hold has no record at PayHere to read: ending it cost PayHere nothing.
     expect(calls).toBe(0);
     expect(again.statusCode).toBe(200);
+  });
+});
+
+describe('a charge PayHere answered pending whose records keep answering pending past its limit', () => {
+  it('stays pending, and counts as unknown over an hour (alarm unknown-over-an-hour)', async () => {
+    const body = chargeBody();
+    sandbox.faults.inject('charge', {
+      kind: 'status',
+      status: 200,
+      contentType: 'application/json',
+      body: JSON.stringify({
+        status: 1,
+        msg: 'Pending',
+        data: {
+          status_code: 0,
+          status_message: 'Pending',
+          order_id: body.order_id,
+          payment_id: 320_025_088_888,
+        },
+      }),
+    });
+    expect((await call('charge', { body })).statusCode).toBe(202);
+    sandbox.faults.inject('search', { kind: 'searchPending' }, Number.POSITIVE_INFINITY);
+
+    const beforeTheLimit = await settleJob(store, ledger, DAY / 2).run();
+    const afterIt = await settleJob(store, ledger, 2 * DAY, { items: 100, calls: 100 }).run();
+
+    expect(beforeTheLimit.overAnHour).toBe(0);
+    expect(afterIt).toMatchObject({ stillUnknown: 1, overAnHour: 1 });
+    expect((await ledger.getOrder(body.order_id))?.state).toBe('pending');
   });
 });
