@@ -143,22 +143,28 @@ export class LedgerRefunds extends LedgerTable {
    * Free the slot `key` holds, recording what its refund came to. A record is written once per key
    * (`settledKeys`): repeated after a lost answer, or by the settlement of a refund whose slot was
    * freed meanwhile, it finds itself there and adds nothing. True when the ledger now holds it;
-   * false when there was nothing of `key`'s to free.
+   * false when there was nothing of `key`'s to free. With `takenAt`, only the slot as it was taken
+   * then is freed: another refund freeing a slot left behind never frees it once its key took it
+   * again (the client's retry, sending its refund now).
    */
   async finishRefund(
     paymentId: string,
     key: string,
     record: RefundRecord,
     events?: readonly LedgerEvent[],
+    takenAt?: number,
   ): Promise<boolean> {
+    const held = takenAt === undefined ? '#inflight = :key' : '#inflight = :key AND #inflightAt = :takenAt';
+    const instance: Record<string, AttributeValue> =
+      takenAt === undefined ? {} : { ':takenAt': number(takenAt) };
     // A refund that was not made keeps no record, nor who sent it: a caller's refusals (above what is
     // left, refused by PayHere) must not grow the payment's item.
     if (record === null)
       return this.#update(
         paymentId,
         `${FREE_SLOT}, #by`,
-        '#inflight = :key',
-        { ':key': { S: key } },
+        held,
+        { ':key': { S: key }, ...instance },
         {
           '#by': byName(key),
         },
@@ -185,8 +191,8 @@ export class LedgerRefunds extends LedgerTable {
       await this.#update(
         paymentId,
         `${set}${FREE_SLOT} ADD ${add}`,
-        `#inflight = :key AND ${notYet}`,
-        values,
+        `${held} AND ${notYet}`,
+        { ...values, ...instance },
         {},
         events,
       )
@@ -196,7 +202,7 @@ export class LedgerRefunds extends LedgerTable {
     if (item?.settledKeys?.SS?.includes(key)) {
       // Recorded before; a slot the key still holds (taken again before keys were refused that) is freed.
       if (item.inflight?.S === key)
-        await this.#update(paymentId, FREE_SLOT, '#inflight = :key', { ':key': { S: key } });
+        await this.#update(paymentId, FREE_SLOT, held, { ':key': { S: key }, ...instance });
       return true;
     }
     // The slot is not this refund's (freed meanwhile, or never taken): its outcome is kept all the same.

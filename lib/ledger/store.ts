@@ -904,8 +904,9 @@ export class LedgerStore extends LedgerTable {
     key: string,
     record: RefundRecord,
     events?: readonly LedgerEvent[],
+    takenAt?: number,
   ): Promise<boolean> {
-    return this.#refunds.finishRefund(paymentId, key, record, events);
+    return this.#refunds.finishRefund(paymentId, key, record, events, takenAt);
   }
 
   keepPayHereStatus(paymentId: string, seen: PayHereStatus): Promise<boolean> {

@@ -26,6 +26,11 @@ export interface RefundHold {
   amountCents: number | null;
   /** Who sends it (a `sub`): kept for its refund record. */
   by?: string | null;
+  /**
+   * When the slot was taken, for a slot another refund frees as left behind: only that instance of
+   * it is freed, never the slot its key took again since.
+   */
+  takenAt?: number;
 }
 
 /** What settling a lost refund found: the evidence, the payment's status (when read), the refund's number. */
@@ -87,7 +92,8 @@ export async function recordRefundOutcome(
     evidence,
   });
   try {
-    await ledger.finishRefund(hold.paymentId, hold.key, record, [event]);
+    // A slot taken before its time was kept (0) is freed by its key alone, as it was.
+    await ledger.finishRefund(hold.paymentId, hold.key, record, [event], hold.takenAt || undefined);
   } catch (error) {
     log.warn('could not free a refund slot', {
       paymentId: hold.paymentId,

@@ -307,6 +307,50 @@ describe('a refund’s slot', () => {
     expect((await ledger.paymentRefunds(String(paymentId))).accepted).toHaveLength(1);
   });
 
+  it('left behind, is never freed by another refund once its own key took it again', async () => {
+    const paymentId = String(await paid());
+    const caller = { sub: 'test-client', role: 'merchant' } as const;
+    const first = recordKey('refund', 'test-client', randomUUID());
+    // Its write landed and its answer was lost (503, nothing sent): its record was released.
+    await ledger.takeRefundSlot(paymentId, { key: first, takenAt: Date.now() - 1_000, amountCents: 1_000 });
+    // PayHere's search, which the other refund asks about the slot left behind, answers when told.
+    let answer!: () => void;
+    const answered = new Promise<void>((resolve) => {
+      answer = resolve;
+    });
+    let asked!: () => void;
+    const searching = new Promise<void>((resolve) => {
+      asked = resolve;
+    });
+    const payhere = {
+      reconcileRefund: async () => {
+        asked();
+        await answered;
+        return 'nothing';
+      },
+    } as unknown as PayHere;
+    const slots = new RefundSlots({ ledger, payhere, records: store });
+
+    // Another refund finds the slot, its record gone ("over"), and asks PayHere...
+    const other = slots.take(
+      caller,
+      { paymentId, key: recordKey('refund', 'test-client', randomUUID()), amountCents: 1_000 },
+      Date.now() + 10_000,
+    );
+    await searching;
+    // ...while the client's retry of the first key begins and takes its slot again, to send its refund.
+    await store.begin(first, 'f'.repeat(64), Date.now() + 20_000);
+    await slots.take(caller, { paymentId, key: first, amountCents: 1_000 }, Date.now() + 10_000);
+    answer();
+    const refused = await other.then(
+      () => undefined,
+      (error: { httpStatus?: number }) => error.httpStatus,
+    );
+
+    expect(refused).toBe(409);
+    expect((await ledger.paymentRefunds(paymentId)).inflight?.key).toBe(first);
+  });
+
   it('lets one of two refunds of a payment sent at once with two keys reach PayHere', async () => {
     const paymentId = await paid();
     sandbox.faults.inject('refund', { kind: 'latency', ms: 150 });
