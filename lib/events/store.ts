@@ -1,4 +1,5 @@
 import { createHash } from 'node:crypto';
+import { DYNAMODB_WRITE_WORST_MS } from '../config/dynamodb.ts';
 import {
   type AttributeValue,
   type DynamoDBClient,
@@ -29,10 +30,11 @@ export const DUE_QUEUE = 'deliveries';
 export const RETENTION_DAYS = 35;
 /**
  * How old (by its publication) an event must be to be listed: a publication still being written
- * when a page is read lands before this much later (the relay gives each write less), so a cursor
- * never passes an event that has yet to appear before it.
+ * when a page is read lands before this much later (its write, tries and backoff included, fails
+ * for good sooner: DYNAMODB_WRITE_WORST_MS), so a cursor never passes an event that has yet to
+ * appear before it.
  */
-export const FEED_SETTLE_MS = 3_000;
+export const FEED_SETTLE_MS = DYNAMODB_WRITE_WORST_MS + 1_000;
 
 /** What an event's object is, by the ledger item its change was written on. */
 export type EventObject = { type: 'order' | 'payment'; id: string };

@@ -1,8 +1,15 @@
 import { setTimeout as turnAfter } from 'node:timers/promises';
 import { afterEach, describe, expect, it, vi } from 'vitest';
+import { DYNAMODB_WRITE_WORST_MS } from '../../lib/config/dynamodb.ts';
 import { ScanCommand } from '../../lib/dynamodb/index.ts';
 import { EventRelay } from '../../lib/events/relay.ts';
-import { type EventBody, EventStore, FEED_SETTLE_MS, feedKeyOfCursor } from '../../lib/events/store.ts';
+import {
+  type EventBody,
+  EventStore,
+  eventBody,
+  FEED_SETTLE_MS,
+  feedKeyOfCursor,
+} from '../../lib/events/store.ts';
 import { backgroundSettled } from '../../lib/net/background.ts';
 import { applyEvidence } from '../../lib/orders/evidence.ts';
 import { SEED } from '../../sandbox/server.ts';
@@ -372,6 +379,25 @@ describe('the feed', () => {
       bodies.map((body) => body.order_id),
     );
     expect(ours(failed.events).map((event) => event.object.id)).toEqual([bodies[2]!.order_id]);
+  });
+
+  it('never lets a cursor pass an event whose write lands as late as a write may', async () => {
+    // Far from every other test's events, on clocks of the test's own.
+    const t = Date.parse('2099-01-01T00:00:00Z') + Math.floor(Math.random() * 1e9);
+    const at = (ms: number) => new EventStore({ client, table: process.env.EVENTS_TABLE!, now: () => ms });
+    const start = `${String(t - 60_000).padStart(13, '0')}#evt_${'0'.repeat(32)}`;
+    const event = (id: string) =>
+      eventBody({ type: 'order', id }, 1, { type: 'order.succeeded', at: t, data: {} });
+
+    // Stamped as the relay stamps them, the slow one first; the other's write lands at once...
+    await at(t).publish(event(`Fast-${t}`), t + 20, []);
+    // ...and a reader pages just before the slow one's lands, as late as one may (tries and backoff).
+    const before = await at(t + DYNAMODB_WRITE_WORST_MS - 1).page({ limit: 100, after: start });
+    await at(t).publish(event(`Slow-${t}`), t, []);
+    const next = await at(t + 60_000).page({ limit: 100, after: before.position! });
+
+    expect(before.events).toEqual([]);
+    expect(next.events.map((listed) => listed.object.id)).toEqual([`Slow-${t}`, `Fast-${t}`]);
   });
 });
 
