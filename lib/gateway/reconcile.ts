@@ -250,7 +250,8 @@ export class Reconciliation {
 
   /**
    * A retry whose answer was lost, repeated: charged if the subscription shows a payment made within
-   * its window, NOTHING if it shows none.
+   * its window, as far as PayHere's clock may stray from ours (CLOCK_TOLERANCE_MS either way: its
+   * earlier installments are a recurrence apart), NOTHING if it shows none.
    */
   async retry(id: string, window: ChargeWindow, deadline: number): Promise<Result<null> | typeof NOTHING> {
     let payments: PaymentRecord[];
@@ -264,8 +265,8 @@ export class Reconciliation {
       const at = gatewayDateToEpoch(payment.date);
       return (
         at !== undefined &&
-        at >= Math.floor(window.sentAt / 1000) * 1000 &&
-        at <= Math.ceil(window.until / 1000) * 1000
+        at >= Math.floor(window.sentAt / 1000) * 1000 - CLOCK_TOLERANCE_MS &&
+        at <= Math.ceil(window.until / 1000) * 1000 + CLOCK_TOLERANCE_MS
       );
     });
     if (!charged) return NOTHING;

@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { chargeCandidates, gatewayDateToEpoch } from '../../../lib/gateway/reconcile.ts';
+import { NOTHING } from '../../../lib/gateway/answers.ts';
+import { chargeCandidates, gatewayDateToEpoch, Reconciliation } from '../../../lib/gateway/reconcile.ts';
 import type { PaymentRecord } from '../../../lib/gateway/schemas.ts';
 
 /** 2024-06-01 10:00:00 in Sri Lanka (UTC+05:30) = 04:30:00 UTC. */
@@ -146,5 +147,32 @@ describe('chargeCandidates', () => {
     chargeCandidates(payments, REQUEST, WINDOW);
 
     expect(payments.map((p) => p.payment_id)).toEqual([1, 3, 2]);
+  });
+});
+
+describe('a lost subscription retry, settled from the subscription’s payments', () => {
+  const WINDOW = { sentAt: SENT_AT, until: SENT_AT + 20_000 };
+  /** PayHere's date, Sri Lanka time, of epoch ms `at`. */
+  const dated = (at: number) => new Date(at + 5.5 * 3_600_000).toISOString().slice(0, 19).replace('T', ' ');
+  const retried = (...dates: number[]) => {
+    const reads = {
+      subscriptionPayments: async () => ({
+        msg: 'Payments',
+        data: dates.map((at, i) => payment({ payment_id: 320025000000 + i, date: dated(at) })),
+      }),
+    };
+    return new Reconciliation(reads as never).retry('420075032251', WINDOW, Date.now() + 5_000);
+  };
+
+  it.each([
+    ['in its window', SENT_AT + 5_000],
+    ['by PayHere’s clock two minutes behind ours', SENT_AT + 5_000 - 120_000],
+    ['by PayHere’s clock two minutes ahead of ours', SENT_AT + 5_000 + 120_000],
+  ])('is charged by a payment dated %s', async (_, at) => {
+    expect(await retried(at)).not.toBe(NOTHING);
+  });
+
+  it('is not charged by the installment a month before', async () => {
+    expect(await retried(SENT_AT - 30 * 86_400_000)).toBe(NOTHING);
   });
 });
