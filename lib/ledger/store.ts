@@ -280,14 +280,14 @@ export class LedgerStore extends LedgerTable {
     if (moving.length > 0 && (await this.#finishCharge(orderId, key, { ...write, from: moving }, all)))
       return true;
     if (!outcome.from.includes(outcome.state)) return false;
-    // Freeing writes no payment over another one the order shows (a notification's, say): that is
-    // a second payment of the order, for the caller to note (false here).
+    // Freeing a paid order writes no payment over another one it shows (a notification's, say):
+    // that is a second payment of the order, for the caller to note (false here).
     const freed = await this.#finishCharge(
       orderId,
       key,
       { ...freeing, from: [outcome.state] },
       undefined,
-      true,
+      outcome.state === 'succeeded',
     );
     if (freed) {
       if (possibleDuplicates?.length)

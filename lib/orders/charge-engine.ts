@@ -425,7 +425,7 @@ export class ChargeEngine {
         // Other evidence settled the order meanwhile (a success PayHere's records showed, a
         // notification): its state stands, and the charge's slot is freed all the same.
         const released = await this.#ledger.releaseCharge(order.orderId, chargeKey);
-        if (paymentId)
+        if (paymentId && outcome.state === 'succeeded')
           await this.#secondPayment(order.orderId, chargeKey, [
             paymentId,
             ...(outcome.possibleDuplicates ?? []),
