@@ -49,10 +49,17 @@ export class Confirmations {
     reportedId: string | null | undefined,
     deadline: number,
   ): Promise<PaymentFinding | undefined> {
-    const payments = await this.#ask('the order’s payment', order, [], async () => {
-      const { data, pending } = await this.#payhere.paymentsOfOrder(order.orderId, deadline, this.#share);
-      return pending ? [] : data;
-    });
+    const payments = await this.#ask<PaymentRecord[] | undefined>(
+      'the order’s payment',
+      order,
+      [],
+      async () => {
+        const { data, pending } = await this.#payhere.paymentsOfOrder(order.orderId, deadline, this.#share);
+        // A payment PayHere still shows pending is neither there nor absent: the report is kept and
+        // asked about again (never refuted by it, which would free the order for another charge).
+        return pending ? undefined : data;
+      },
+    );
     if (payments === undefined) return undefined;
     const matching = payments.filter(
       (payment) =>

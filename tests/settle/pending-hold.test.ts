@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { call, useTestGateway } from '../helpers/gateway.ts';
 import { notify, signed } from '../helpers/notifications.ts';
-import { testLedger } from '../helpers/orders.ts';
+import { customer, testLedger } from '../helpers/orders.ts';
 import { ownIdempotencyTable, settleJob } from '../helpers/settle.ts';
 import { chargeBody } from '../resilience/fixtures.ts';
 
@@ -9,7 +9,8 @@ import { chargeBody } from '../resilience/fixtures.ts';
  * Charges PayHere answered pending (`status_code` 0) that nothing ends in time. A hold (AUTHORIZE):
  * PayHere keeps no record of one to read (docs/payhere.md), so only its own notification or
  * PayHere's hold lifetime (7 days) ends it; it never blocks its order for good. A payment whose
- * records keep saying pending past its limit stays pending, and the operator is told.
+ * records keep saying pending past its limit stays pending, and the operator is told; records
+ * saying pending never refute a reported success.
  */
 const store = await ownIdempotencyTable();
 const sandbox = useTestGateway({ beforeEachTest: 'keepTokens' });
@@ -103,5 +104,26 @@ describe('a charge PayHere answered pending whose records keep answering pending
     expect(beforeTheLimit.overAnHour).toBe(0);
     expect(afterIt).toMatchObject({ stillUnknown: 1, overAnHour: 1 });
     expect((await ledger.getOrder(body.order_id))?.state).toBe('pending');
+  });
+});
+
+describe('a reported success whose payment PayHere’s records still show pending', () => {
+  it('is never refuted by them: past the settle delay its order stays pending, not failed and chargeable', async () => {
+    const created = await call('createCheckout', {
+      body: { kind: 'payment', items: 'Door bell', currency: 'LKR', amount: 1000 },
+      headers: { 'On-Behalf-Of': customer('alice') },
+    });
+    const orderId: string = created.body.data.order_id;
+    sandbox.faults.inject('search', { kind: 'searchPending' }, Number.POSITIVE_INFINITY);
+
+    await notify(
+      signed({ order_id: orderId, payhere_amount: '1000.00', status_code: '2', payment_id: '320012345679' }),
+    );
+    await settleJob(store, ledger, 30 * 60_000).run();
+
+    expect(await ledger.getOrder(orderId)).toMatchObject({
+      state: 'pending',
+      reported: { paymentId: '320012345679' },
+    });
   });
 });
