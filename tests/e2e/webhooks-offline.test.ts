@@ -3,6 +3,7 @@ import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { Webhook } from 'standardwebhooks';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
+import { FEED_SETTLE_MS } from '../../lib/events/store.ts';
 import { WebhookDeliverer } from '../../lib/webhooks/deliverer.ts';
 import { webhookEndpointsFor } from '../../lib/webhooks/endpoint-secret.ts';
 import { webhookSource } from '../../lib/webhooks/endpoints.ts';
@@ -151,9 +152,9 @@ describe('a checkout paid in the sandbox', () => {
       },
     ]);
     expect(deliveries[0]!.body.id).toBe(deliveries[0]!.id);
-    // The feed lists an event once it is 3 s old (a cursor never passes one still being written):
-    // after the cursor taken before the payment, it holds the delivered event, under its id.
-    await new Promise((resolve) => setTimeout(resolve, 3_100));
+    // The feed lists an event once it is FEED_SETTLE_MS old (a cursor never passes one still being
+    // written): after the cursor taken before the payment, it holds the delivered event, under its id.
+    await new Promise((resolve) => setTimeout(resolve, FEED_SETTLE_MS + 100));
     const after = (await eventsAfter(before)).events.filter((event) => event.object.id === orderId);
     expect(after.map((event) => [event.id, event.type])).toEqual([[deliveries[0]!.id, 'order.succeeded']]);
     expect(ofOrder(orderId)).toHaveLength(1);
