@@ -10,6 +10,7 @@ import { outcomeUnknown } from './advice.ts';
 import {
   type AdoptPayment,
   ALREADY_SETTLED,
+  CAPTURE_ANSWERS,
   expectData,
   findSubscription,
   isRefusal,
@@ -159,7 +160,9 @@ export class PayHere {
       const result = ChargeResult.safeParse(data);
       if (isRefusal(envelope, result.success))
         throw refused(new GatewayRejectedError(rejection(msg, 'capture')));
-      return status === 1 && result.success
+      // 0 (PayHere's "unknown") or a code it does not document is no outcome: the capture may
+      // have been made, and is settled from the hold's order's payments like a lost answer.
+      return status === 1 && result.success && CAPTURE_ANSWERS.includes(Number(result.data.status_code))
         ? { msg: msg || 'Successfully captured payment', data: result.data }
         : undefined;
     });

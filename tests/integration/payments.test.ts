@@ -222,10 +222,26 @@ describe('capture', () => {
     }),
   });
 
+  it('takes a capture answer with status_code 0 (PayHere’s “unknown”) as a capture that may have been made: 202 outcome_unknown, never sent again', async () => {
+    sandbox.faults.inject('capture', captureAnswer(0, 'Capture status unknown'));
+    const request = {
+      body: { authorization_token: token, amount: 80, description: 'x' },
+      idempotencyKey: `capture-unknown-${Date.now()}`,
+    };
+
+    const answer = await call('capture', request);
+    sandbox.faults.clear();
+    const repeated = await call('capture', request);
+
+    expect(answer.statusCode).toBe(202);
+    expect(answer.body).toMatchObject({ status: 0, data: { code: 'outcome_unknown' } });
+    expect(repeated.statusCode).toBe(202);
+    expect(sandbox.counters().capture).toBe(1);
+  });
+
   it.each([
     [-2, 'Capture declined by the issuer', 402, -1],
     [-1, 'Capture canceled', 402, -1],
-    [0, 'Capture pending', 202, 0],
   ])('follows a capture answer with status_code %i: HTTP %i', async (code, message, httpStatus, status) => {
     sandbox.faults.inject('capture', captureAnswer(code, message));
 
