@@ -18,7 +18,7 @@ export interface CaptureInput {
 
 type CaptureSubject = Extract<MoneySubject, { operation: 'capture' }>;
 
-/** PayHere's `data.status_code` of a capture made (-2 failed, 0 unknown: the hold is not captured). */
+/** PayHere's `data.status_code` of a capture made (-1 and -2: it failed, and the hold is not captured). */
 const CAPTURED = 2;
 
 /**

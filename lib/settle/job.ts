@@ -238,14 +238,11 @@ export class SettleJob {
       run.looked++;
       run.settled++;
       countMetric('SettledOpenCharge');
-    } else if (looked.outcome === 'waiting') {
-      run.looked++;
-      run.stillUnknown++;
-    } else if (looked.outcome === 'open') {
+    } else if (looked.outcome === 'waiting' || looked.outcome === 'open') {
       run.looked++;
       run.stillUnknown++;
       // PayHere's records could not settle it (a search that keeps failing or answering pending).
-      if (this.#now() - looked.sentAt > HOUR_MS) run.overAnHour++;
+      if (looked.outcome === 'open' && this.#now() - looked.sentAt > HOUR_MS) run.overAnHour++;
     }
   }
 

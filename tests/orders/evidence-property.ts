@@ -186,6 +186,15 @@ export function evidenceProperty(part: number): void {
           const paid: Array<number | undefined> = [undefined, undefined, undefined];
           let subscriptionId: number | undefined;
           let lastForm: Record<string, string> | undefined;
+          /** The last notification's order, and whether it names another payment's success. */
+          let lastNotified = { order: 0, otherPayment: false };
+          /**
+           * The answers a notification may get: 200, or, for the notification of another payment
+           * of an order that has one, which cannot be checked with PayHere now, 503, for PayHere to
+           * send it again.
+           */
+          const answers = ({ order, otherPayment }: typeof lastNotified) =>
+            otherPayment && (before[order]?.paymentId ?? null) !== null ? [200, 503] : [200];
           let search: 'up' | 'down' | 'pending' = 'up';
           sandbox.setClockOffset(0);
           let later = 0;
@@ -309,9 +318,10 @@ export function evidenceProperty(part: number): void {
                     }
                   : {}),
               });
-              expect((await notify(lastForm)).statusCode).toBe(200);
+              lastNotified = { order: s.order, otherPayment: s.paymentId === 'other' && s.status === '2' };
+              expect(answers(lastNotified)).toContain((await notify(lastForm)).statusCode);
             } else if (s.kind === 'replay') {
-              if (lastForm) expect((await notify(lastForm)).statusCode).toBe(200);
+              if (lastForm) expect(answers(lastNotified)).toContain((await notify(lastForm)).statusCode);
             } else if (s.kind === 'search') {
               search = s.state;
             } else if (s.kind === 'clock') {
