@@ -17,30 +17,33 @@ const sandbox = useTestGateway({ beforeEachTest: 'keepTokens' });
 const ledger = testLedger();
 const DAY = 86_400_000;
 
-/** A hold PayHere answers pending, with the payment id its answer gave. */
-async function pendingHold() {
-  const body = chargeBody(undefined, 'AUTHORIZE');
+/** A charge of `body` PayHere answers pending (202), with the payment id its answer gave. */
+async function chargedPending(body: ReturnType<typeof chargeBody>): Promise<string> {
   const paymentId = String(320_025_000_000 + Math.floor(Math.random() * 1_000_000));
+  const data = {
+    status_code: 0,
+    status_message: 'Pending',
+    order_id: body.order_id,
+    payment_id: Number(paymentId),
+  };
+  const answer = JSON.stringify({ status: 1, msg: 'Pending', data });
   sandbox.faults.inject('charge', {
     kind: 'status',
     status: 200,
     contentType: 'application/json',
-    body: JSON.stringify({
-      status: 1,
-      msg: 'Pending',
-      data: {
-        status_code: 0,
-        status_message: 'Pending',
-        order_id: body.order_id,
-        payment_id: Number(paymentId),
-      },
-    }),
+    body: answer,
   });
-  const held = await call('charge', { body });
+  const charged = await call('charge', { body });
   sandbox.faults.clear();
-  expect(held.statusCode).toBe(202);
+  expect(charged.statusCode).toBe(202);
   expect((await ledger.getOrder(body.order_id))?.state).toBe('pending');
-  return { body, paymentId };
+  return paymentId;
+}
+
+/** A hold PayHere answers pending, with the payment id its answer gave. */
+async function pendingHold() {
+  const body = chargeBody(undefined, 'AUTHORIZE');
+  return { body, paymentId: await chargedPending(body) };
 }
 
 describe('a hold PayHere answered pending', () => {
@@ -80,22 +83,7 @@ describe('a hold PayHere answered pending', () => {
 describe('a charge PayHere answered pending whose records keep answering pending past its limit', () => {
   it('stays pending, and counts as unknown over an hour (alarm unknown-over-an-hour)', async () => {
     const body = chargeBody();
-    sandbox.faults.inject('charge', {
-      kind: 'status',
-      status: 200,
-      contentType: 'application/json',
-      body: JSON.stringify({
-        status: 1,
-        msg: 'Pending',
-        data: {
-          status_code: 0,
-          status_message: 'Pending',
-          order_id: body.order_id,
-          payment_id: 320_025_088_888,
-        },
-      }),
-    });
-    expect((await call('charge', { body })).statusCode).toBe(202);
+    await chargedPending(body);
     sandbox.faults.inject('search', { kind: 'searchPending' }, Number.POSITIVE_INFINITY);
 
     const beforeTheLimit = await settleJob(store, ledger, DAY / 2).run();
