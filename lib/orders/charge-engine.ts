@@ -180,6 +180,15 @@ export class ChargeEngine {
   }
 
   /**
+   * How long after its window a charge PayHere answered pending waits for its notification before
+   * PayHere's records decide it (PENDING_CHARGE_LIMIT_SECONDS); a hold, which has no record to
+   * read, PayHere's hold lifetime.
+   */
+  pendingLimitMs(kind: Order['kind']): number {
+    return kind === 'authorize' ? HOLD_LIFETIME_MS : this.#config.pendingLimitMs;
+  }
+
+  /**
    * A charge PayHere answered pending: its payment's notification usually ends it; past the
    * pending limit without one, PayHere's records decide (a payment no other charge owns: paid;
    * nothing at two looks a settle interval apart: failed, counted for the operator). A hold has no
@@ -191,7 +200,7 @@ export class ChargeEngine {
     if (order.state !== 'pending' || !slot || slot.inflight || order.amountCents === null) return;
     const key = slot.key;
     if (order.kind === 'authorize') {
-      if (now() < slot.until + HOLD_LIFETIME_MS) throw outcomeUnknown.hold(order.orderId);
+      if (now() < slot.until + this.pendingLimitMs(order.kind)) throw outcomeUnknown.hold(order.orderId);
       await this.#record(order, key, outcome('hold_expired'));
       settleAudit(order.orderId, key, 'hold_expired', { paymentId: order.paymentId });
       return;
@@ -413,9 +422,7 @@ export class ChargeEngine {
         ? { duplicateEvents: [possibleDuplicates(after, recorded.state, recorded.possibleDuplicates)] }
         : {}),
       ...(recorded.state === 'pending' && recorded.dueAt === undefined
-        ? {
-            dueAt: Date.now() + (order.kind === 'authorize' ? HOLD_LIFETIME_MS : this.#config.pendingLimitMs),
-          }
+        ? { dueAt: Date.now() + this.pendingLimitMs(order.kind) }
         : {}),
     };
     const { paymentId, authorizationToken } = outcome;

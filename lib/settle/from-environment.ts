@@ -75,7 +75,6 @@ export function settleJobFromEnvironment(env: Env = process.env): {
       store,
       chargeEngine,
       settleDelayMs: deps.settleDelayMs,
-      pendingLimitMs: orders.pendingLimitMs,
     }),
     limits,
     calls: () => transport.calls,

@@ -2,7 +2,7 @@ import { OutcomeUnknownError } from '../envelope/errors.ts';
 import type { IdempotencyStore } from '../idempotency/store.ts';
 import type { LedgerStore } from '../ledger/store.ts';
 import { describeError, log } from '../log/log.ts';
-import { type ChargeEngine, HOLD_LIFETIME_MS, SETTLE_INTERVAL_MS } from '../orders/charge-engine.ts';
+import { type ChargeEngine, SETTLE_INTERVAL_MS } from '../orders/charge-engine.ts';
 
 /**
  * What looking at one open charge did: `waiting` for a pending charge's limit (not looked at yet),
@@ -27,7 +27,6 @@ export class OpenCharges {
   readonly #store: IdempotencyStore;
   readonly #chargeEngine: ChargeEngine;
   readonly #settleDelayMs: number;
-  readonly #pendingLimitMs: number;
   readonly #now: () => number;
 
   constructor(options: {
@@ -35,14 +34,12 @@ export class OpenCharges {
     store: IdempotencyStore;
     chargeEngine: ChargeEngine;
     settleDelayMs: number;
-    pendingLimitMs: number;
     now?: () => number;
   }) {
     this.#ledger = options.ledger;
     this.#store = options.store;
     this.#chargeEngine = options.chargeEngine;
     this.#settleDelayMs = options.settleDelayMs;
-    this.#pendingLimitMs = options.pendingLimitMs;
     this.#now = options.now ?? Date.now;
   }
 
@@ -62,8 +59,7 @@ export class OpenCharges {
     const later = () => this.#ledger.postponeCharge(orderId, slot.key, now + SETTLE_INTERVAL_MS);
     try {
       if (order.state === 'pending' && !slot.inflight) {
-        // A hold has no record to read: only PayHere's hold lifetime ends it (ChargeEngine.settlePending).
-        const limit = slot.until + (order.kind === 'authorize' ? HOLD_LIFETIME_MS : this.#pendingLimitMs);
+        const limit = slot.until + this.#chargeEngine.pendingLimitMs(order.kind);
         if (now < limit) {
           await this.#ledger.postponeCharge(orderId, slot.key, limit);
           return { outcome: 'waiting' };

@@ -79,7 +79,6 @@ export function settleJob(
       store,
       chargeEngine,
       settleDelayMs: orders.settleDelayMs,
-      pendingLimitMs: orders.pendingLimitMs,
       now,
     }),
     reports: new OrderReports({ ledger, confirmations, keepDays: 90, now }),

@@ -1,4 +1,6 @@
 import { describe, expect, it } from 'vitest';
+import { OutcomeUnknownError } from '../../lib/envelope/errors.ts';
+import { chargeEngineFromEnvironment } from '../../lib/orders/from-environment.ts';
 import { call, useTestGateway } from '../helpers/gateway.ts';
 import { notify, signed } from '../helpers/notifications.ts';
 import { customer, testLedger } from '../helpers/orders.ts';
@@ -59,6 +61,20 @@ describe('a hold PayHere answered pending', () => {
     expect(failed.statusCode).toBe(200);
     expect(order?.state).toBe('failed');
     expect(again.statusCode).toBe(200);
+  });
+
+  it('is not expired by a look at it before PayHere’s hold lifetime has passed', async () => {
+    const { body } = await pendingHold();
+    const order = (await ledger.getOrder(body.order_id))!;
+
+    const early = chargeEngineFromEnvironment().settlePending(
+      order,
+      Date.now() + 5_000,
+      () => Date.now() + 6 * DAY,
+    );
+
+    await expect(early).rejects.toBeInstanceOf(OutcomeUnknownError);
+    expect((await ledger.getOrder(body.order_id))?.state).toBe('pending');
   });
 
   it('without a notification stays pending until PayHere’s hold lifetime, then the settle job has it expire', async () => {
