@@ -40,8 +40,10 @@ export const NOTHING = 'nothing';
 export const refused = <E extends ApiError>(error: E): E => reached(error, 'answered');
 
 /** PayHere's documented capture refusals that are about state (docs/payhere.md "Capture"). */
-/** A capture's `data.status_code`s that are its outcome: captured (2) or failed (-1, -2); 0 is PayHere's "unknown". */
-export const CAPTURE_ANSWERS: readonly number[] = [2, -1, -2];
+/** A capture's `data.status_code` when PayHere captured the hold. */
+export const CAPTURED = 2;
+/** A capture's `data.status_code`s that are its outcome: captured, or failed (-1, -2); 0 is PayHere's "unknown". */
+export const CAPTURE_ANSWERS: readonly number[] = [CAPTURED, -1, -2];
 
 export const ALREADY_SETTLED = /^Authorization is already (CAPTURED|REFUNDED)\.?$/i;
 

@@ -1,6 +1,7 @@
 import type { APIGatewayProxyResult } from 'aws-lambda';
 import { NotFoundError } from '../envelope/errors.ts';
 import { paymentOutcomeResponse } from '../envelope/payment-outcome.ts';
+import { CAPTURED } from '../gateway/answers.ts';
 import type { PayHere } from '../gateway/payhere.ts';
 import { fieldOf } from '../log/audit.ts';
 import { type ReadInvalidation, thenForget } from '../reads/invalidation.ts';
@@ -17,9 +18,6 @@ export interface CaptureInput {
 }
 
 type CaptureSubject = Extract<MoneySubject, { operation: 'capture' }>;
-
-/** PayHere's `data.status_code` of a capture made (-1 and -2: it failed, and the hold is not captured). */
-const CAPTURED = 2;
 
 /**
  * Capturing a hold (POST /gateway/api/payments/capture): the customer's own hold only (else 404);
