@@ -13,6 +13,7 @@ import {
   UpdateItemCommand,
   type UpdateItemCommandInput,
 } from '../lib/dynamodb/index.ts';
+import { CAPTURED } from '../lib/gateway/answers.ts';
 import { LedgerStore } from '../lib/ledger/store.ts';
 import { holdSettled } from '../lib/orders/events.ts';
 import { SHARED_READS, SharedReadStore } from '../lib/reads/store.ts';
@@ -484,7 +485,10 @@ export async function captureBookkeeping(
   answerBody: string,
 ): Promise<void> {
   const capture = JSON.parse(requestBody ?? '{}') as { authorization_token?: string; amount?: number };
-  const orderId = (JSON.parse(answerBody) as { data?: { order_id?: unknown } }).data?.order_id;
+  const { data } = JSON.parse(answerBody) as { data?: { order_id?: unknown; status_code?: unknown } };
+  // As the route: only a capture PayHere made proves its hold.
+  if (Number(data?.status_code) !== CAPTURED) return;
+  const orderId = data?.order_id;
   if (typeof orderId !== 'string' || capture.authorization_token === undefined) return;
   await ledger.proveHold(orderId, capture.authorization_token, {
     action: 'captured',

@@ -10,7 +10,7 @@ import { backgroundSettled } from '../../lib/net/background.ts';
 export async function ledgerRequests(work: () => Promise<unknown>): Promise<string[]> {
   const sent: string[] = [];
   const send = DynamoDBClient.prototype.send;
-  vi.spyOn(DynamoDBClient.prototype, 'send').mockImplementation(function (
+  const spy = vi.spyOn(DynamoDBClient.prototype, 'send').mockImplementation(function (
     this: DynamoDBClient,
     command,
     options,
@@ -28,8 +28,12 @@ export async function ledgerRequests(work: () => Promise<unknown>): Promise<stri
     }
     return send.call(this, command, options);
   });
-  await work();
-  await backgroundSettled();
-  vi.restoreAllMocks();
+  try {
+    await work();
+    await backgroundSettled();
+  } finally {
+    // Only this spy: a failing `work` leaves no client patched for the tests after it.
+    spy.mockRestore();
+  }
   return sent;
 }
