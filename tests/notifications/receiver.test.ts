@@ -573,4 +573,22 @@ describe('a paid order paid again', () => {
       duplicatePayments: [second],
     });
   });
+
+  it('whose payment PayHere’s search cannot show now (it answers pending) fails unnoted, and is flagged once it can', async () => {
+    const orderId = await checkout('payment');
+    const first = String(await payAtPayHere(sandbox, orderId));
+    const second = String(await payAtPayHere(sandbox, orderId));
+    await notify(success(orderId, { payment_id: first }));
+    await checkedSecondsAgo(orderId, 'notification', 11);
+    sandbox.faults.inject('search', { kind: 'searchPending' });
+
+    const unanswered = await notify(success(orderId, { payment_id: second }));
+    sandbox.faults.clear();
+    await checkedSecondsAgo(orderId, 'notification', 11);
+    const resent = await notify(success(orderId, { payment_id: second }));
+
+    expect(unanswered.statusCode).toBe(503);
+    expect(resent.statusCode).toBe(200);
+    expect((await ledger.getOrder(orderId))?.duplicatePayments).toEqual([second]);
+  });
 });
