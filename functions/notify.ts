@@ -14,7 +14,9 @@ const CONFIRM_WITHIN_MS = 700;
 /**
  * POST /gateway/notify: PayHere reports a checkout's, pre-approval's, hold's, charge's or
  * subscription's result (no bearer token: the signature authenticates it). Answered 200 whenever
- * the signature verifies, recorded or not, so that PayHere does not retry what will never match.
+ * the signature verifies, recorded or not, so that PayHere does not retry what will never match;
+ * only a paid order's second payment that cannot be checked now fails (429 or 503), for PayHere to
+ * send it again (lib/notifications/receiver.ts).
  */
 export const handler = formRoute({ name: 'notify', body: Notification }, async ({ body, deadline }) => {
   await receiver.receive(body, Math.min(deadline, Date.now() + CONFIRM_WITHIN_MS));

@@ -3,7 +3,7 @@
 // read top to bottom as PayHere's message is handled.
 import { createHash } from 'node:crypto';
 import type { CredentialsProvider } from '../config/config.ts';
-import { GatewayUnavailableError, InvalidSignatureError } from '../envelope/errors.ts';
+import { GatewayUnavailableError, InvalidSignatureError, RateLimitedError } from '../envelope/errors.ts';
 import type { Card, Order, OrderKind, UnmatchedNotification } from '../ledger/model.ts';
 import type { LedgerStore } from '../ledger/store.ts';
 import { audit } from '../log/audit.ts';
@@ -502,14 +502,17 @@ export class NotificationReceiver {
    * recorded on the order for the merchant, counted and alarmed, once PayHere's records show that
    * payment of the order (the signature does not cover the payment id, so its word alone is not
    * enough). It moves no state: the order is paid; the merchant decides what to refund. Nothing
-   * keeps it for a later look: one that cannot be checked now (its order was checked lately, a
-   * double tap's second payment say, or PayHere did not answer in time) fails, unnoted, and PayHere
-   * sends it again.
+   * keeps it for a later look: one that cannot be checked now fails, unnoted, and PayHere sends it
+   * again: 429 when its order was checked lately (a double tap's second payment; a replay with
+   * altered payment ids gets no 5xx either, which would alarm), 503 when PayHere did not answer.
    */
   async #secondPayment(order: Order, paymentId: string, deadline: number): Promise<void> {
-    const found = (await this.#mayConfirm(order))
-      ? await this.#confirmations.paymentOfOrder(order, paymentId, deadline)
-      : undefined;
+    if (!(await this.#mayConfirm(order)))
+      throw new RateLimitedError(
+        'This notification’s order was checked with PayHere’s records moments ago; send it again later.',
+        CONFIRM_INTERVAL_MS / 1000,
+      );
+    const found = await this.#confirmations.paymentOfOrder(order, paymentId, deadline);
     if (found === undefined)
       throw new GatewayUnavailableError(
         'This notification cannot be checked with PayHere’s records now; send it again later.',

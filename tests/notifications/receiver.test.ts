@@ -564,7 +564,8 @@ describe('a paid order paid again', () => {
     const resent = await notify(success(orderId, { payment_id: second }));
 
     expect(confirmed.statusCode).toBe(200);
-    expect(tooSoon.statusCode).toBe(503);
+    expect(tooSoon.statusCode).toBe(429);
+    expect(tooSoon.headers['Retry-After']).toBe('10');
     expect(flaggedBefore).toEqual([]);
     expect(resent.statusCode).toBe(200);
     expect(await ledger.getOrder(orderId)).toMatchObject({

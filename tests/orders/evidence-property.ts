@@ -190,11 +190,11 @@ export function evidenceProperty(part: number): void {
           let lastNotified = { order: 0, otherPayment: false };
           /**
            * The answers a notification may get: 200, or, for the notification of another payment
-           * of an order that has one, which cannot be checked with PayHere now, 503, for PayHere to
-           * send it again.
+           * of an order that has one, which cannot be checked with PayHere now, 429 (its order was
+           * checked lately) or 503 (PayHere did not answer), for PayHere to send it again.
            */
           const answers = ({ order, otherPayment }: typeof lastNotified) =>
-            otherPayment && (before[order]?.paymentId ?? null) !== null ? [200, 503] : [200];
+            otherPayment && (before[order]?.paymentId ?? null) !== null ? [200, 429, 503] : [200];
           let search: 'up' | 'down' | 'pending' = 'up';
           sandbox.setClockOffset(0);
           let later = 0;
