@@ -1,4 +1,5 @@
 import { errorCode, networkFailureKind } from '../net/failure.ts';
+import { timeLimit } from '../net/time-limit.ts';
 import {
   AwsAbortError,
   AwsConnectionError,
@@ -53,6 +54,12 @@ export interface AwsClientOptions {
 export interface SendOptions {
   /** The caller's own end: an abort stops the try under way and every try after it (AbortError). */
   abortSignal?: AbortSignal;
+  /**
+   * The whole request, retries and their waits included, ends after this long (ms) as if
+   * `abortSignal` were `AbortSignal.timeout(timeoutMs)`; its timer stops once the answer is in
+   * (lib/net/time-limit.ts).
+   */
+  timeoutMs?: number;
 }
 
 const DEFAULT_ATTEMPTS = 3;
@@ -74,18 +81,26 @@ export function awsCredentialsFromEnvironment(env: NodeJS.ProcessEnv = process.e
   return { accessKeyId, secretAccessKey, sessionToken: env.AWS_SESSION_TOKEN || undefined };
 }
 
-function pause(ms: number, service: string, signal: AbortSignal | undefined): Promise<void> {
+/** The first of `signals` that aborted, if any. */
+const abortedOf = (signals: readonly AbortSignal[]) => signals.find((signal) => signal.aborted);
+
+function pause(ms: number, service: string, signals: readonly AbortSignal[]): Promise<void> {
   return new Promise((resolve, reject) => {
-    if (signal?.aborted) return reject(new AwsAbortError(service, signal.reason));
-    const onAbort = () => {
+    const already = abortedOf(signals);
+    if (already) return reject(new AwsAbortError(service, already.reason));
+    const onAbort = (event: Event) => {
+      settle();
+      reject(new AwsAbortError(service, (event.target as AbortSignal).reason));
+    };
+    const settle = () => {
       clearTimeout(timer);
-      reject(new AwsAbortError(service, signal?.reason));
+      for (const signal of signals) signal.removeEventListener('abort', onAbort);
     };
     const timer = setTimeout(() => {
-      signal?.removeEventListener('abort', onAbort);
+      settle();
       resolve();
     }, ms);
-    signal?.addEventListener('abort', onAbort, { once: true });
+    for (const signal of signals) signal.addEventListener('abort', onAbort, { once: true });
   });
 }
 
@@ -110,20 +125,26 @@ export class AwsJsonClient {
 
   /** Send `operation` with `input`; the parsed answer, or the service's refusal as a named error. */
   async send(operation: string, input: unknown, options: SendOptions = {}): Promise<unknown> {
-    const signal = options.abortSignal;
-    for (let attempt = 1; ; attempt++) {
-      try {
-        return await this.#try(operation, input, signal);
-      } catch (error) {
-        if (attempt >= this.#maxAttempts || !isRetryableAwsError(error)) throw error;
-        await pause(backoffMs(attempt), this.#api.label, signal);
+    const limit = options.timeoutMs === undefined ? undefined : timeLimit(options.timeoutMs);
+    const signals = [options.abortSignal, limit?.signal].filter((signal) => signal !== undefined);
+    try {
+      for (let attempt = 1; ; attempt++) {
+        try {
+          return await this.#try(operation, input, signals);
+        } catch (error) {
+          if (attempt >= this.#maxAttempts || !isRetryableAwsError(error)) throw error;
+          await pause(backoffMs(attempt), this.#api.label, signals);
+        }
       }
+    } finally {
+      limit?.end();
     }
   }
 
-  async #try(operation: string, input: unknown, signal: AbortSignal | undefined): Promise<unknown> {
+  async #try(operation: string, input: unknown, signals: readonly AbortSignal[]): Promise<unknown> {
     const { label } = this.#api;
-    if (signal?.aborted) throw new AwsAbortError(label, signal.reason);
+    const already = abortedOf(signals);
+    if (already) throw new AwsAbortError(label, already.reason);
     const body = JSON.stringify(input);
     const headers = await signRequest(
       {
@@ -142,7 +163,7 @@ export class AwsJsonClient {
       },
     );
     // No try outlasts its two limits together, however slowly an answer trickles in.
-    const deadline = AbortSignal.timeout(this.#connectTimeoutMs + this.#requestTimeoutMs);
+    const deadline = timeLimit(this.#connectTimeoutMs + this.#requestTimeoutMs);
     try {
       const { status, text } = await post({
         url: this.#url,
@@ -150,20 +171,23 @@ export class AwsJsonClient {
         body,
         connectTimeoutMs: this.#connectTimeoutMs,
         requestTimeoutMs: this.#requestTimeoutMs,
-        signals: signal ? [signal, deadline] : [deadline],
+        signals: [...signals, deadline.signal],
       });
       if (status !== 200) throw errorFromAnswer(label, status, text);
       return text ? JSON.parse(text) : {};
     } catch (error) {
-      throw this.#noAnswer(error, signal, deadline);
+      throw this.#noAnswer(error, signals, deadline.signal);
+    } finally {
+      deadline.end();
     }
   }
 
   /** What a try that got no usable answer throws: the caller's abort first, then by the failure's code. */
-  #noAnswer(error: unknown, signal: AbortSignal | undefined, deadline: AbortSignal): unknown {
+  #noAnswer(error: unknown, signals: readonly AbortSignal[], deadline: AbortSignal): unknown {
     const { label } = this.#api;
     if (error instanceof AwsServiceError) return error;
-    if (signal?.aborted) return new AwsAbortError(label, signal.reason);
+    const aborted = abortedOf(signals);
+    if (aborted) return new AwsAbortError(label, aborted.reason);
     if (deadline.aborted) {
       return new AwsTimeoutError(label, 'answer', this.#connectTimeoutMs + this.#requestTimeoutMs, error);
     }

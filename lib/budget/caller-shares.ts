@@ -137,7 +137,7 @@ export class CallerShares {
     try {
       answer = await this.#client
         .send(new UpdateItemCommand(write), {
-          abortSignal: AbortSignal.timeout(this.#timeoutMs),
+          timeoutMs: this.#timeoutMs,
         })
         .then(
           ({ Attributes }) => ({ counted: Attributes }),
@@ -189,7 +189,7 @@ export class CallerShares {
     try {
       const { Item } = await this.#client.send(
         new GetItemCommand({ TableName: write.TableName, Key: write.Key, ConsistentRead: true }),
-        { abortSignal: AbortSignal.timeout(this.#timeoutMs) },
+        { timeoutMs: this.#timeoutMs },
       );
       return Item;
     } catch {
@@ -230,7 +230,7 @@ export class CallerShares {
             ':callId': { S: callId },
           },
         }),
-        { abortSignal: AbortSignal.timeout(this.#timeoutMs) },
+        { timeoutMs: this.#timeoutMs },
       );
     } catch (error) {
       log.debug('could not give back a caller’s share of a call not made', { error: describeError(error) });

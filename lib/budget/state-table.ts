@@ -97,7 +97,7 @@ export class SharedStateTable {
   async readBudget(): Promise<BudgetSnapshot> {
     const { Item } = await this.#client.send(
       new GetItemCommand({ TableName: this.#table, Key: BUDGET_KEY, ConsistentRead: true }),
-      { abortSignal: AbortSignal.timeout(this.#timeoutMs) },
+      { timeoutMs: this.#timeoutMs },
     );
     return budgetOf(Item);
   }
@@ -164,7 +164,7 @@ export class SharedStateTable {
           ReturnValues: 'ALL_OLD',
           ReturnValuesOnConditionCheckFailure: 'ALL_OLD',
         }),
-        { abortSignal: AbortSignal.timeout(this.#timeoutMs) },
+        { timeoutMs: this.#timeoutMs },
       );
       const budget = budgetOf(Attributes);
       const previous = budget.busyUntil.get(slot);
@@ -263,7 +263,7 @@ export class SharedStateTable {
   async readToken(): Promise<(SharedToken & { leasedUntil: number }) | undefined> {
     const { Item } = await this.#client.send(
       new GetItemCommand({ TableName: this.#table, Key: TOKEN_KEY, ConsistentRead: true }),
-      { abortSignal: AbortSignal.timeout(this.#timeoutMs) },
+      { timeoutMs: this.#timeoutMs },
     );
     if (!Item) return undefined;
     const leasedUntil = Number(Item.leasedUntil?.N ?? 0);
@@ -354,7 +354,7 @@ export class SharedStateTable {
 
   /** False when the condition failed; any other failure (timeout, throttling, no table) throws. */
   async #conditional(command: UpdateItemCommand | PutItemCommand): Promise<boolean> {
-    const options = { abortSignal: AbortSignal.timeout(this.#timeoutMs) };
+    const options = { timeoutMs: this.#timeoutMs };
     return (await sendConditional(this.#client, command, options)) !== undefined;
   }
 }

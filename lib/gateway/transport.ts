@@ -3,6 +3,7 @@ import { type CountMetric, countMetric, timeMetric } from '../log/metrics.ts';
 import { nextTurn } from '../net/background.ts';
 import { errorCode, networkFailureKind } from '../net/failure.ts';
 import { allWritten } from '../net/outbound.ts';
+import { withinMs } from '../net/time-limit.ts';
 import { type ConnectCallback, EarlyConnection, takeStarted } from './early-connection.ts';
 
 export interface UpstreamRequest {
@@ -251,17 +252,19 @@ export class Transport {
     if (remaining <= 0) throw new TransportError('timeout', 'DEADLINE_EXCEEDED', undefined, 'not_sent');
     const started = performance.now();
     try {
-      const response = await exchange(
-        pool,
-        {
-          method: request.method,
-          path: this.#basePath + request.path,
-          headers: request.headers,
-          body: request.body ?? null,
-          headersTimeout: remaining,
-          bodyTimeout: remaining,
-        },
-        AbortSignal.timeout(remaining),
+      const response = await withinMs(remaining, (signal) =>
+        exchange(
+          pool,
+          {
+            method: request.method,
+            path: this.#basePath + request.path,
+            headers: request.headers,
+            body: request.body ?? null,
+            headersTimeout: remaining,
+            bodyTimeout: remaining,
+          },
+          signal,
+        ),
       );
       this.#lastExchangeAt = this.#now();
       timeMetric('UpstreamLatency', performance.now() - started);

@@ -61,7 +61,7 @@ export class PaymentSnapshots {
   /** The snapshots there are of these orders (an order never checked has none). */
   async get(orderIds: readonly string[]): Promise<Map<string, PaymentSnapshot>> {
     const items = await batchGet(this.#client, this.#table, orderIds.map(snapshotKey), {
-      send: () => ({ abortSignal: AbortSignal.timeout(this.#timeoutMs * 4) }),
+      send: () => ({ timeoutMs: this.#timeoutMs * 4 }),
     });
     const snapshots = new Map<string, PaymentSnapshot>();
     for (const item of items) {
@@ -91,7 +91,7 @@ export class PaymentSnapshots {
         ConditionExpression: 'attribute_not_exists(checkedAt) OR checkedAt <= :checkedAt',
         ExpressionAttributeValues: { ':checkedAt': number(snapshot.checkedAt) },
       }),
-      { abortSignal: AbortSignal.timeout(this.#timeoutMs * 4) },
+      { timeoutMs: this.#timeoutMs * 4 },
     );
   }
 }

@@ -97,7 +97,7 @@ export class SharedReadStore implements ReadInvalidation {
     const { Item } = await this.#client.send(
       // Strongly consistent: the read right after a money call's drop must see the tombstone.
       new GetItemCommand({ TableName: this.#table, Key: { pk: { S: read.key } }, ConsistentRead: true }),
-      { abortSignal: AbortSignal.timeout(Math.min(this.timeoutMs, maxMs)) },
+      { timeoutMs: Math.min(this.timeoutMs, maxMs) },
     );
     const answer = Item?.answer?.S;
     const fetchedAt = Number(Item?.fetchedAt?.N);
@@ -133,7 +133,7 @@ export class SharedReadStore implements ReadInvalidation {
           ':fetchedAt': number(fetchedAt),
         },
       }),
-      { abortSignal: AbortSignal.timeout(Math.min(this.timeoutMs, maxMs)) },
+      { timeoutMs: Math.min(this.timeoutMs, maxMs) },
     );
     return written !== undefined;
   }
@@ -152,7 +152,7 @@ export class SharedReadStore implements ReadInvalidation {
               expiresAt: number(Math.ceil(now / 1000) + TOMBSTONE_SECONDS),
             },
           }),
-          { abortSignal: AbortSignal.timeout(this.timeoutMs) },
+          { timeoutMs: this.timeoutMs },
         ),
       ),
     );

@@ -1,3 +1,5 @@
+import { withinMs } from '../net/time-limit.ts';
+
 /** How long a receiver has to answer an attempt. */
 export const DELIVERY_TIMEOUT_MS = 10_000;
 
@@ -15,14 +17,17 @@ export type PostWebhook = (url: string, headers: Record<string, string>, body: s
  */
 export const postWebhook: PostWebhook = async (url, headers, body) => {
   try {
-    const answer = await fetch(url, {
-      method: 'POST',
-      headers: { ...headers, 'user-agent': 'payhere-payments-api-webhooks' },
-      body,
-      redirect: 'manual',
-      signal: AbortSignal.timeout(DELIVERY_TIMEOUT_MS),
+    const answer = await withinMs(DELIVERY_TIMEOUT_MS, async (signal) => {
+      const answer = await fetch(url, {
+        method: 'POST',
+        headers: { ...headers, 'user-agent': 'payhere-payments-api-webhooks' },
+        body,
+        redirect: 'manual',
+        signal,
+      });
+      await answer.body?.cancel().catch(() => {});
+      return answer;
     });
-    await answer.body?.cancel().catch(() => {});
     if (answer.status >= 200 && answer.status < 300) return { delivered: true, status: answer.status };
     return { delivered: false, status: answer.status, error: `HTTP ${answer.status}` };
   } catch (error) {

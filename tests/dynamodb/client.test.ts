@@ -12,6 +12,7 @@ import {
   UpdateItemCommand,
 } from '../../lib/dynamodb/index.ts';
 import { freePort } from '../helpers/ports.ts';
+import { timersLeftBy } from '../helpers/timers.ts';
 
 /**
  * A DynamoDB stand-in on loopback that answers each request as the test scripts it: the layer's
@@ -203,6 +204,41 @@ describe('the light DynamoDB client', () => {
     expect(table.seen).toHaveLength(3);
     expect(refused).toMatchObject({ name: 'ConditionalCheckFailedException' });
     expect(getEventListeners(signal, 'abort')).toEqual([]);
+  });
+
+  it('leaves no timer running once its tries are over: neither its own limit per try nor the caller’s', async () => {
+    // Prepare: a retried request and a refused one, each under the caller's limit.
+    const table = await fakeDynamoDb([
+      { status: 500, body: {} },
+      { status: 200, body: {} },
+      conditionFailed(),
+    ]);
+    const dynamodb = client(table.endpoint, { connectTimeoutMs: 1_111, requestTimeoutMs: 7_777 });
+
+    // Act
+    const left = await timersLeftBy([1_111 + 7_777, 60_003], async () => {
+      await dynamodb.send(put, { timeoutMs: 60_003 });
+      await dynamodb.send(put, { timeoutMs: 60_003 }).catch(() => {});
+    });
+
+    // Assess: a limit left running fires in some later request's time.
+    expect(table.seen).toHaveLength(3);
+    expect(left).toEqual([]);
+  });
+
+  it('ends at the caller’s timeoutMs as at a timeout signal: AbortError, TimeoutError, no try after', async () => {
+    // Prepare
+    const table = await fakeDynamoDb(['hang', { status: 200, body: {} }]);
+
+    // Act
+    const error = await client(table.endpoint, { requestTimeoutMs: 5_000 })
+      .send(put, { timeoutMs: 100 })
+      .catch((caught: unknown) => caught);
+
+    // Assess
+    expect(error).toMatchObject({ name: 'AbortError' });
+    expect((error as Error).cause).toMatchObject({ name: 'TimeoutError' });
+    expect(table.seen).toHaveLength(1);
   });
 
   it('abandons a try that gets no answer in time and tries again', async () => {

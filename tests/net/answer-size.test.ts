@@ -2,6 +2,7 @@ import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Transport, TransportError } from '../../lib/gateway/transport.ts';
+import { timersLeftBy } from '../helpers/timers.ts';
 
 /**
  * How large an answer of PayHere's the transport reads (docs/contract.md "Subscription lists"):
@@ -31,6 +32,22 @@ const read = (transport: Transport, bytes: number) =>
   transport.send({ method: 'GET', path: `/list?bytes=${bytes}`, headers: {}, deadline: Date.now() + 20_000 });
 
 describe('the answers the transport reads', () => {
+  it('leaves no timer running once the answer is read', async () => {
+    // Prepare: the request's limit is what is left of its deadline.
+    const transport = new Transport(base, { connectTimeoutMs: 2_000 });
+    const deadline = Date.now() + 60_000;
+
+    // Act: a limit is ms whole, so any of the few the send can see.
+    const left = await timersLeftBy(
+      Array.from({ length: 50 }, (_, ms) => 60_000 - ms),
+      () => transport.send({ method: 'GET', path: '/list?bytes=10', headers: {}, deadline }),
+    );
+
+    // Assess: a limit left running fires in some later request's time.
+    expect(left).toEqual([]);
+    await transport.close();
+  });
+
   it('reads a subscription list of 10,000 (8 MB), over the 4 MiB it stopped at before', async () => {
     const transport = new Transport(base, { connectTimeoutMs: 2_000 });
 
