@@ -46,6 +46,11 @@ export interface DeliveryRun {
   failed: number;
   gaveUp: number;
   disabled: string[];
+  /**
+   * Deliveries not attempted because their endpoint gave no answer earlier in the run: they stay
+   * due, as they were, for the next run.
+   */
+  deferred: number;
   /** Due events another deliverer held, or whose result could not be written: a later run has them. */
   skipped: number;
 }
@@ -104,7 +109,7 @@ export class WebhookDeliverer {
   }
 
   async #context(): Promise<Context> {
-    return { endpoints: await this.#endpoints.get(), states: new Map() };
+    return { endpoints: await this.#endpoints.get(), states: new Map(), silent: new Set() };
   }
 
   async #deliver(pk: string, context: Context, run: DeliveryRun): Promise<void> {
@@ -121,6 +126,13 @@ export class WebhookDeliverer {
     const changed: Record<string, Delivery> = {};
     await Promise.all(
       due.map(async ([endpointId, delivery]) => {
+        // An endpoint that gave no answer in this run holds up no more events in it (each would
+        // wait DELIVERY_TIMEOUT_MS, and with it every other endpoint's results): its deliveries
+        // stay due, unchanged and not counted as attempts, for the next run to try it again.
+        if (context.silent.has(endpointId)) {
+          run.deferred++;
+          return;
+        }
         changed[endpointId] = await this.#attempt(event, endpointId, delivery, context, run);
       }),
     );
@@ -170,6 +182,7 @@ export class WebhookDeliverer {
     }
     run.failed++;
     countMetric('WebhookAttemptFailed');
+    if (result.timedOut) context.silent.add(endpointId);
     const streak = await this.#failed(endpointId, doneAt, result.error, context, run);
     const next = afterFailure(attempts, doneAt);
     // Its attempts spent, a delivery has failed, whatever became of its endpoint.
@@ -238,6 +251,8 @@ export class WebhookDeliverer {
 interface Context {
   endpoints: ReadonlyMap<string, WebhookEndpoint>;
   states: Map<string, Promise<EndpointState> | EndpointState>;
+  /** Endpoints that gave no answer within DELIVERY_TIMEOUT_MS in this run. */
+  silent: Set<string>;
 }
 
 const newRun = (): DeliveryRun => ({
@@ -246,6 +261,7 @@ const newRun = (): DeliveryRun => ({
   failed: 0,
   gaveUp: 0,
   disabled: [],
+  deferred: 0,
   skipped: 0,
 });
 

@@ -8,7 +8,11 @@ vi.hoisted(() => {
 import { readFileSync } from 'node:fs';
 import { publishMetrics } from '../../lib/log/metrics.ts';
 import { EVENT_RUN_MS, WebhookDeliverer } from '../../lib/webhooks/deliverer.ts';
-import { environmentWebhookEndpoints, webhookSource } from '../../lib/webhooks/endpoints.ts';
+import {
+  environmentWebhookEndpoints,
+  type WebhookEndpoint,
+  webhookSource,
+} from '../../lib/webhooks/endpoints.ts';
 import { webhookStoreFromEnvironment } from '../../lib/webhooks/from-environment.ts';
 import { postWebhook } from '../../lib/webhooks/post.ts';
 import { injectDynamoDbFault } from '../helpers/dynamodb-faults.ts';
@@ -283,5 +287,68 @@ describe('a result that cannot be written', () => {
 
     expect(receiver.received.map((got) => got.headers['webhook-id'])).toEqual([id, id]);
     expect((await store.event(id))!.deliveries.default).toMatchObject({ status: 'delivered', attempts: 1 });
+  });
+});
+
+describe('an endpoint that gives no answer', () => {
+  it('holds up no other endpoint’s events: after its first silence in a run, its deliveries wait for the next run', async () => {
+    // Prepare: ten events for the merchant's receiver and for an endpoint that never answers.
+    await store.enable('silent');
+    const { endpoint } = webhookSource({
+      MERCHANT_WEBHOOK_URL: receiver.url,
+      MERCHANT_WEBHOOK_SECRET: secret,
+    }) as {
+      endpoint: WebhookEndpoint;
+    };
+    const silent: WebhookEndpoint = {
+      id: 'silent',
+      url: 'https://silent.example.invalid/hook',
+      key: endpoint.key,
+    };
+    let silentAttempts = 0;
+    const worker = new WebhookDeliverer({
+      store,
+      endpoints: {
+        get: async () =>
+          new Map([
+            [endpoint.id, endpoint],
+            [silent.id, silent],
+          ]),
+      },
+      // Each attempt at the silent endpoint is DELIVERY_TIMEOUT_MS spent, for every event waiting on it.
+      post: async (url, headers, body) => {
+        if (url !== silent.url) return postWebhook(url, headers, body);
+        silentAttempts++;
+        return { delivered: false, error: 'no answer within 10 s', timedOut: true };
+      },
+      now: () => clock,
+    });
+    const ids: string[] = [];
+    for (let index = 0; index < 10; index++)
+      ids.push((await putEvent({ publishedAt: clock, endpoints: ['default', 'silent'] })).id);
+
+    // Act
+    const first = await worker.run();
+    const triedInFirst = silentAttempts;
+    const deferredDeliveries = async () =>
+      (await Promise.all(ids.map((id) => store.event(id)))).filter(
+        (event) => event!.deliveries.silent!.attempts === 0,
+      );
+    const waitingAfterFirst = await deferredDeliveries();
+    const later = await worker.run();
+
+    // Assess: every event reached the receiver in the first run. The silent endpoint was tried
+    // only by the events the run took at once before its first silence; the others wait,
+    // unchanged and due, and the next run tries the endpoint again, once per event it takes at once.
+    expect(receiver.received.map((got) => got.headers['webhook-id']).sort()).toEqual([...ids].sort());
+    expect(first).toMatchObject({ events: 10, delivered: 10, failed: triedInFirst });
+    expect(triedInFirst).toBeGreaterThan(0);
+    expect(triedInFirst).toBeLessThan(10);
+    expect(first.deferred).toBe(10 - triedInFirst);
+    expect(waitingAfterFirst).toHaveLength(first.deferred);
+    for (const event of waitingAfterFirst)
+      expect(event!.deliveries.silent).toMatchObject({ status: 'pending' });
+    expect(later).toMatchObject({ events: first.deferred, delivered: 0, failed: triedInFirst });
+    expect(await deferredDeliveries()).toHaveLength(first.deferred - triedInFirst);
   });
 });

@@ -1,7 +1,7 @@
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { DELIVERY_TIMEOUT_MS, postWebhook } from '../../lib/webhooks/post.ts';
+import { DELIVERY_TIMEOUT_MS, postWebhook, webhookPoster } from '../../lib/webhooks/post.ts';
 import { timersLeftBy } from '../helpers/timers.ts';
 
 let server: Server;
@@ -10,6 +10,8 @@ let url: string;
 beforeAll(async () => {
   server = createServer((request, response) => {
     request.resume();
+    // A receiver that never answers.
+    if (request.url!.includes('silent')) return;
     response.writeHead(Number(new URL(request.url!, 'http://x').searchParams.get('status')));
     response.end('ignored');
   });
@@ -37,5 +39,13 @@ describe('an attempt to post a webhook', () => {
       { delivered: false, status: 500, error: 'HTTP 500' },
     ]);
     expect(left).toEqual([]);
+  });
+
+  it('calls a receiver that gives no answer in time timed out, which the deliverer acts on', async () => {
+    // Act
+    const result = await webhookPoster(100)(`${url}?silent`, {}, '{}');
+
+    // Assess
+    expect(result).toEqual({ delivered: false, error: 'no answer within 0.1 s', timedOut: true });
   });
 });
