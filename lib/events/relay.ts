@@ -1,3 +1,4 @@
+import { DYNAMODB_WRITE_WORST_MS } from '../config/dynamodb.ts';
 import {
   type AttributeValue,
   type DynamoDBClient,
@@ -13,6 +14,13 @@ import { type EventBody, type EventStore, eventBody, objectOf } from './store.ts
 
 /** How often one publication races new events on its item before leaving them to the next run. */
 const ROUNDS = 3;
+/**
+ * A publication answered within this long of its place in the feed landed in time: readers list
+ * an event only FEED_SETTLE_MS (this and a second) after its place, so no cursor passed it before
+ * it was there. One answered later (a Lambda frozen between the two, its write sent on when the
+ * container thawed) may have landed behind a cursor, and is listed again, later.
+ */
+const LISTED_IN_TIME_MS = DYNAMODB_WRITE_WORST_MS;
 
 /**
  * The relay: the ledger items' outboxes (lib/ledger/outbox.ts) published to the events table, then
@@ -78,7 +86,11 @@ export class EventRelay {
       const events = entries.map((entry, i) => eventBody(object, first + i, entry));
       // A millisecond apart, in sequence: the feed lists an object's events published together in order.
       const written = await Promise.all(
-        events.map((event, i) => this.#events.publish(event, now + i, endpoints)),
+        events.map(async (event, i) => {
+          const publication = await this.#events.publish(event, now + i, endpoints);
+          await this.#listedInTime(event.id, publication.publishedAt);
+          return publication.written;
+        }),
       );
       published.push(...events.filter((_, i) => written[i]));
       const emptied = await sendConditional(
@@ -100,6 +112,26 @@ export class EventRelay {
       if (emptied !== undefined) return published;
     }
     return published;
+  }
+
+  /**
+   * Make sure the event `id`, found listed at `listedAt` once its write (or its repeat) was
+   * answered, is where every reader will come to it: an answer in time proves it landed in time;
+   * otherwise it is listed again now, and that move is held to the same proof. An event published
+   * long ago and found again (its outbox kept after a failure) is listed again too: a reader may
+   * see it twice, by the same id, never not at all. Throws when no move was answered in time: its
+   * outbox stays, and the next run moves it.
+   */
+  async #listedInTime(id: string, listedAt: number): Promise<void> {
+    let at = listedAt;
+    for (let round = 0; round < ROUNDS; round++) {
+      if (this.#now() - at <= LISTED_IN_TIME_MS) return;
+      at = this.#now();
+      await this.#events.listLater(id, at);
+    }
+    if (this.#now() - at > LISTED_IN_TIME_MS) {
+      throw new Error(`event ${id} could not be listed in time; its outbox keeps it for the next run`);
+    }
   }
 
   /**

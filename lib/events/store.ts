@@ -3,9 +3,11 @@ import { DYNAMODB_WRITE_WORST_MS } from '../config/dynamodb.ts';
 import {
   type AttributeValue,
   type DynamoDBClient,
+  GetItemCommand,
   PutItemCommand,
   QueryCommand,
   sendConditional,
+  UpdateItemCommand,
 } from '../dynamodb/index.ts';
 import type { OutboxEntry } from '../ledger/outbox.ts';
 
@@ -90,6 +92,12 @@ export function feedKeyOfCursor(cursor: string): string | undefined {
   return FEED_KEY.test(key) && cursorOf(key) === cursor ? key : undefined;
 }
 
+/** What a publication did: wrote the event, or found it, listed at `publishedAt`. */
+export interface Publication {
+  written: boolean;
+  publishedAt: number;
+}
+
 export interface FeedQuery {
   /** After this feed position (from the start without it). */
   after?: string;
@@ -118,10 +126,11 @@ export class EventStore {
   }
 
   /**
-   * Publish `event` at `publishedAt`, with a pending delivery to each of `endpoints`: once; false
-   * when it was published before (its delivery state and its place in the feed stay as they are).
+   * Publish `event` at `publishedAt`, with a pending delivery to each of `endpoints`: once. When it
+   * was published before, nothing changes (its delivery state, its place in the feed) and the
+   * answer says where in the feed it is.
    */
-  async publish(event: EventBody, publishedAt: number, endpoints: readonly string[]): Promise<boolean> {
+  async publish(event: EventBody, publishedAt: number, endpoints: readonly string[]): Promise<Publication> {
     const item: Record<string, AttributeValue> = {
       pk: { S: `event#${event.id}` },
       id: { S: event.id },
@@ -148,15 +157,49 @@ export class EventStore {
       item.dueQueue = { S: DUE_QUEUE };
       item.dueAt = { N: String(publishedAt) };
     }
-    const written = await sendConditional(
+    try {
+      await this.#client.send(
+        new PutItemCommand({
+          TableName: this.#table,
+          Item: item,
+          ConditionExpression: 'attribute_not_exists(pk)',
+          ReturnValuesOnConditionCheckFailure: 'ALL_OLD',
+        }),
+      );
+      return { written: true, publishedAt };
+    } catch (error) {
+      const { name, Item } = (error ?? {}) as { name?: unknown; Item?: Record<string, AttributeValue> };
+      if (name !== 'ConditionalCheckFailedException') throw error;
+      const existing = Item ?? (await this.#item(event.id));
+      return { written: false, publishedAt: Number(existing?.publishedAt?.N ?? publishedAt) };
+    }
+  }
+
+  async #item(id: string): Promise<Record<string, AttributeValue> | undefined> {
+    const { Item } = await this.#client.send(
+      new GetItemCommand({ TableName: this.#table, Key: { pk: { S: `event#${id}` } }, ConsistentRead: true }),
+    );
+    return Item;
+  }
+
+  /**
+   * List a published event at `publishedAt` instead, unless it is listed there or later already:
+   * for a publication whose write may have landed after readers passed its place (the relay).
+   */
+  async listLater(id: string, publishedAt: number): Promise<void> {
+    await sendConditional(
       this.#client,
-      new PutItemCommand({
+      new UpdateItemCommand({
         TableName: this.#table,
-        Item: item,
-        ConditionExpression: 'attribute_not_exists(pk)',
+        Key: { pk: { S: `event#${id}` } },
+        UpdateExpression: 'SET feedKey = :feedKey, publishedAt = :publishedAt',
+        ConditionExpression: 'attribute_exists(pk) AND publishedAt < :publishedAt',
+        ExpressionAttributeValues: {
+          ':feedKey': { S: feedKeyOf(publishedAt, id) },
+          ':publishedAt': { N: String(publishedAt) },
+        },
       }),
     );
-    return written !== undefined;
   }
 
   /**

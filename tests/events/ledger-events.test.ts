@@ -1,6 +1,6 @@
 import { setTimeout as turnAfter } from 'node:timers/promises';
 import { afterEach, describe, expect, it, vi } from 'vitest';
-import { DYNAMODB_WRITE_WORST_MS } from '../../lib/config/dynamodb.ts';
+import { DYNAMODB_ATTEMPTS, DYNAMODB_WRITE_WORST_MS } from '../../lib/config/dynamodb.ts';
 import { ScanCommand } from '../../lib/dynamodb/index.ts';
 import { EventRelay } from '../../lib/events/relay.ts';
 import {
@@ -31,6 +31,97 @@ const sandbox = useTestGateway({ beforeEachTest: 'keepTokens' });
 const ledger = testLedger();
 const client = localClient();
 const alice = customer('alice');
+
+describe('a publication answered late', () => {
+  /** An order moved by a ledger that tells no relay: its event waits in its outbox. */
+  async function orderWithOutbox(name: string): Promise<string> {
+    const orderId = `${name}-${Date.now()}-${Math.floor(Math.random() * 1e6)}`;
+    await ledger.createOrder(newOrder({ orderId, owner: alice, kind: 'payment' }));
+    await applyEvidence(ledger, (await ledger.getOrder(orderId))!, 'notified_pending');
+    return orderId;
+  }
+  /** A relay on a clock of the test's own; `answeredAfter`: how long each publication's answer takes on it. */
+  function relayAt(clock: { now: number }, answeredAfter = 0) {
+    const store = events();
+    const publish = store.publish.bind(store);
+    store.publish = async (...args) => {
+      const publication = await publish(...args);
+      clock.now += answeredAfter;
+      return publication;
+    };
+    return new EventRelay({
+      client,
+      ledgerTable: process.env.LEDGER_TABLE!,
+      events: store,
+      endpoints: () => [],
+      now: () => clock.now,
+    });
+  }
+  /** Where the feed lists the order's one event: its place's time. */
+  async function listedAt(orderId: string): Promise<number> {
+    const page = await new EventStore({ client, table: process.env.EVENTS_TABLE!, now: () => 4e12 }).page({
+      limit: 1,
+      objectId: orderId,
+    });
+    expect(page.events).toHaveLength(1);
+    return Number(page.position!.slice(0, 13));
+  }
+
+  it('is listed again when it was answered too late to prove it landed before readers passed its place', async () => {
+    // Prepare: the container frozen a minute between the event's stamp and its write's answer,
+    // the write sent on as it thawed.
+    const orderId = await orderWithOutbox('late-publication');
+    const t = Date.now();
+    const clock = { now: t };
+
+    // Act
+    await relayAt(clock, 60_000).publish(`order#${orderId}`);
+
+    // Assess: a reader whose cursor passed the stamp while the write was on its way still comes to it.
+    expect(await listedAt(orderId)).toBe(t + 60_000);
+    expect(await outboxLength(`order#${orderId}`)).toBe(0);
+  });
+
+  it('stays where it was published when it was answered in time', async () => {
+    const orderId = await orderWithOutbox('timely-publication');
+    const t = Date.now();
+
+    await relayAt({ now: t }, DYNAMODB_WRITE_WORST_MS).publish(`order#${orderId}`);
+
+    expect(await listedAt(orderId)).toBe(t);
+  });
+
+  it('is listed again when found published long ago with its outbox kept, and not when found just published', async () => {
+    // Prepare: a publication ten minutes ago whose outbox could not be emptied (the ledger failing),
+    // and the ledger failing the next run's emptying too.
+    const orderId = await orderWithOutbox('kept-outbox');
+    const t = Date.now();
+    await injectDynamoDbFault({
+      operation: 'UpdateItem',
+      table: process.env.LEDGER_TABLE!,
+      keyPrefix: `order#${orderId}`,
+      fault: { kind: 'status500' },
+      times: 2 * DYNAMODB_ATTEMPTS,
+    });
+    const failures: unknown[] = [];
+    await relayAt({ now: t - 600_000 })
+      .publish(`order#${orderId}`)
+      .catch((error: unknown) => failures.push(error));
+
+    // Act: the next run finds it ten minutes old; the one after finds it where that run put it.
+    await relayAt({ now: t })
+      .publish(`order#${orderId}`)
+      .catch((error: unknown) => failures.push(error));
+    const afterNext = await listedAt(orderId);
+    await relayAt({ now: t + 1_000 }).publish(`order#${orderId}`);
+
+    // Assess: listed again where readers will come to it (one may see it twice, by its id), once.
+    expect(failures).toHaveLength(2);
+    expect(afterNext).toBe(t);
+    expect(await listedAt(orderId)).toBe(t);
+    expect(await outboxLength(`order#${orderId}`)).toBe(0);
+  });
+});
 
 /** The events table as a reader long after: every event published so far is visible. */
 const events = () =>
