@@ -23,6 +23,12 @@ export const LEASE_MS = 60_000;
  * deadline: one cut short by the Lambda's end waits out its lease and is posted again.
  */
 export const EVENT_RUN_MS = DELIVERY_TIMEOUT_MS + 5_000;
+/**
+ * How long a delivery to an endpoint that gave no answer in a run waits for the next try: a
+ * scheduled run's interval (serverless.yml, `rate(1 minute)`). Due later than events published
+ * since, it leaves the front of the `due` index to them.
+ */
+export const DEFERRED_FOR_MS = 60_000;
 /** An endpoint failing every attempt this long is disabled. */
 export const DISABLE_AFTER_MS = 24 * 3_600_000;
 /** Due events read per query, and posted at once. */
@@ -47,8 +53,8 @@ export interface DeliveryRun {
   gaveUp: number;
   disabled: string[];
   /**
-   * Deliveries not attempted because their endpoint gave no answer earlier in the run: they stay
-   * due, as they were, for the next run.
+   * Deliveries not attempted because their endpoint gave no answer earlier in the run: due again
+   * DEFERRED_FOR_MS later, their attempts as they were.
    */
   deferred: number;
   /** Due events another deliverer held, or whose result could not be written: a later run has them. */
@@ -128,9 +134,10 @@ export class WebhookDeliverer {
       due.map(async ([endpointId, delivery]) => {
         // An endpoint that gave no answer in this run holds up no more events in it (each would
         // wait DELIVERY_TIMEOUT_MS, and with it every other endpoint's results): its deliveries
-        // stay due, unchanged and not counted as attempts, for the next run to try it again.
+        // wait for the next run, no attempt counted, behind the events published meanwhile.
         if (context.silent.has(endpointId)) {
           run.deferred++;
+          changed[endpointId] = { ...delivery, nextAt: now + DEFERRED_FOR_MS };
           return;
         }
         changed[endpointId] = await this.#attempt(event, endpointId, delivery, context, run);

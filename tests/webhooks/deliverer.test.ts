@@ -7,7 +7,7 @@ vi.hoisted(() => {
 
 import { readFileSync } from 'node:fs';
 import { publishMetrics } from '../../lib/log/metrics.ts';
-import { EVENT_RUN_MS, WebhookDeliverer } from '../../lib/webhooks/deliverer.ts';
+import { DEFERRED_FOR_MS, EVENT_RUN_MS, WebhookDeliverer } from '../../lib/webhooks/deliverer.ts';
 import {
   environmentWebhookEndpoints,
   type WebhookEndpoint,
@@ -327,7 +327,7 @@ describe('an endpoint that gives no answer', () => {
     for (let index = 0; index < 10; index++)
       ids.push((await putEvent({ publishedAt: clock, endpoints: ['default', 'silent'] })).id);
 
-    // Act
+    // Act: a run; an event published a second later and a run for it; the run a minute later.
     const first = await worker.run();
     const triedInFirst = silentAttempts;
     const deferredDeliveries = async () =>
@@ -335,27 +335,34 @@ describe('an endpoint that gives no answer', () => {
         (event) => event!.deliveries.silent!.attempts === 0,
       );
     const waitingAfterFirst = await deferredDeliveries();
-    const later = await worker.run();
+    const published = era + S;
+    const newer = await putEvent({ publishedAt: published, endpoints: ['default'] });
+    clock = published;
+    const dueThen = (await store.due(clock, 100)).keys;
+    const forNewer = await worker.run();
+    clock = era + DEFERRED_FOR_MS;
+    const minuteLater = await worker.run();
 
     // Assess: every event reached the receiver in the first run. The silent endpoint was tried
     // only by the events the run had taken before its first silence (how many is the timing of
-    // the run's parallel takes); the others wait, unchanged and due, and the next run tries the
-    // endpoint again.
-    expect(receiver.received.map((got) => got.headers['webhook-id']).sort()).toEqual([...ids].sort());
+    // the run's parallel takes).
+    expect(receiver.received.map((got) => got.headers['webhook-id']).sort()).toEqual(
+      [...ids, newer.id].sort(),
+    );
     expect(first).toMatchObject({ events: 10, delivered: 10, failed: triedInFirst });
     expect(triedInFirst).toBeGreaterThan(0);
     expect(triedInFirst).toBeLessThan(10);
     expect(first.deferred).toBe(10 - triedInFirst);
+    // The others wait a run's interval, no attempt counted: an event published since is before them.
     expect(waitingAfterFirst).toHaveLength(first.deferred);
     for (const event of waitingAfterFirst)
-      expect(event!.deliveries.silent).toMatchObject({ status: 'pending' });
-    expect(later).toMatchObject({
-      events: first.deferred,
-      delivered: 0,
-      deferred: first.deferred - later.failed,
-    });
-    expect(later.failed).toBeGreaterThan(0);
-    expect(silentAttempts).toBe(triedInFirst + later.failed);
-    expect(await deferredDeliveries()).toHaveLength(first.deferred - later.failed);
+      expect(event!.deliveries.silent).toMatchObject({ status: 'pending', nextAt: era + DEFERRED_FOR_MS });
+    expect(dueThen).toEqual([`event#${newer.id}`]);
+    expect(forNewer).toMatchObject({ events: 1, delivered: 1, failed: 0, deferred: 0 });
+    // A minute later the endpoint is tried again, by the first events the run takes.
+    expect(minuteLater.events).toBe(10);
+    expect(minuteLater.failed).toBeGreaterThan(0);
+    expect(minuteLater.deferred).toBe(10 - minuteLater.failed);
+    expect(silentAttempts).toBe(triedInFirst + minuteLater.failed);
   });
 });
