@@ -13,7 +13,7 @@ const store = idempotencyStoreFromEnvironment();
 /**
  * DELETE /gateway/api/subscriptions/{id}: stop a subscription. A subscription already cancelled or
  * completed is answered 409 without PayHere. An Idempotency-Key is optional: with one, a repeat is
- * answered from the store.
+ * answered from the store, and one whose outcome was unknown is settled from the subscription's state.
  */
 export const handler = route(
   {
@@ -27,6 +27,10 @@ export const handler = route(
       optional: true,
       // As PayHere receives it: 0420075032251 is 420075032251.
       upstream: ({ path }) => ({ subscription_id: Number(path.id) }),
+      subject: ({ path, caller }) => cancels.subject(caller, path.id),
+      // A lost answer, repeated: settled from the subscription's state.
+      reconcile: ({ path, caller, deadline }, startedAt) =>
+        cancels.settle(caller, path.id, startedAt, deadline),
     },
   },
   async ({ path, caller, deadline }) => {

@@ -51,7 +51,7 @@ export const outcomeUnknown = {
   cancel: (subscriptionId: string, cause?: unknown) =>
     unknown(
       `The gateway did not confirm the cancellation of subscription ${subscriptionId}; it may have been processed. ` +
-        `Send the DELETE again ("already cancelled" then means it was done), or read GET ${API}/subscriptions/${subscriptionId}.`,
+        `A repeat with the same Idempotency-Key checks the subscription's state (without a key, send the DELETE again: "already cancelled" then means it was done), or read GET ${API}/subscriptions/${subscriptionId}.`,
       cause,
     ),
 };

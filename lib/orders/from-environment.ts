@@ -80,6 +80,7 @@ export function subscriptionCancelsFromEnvironment(payhere: PayHere): Subscripti
     ledger: ledgerWithEvents(),
     reads: new SharedReads({ payhere, store }),
     invalidation: store,
+    settling: settleDepsFromEnvironment(payhere),
   });
 }
 

@@ -1,7 +1,7 @@
 import type { APIGatewayProxyResult } from 'aws-lambda';
 import { ok } from '../envelope/envelope.ts';
 import { errorResponse } from '../envelope/error-response.ts';
-import { GatewayRejectedError, OutcomeUndeterminableError } from '../envelope/errors.ts';
+import { ConflictError, GatewayRejectedError, OutcomeUndeterminableError } from '../envelope/errors.ts';
 import { paymentOutcomeResponse } from '../envelope/payment-outcome.ts';
 import { outcomeUnknown } from '../gateway/advice.ts';
 import { NOTHING, type PayHere, type RefundBody } from '../gateway/payhere.ts';
@@ -20,6 +20,7 @@ import {
 } from './charge-engine.ts';
 import type { Holds } from './holds.ts';
 import { recordRefundOutcome, settleLostRefund } from './refund-slots.ts';
+import { ENDED, keepSubscriptionEnd } from './subscription-ends.ts';
 
 type Result = APIGatewayProxyResult;
 
@@ -37,7 +38,8 @@ export type MoneySubject =
       orderId?: string;
     }
   | { operation: 'refund'; role: Actor['role']; body: RefundBody; orderId?: string }
-  | { operation: 'retrySubscription'; role: Actor['role']; subscriptionId: string };
+  | { operation: 'retrySubscription'; role: Actor['role']; subscriptionId: string }
+  | { operation: 'cancelSubscription'; role: Actor['role']; subscriptionId: string };
 
 /** The record the subject was kept on: its key (a charge's slot on the order) and when its request started. */
 export interface Held {
@@ -193,6 +195,47 @@ export async function settleRetry(
 }
 
 /**
+ * Settle a cancel from the subscription's state as PayHere shows it now: CANCELLED is done (and
+ * kept on its order, with its event, as the cancel's own answer would have been), COMPLETED is
+ * PayHere's refusal; any other state, a settle delay after the cancel could have been processed,
+ * is a cancel not processed. Never sent again.
+ */
+export async function settleCancel(
+  deps: SettleDeps,
+  subject: Extract<MoneySubject, { operation: 'cancelSubscription' }>,
+  held: Held,
+  deadline: number,
+): Promise<Result> {
+  const id = subject.subscriptionId;
+  let status: string;
+  try {
+    ({ status } = (await deps.payhere.getSubscription(id, deadline, { reconciliation: true })).data);
+  } catch (error) {
+    throw outcomeUnknown.cancel(id, error);
+  }
+  const ended = status === 'CANCELLED' || status === 'COMPLETED';
+  if (ended) {
+    const reference = await deps.ledger.lookup('subscription', id);
+    await keepSubscriptionEnd(
+      deps.ledger,
+      id,
+      status,
+      reference,
+      status === 'CANCELLED' ? 'cancel_accepted' : 'cancel_refused',
+    );
+    await deps.invalidation?.forgetSubscription(id);
+    if (status === 'CANCELLED') return ok('Successfully cancelled the subscription', null);
+    return errorResponse(new ConflictError(ENDED.COMPLETED!));
+  }
+  if (nowOf(deps) < windowOf(held.startedAt).until + deps.settleDelayMs) throw outcomeUnknown.cancel(id);
+  return errorResponse(
+    new GatewayRejectedError(
+      `The subscription is ${status}, a settle delay after the cancellation could have been processed: it was not processed. Send it again with a new Idempotency-Key if you still mean to.`,
+    ),
+  );
+}
+
+/**
  * Every money route's settlement, for the settle job (lib/settle/job.ts), which holds only what
  * the records kept: a charge is settled on its order (lib/orders/charge-engine.ts), the others above.
  */
@@ -230,6 +273,8 @@ export class MoneySettlement {
         return settleRefund(this.#deps, subject, held, deadline);
       case 'retrySubscription':
         return settleRetry(this.#deps, subject, held, deadline);
+      case 'cancelSubscription':
+        return settleCancel(this.#deps, subject, held, deadline);
     }
   }
 

@@ -1,18 +1,16 @@
+import type { APIGatewayProxyResult } from 'aws-lambda';
 import { ConflictError, NotFoundError, notSent } from '../envelope/errors.ts';
 import type { PayHere, Result } from '../gateway/payhere.ts';
 import type { Reference } from '../ledger/model.ts';
 import type { LedgerStore } from '../ledger/store.ts';
-import { describeError, log } from '../log/log.ts';
 import { type ReadInvalidation, thenForget } from '../reads/invalidation.ts';
 import type { SharedReads } from '../reads/shared-reads.ts';
-import { type Actor, Ownership, readLedger } from './access.ts';
-import { applySubscriptionEvidence, type SubscriptionEvidence } from './subscription-evidence.ts';
+import { type Actor, Ownership } from './access.ts';
+import { type MoneySubject, type SettleDeps, settleCancel } from './money-settlement.ts';
+import { ENDED, keepSubscriptionEnd } from './subscription-ends.ts';
+import type { SubscriptionEvidence } from './subscription-evidence.ts';
 
-/** The states a subscription cannot be cancelled from, with PayHere's own refusal of each. */
-const ENDED: Record<string, string> = {
-  CANCELLED: 'Subscription is already cancelled.',
-  COMPLETED: 'Subscription is already completed.',
-};
+type CancelSubject = Extract<MoneySubject, { operation: 'cancelSubscription' }>;
 
 /**
  * Cancelling a subscription (docs/contract.md "Each caller has a share": work that cannot change anything
@@ -27,17 +25,40 @@ export class SubscriptionCancels {
   readonly #reads: SharedReads;
   readonly #invalidation: ReadInvalidation;
 
+  readonly #settling: SettleDeps;
+
   constructor(options: {
     payhere: PayHere;
     ledger: LedgerStore;
     reads: SharedReads;
     invalidation: ReadInvalidation;
+    settling: SettleDeps;
   }) {
     this.#payhere = options.payhere;
     this.#ledger = options.ledger;
     this.#ownership = new Ownership(options.ledger);
     this.#reads = options.reads;
     this.#invalidation = options.invalidation;
+    this.#settling = options.settling;
+  }
+
+  /** What the settle job settles an unknown cancel with (as PayHere receives it: 0420075032251 is 420075032251). */
+  subject(caller: Actor, id: string): CancelSubject {
+    return { operation: 'cancelSubscription', role: caller.role, subscriptionId: String(Number(id)) };
+  }
+
+  /**
+   * A cancel whose outcome is unknown, repeated with its key: settled from the subscription's
+   * state (settleCancel), the customer's own subscription only.
+   */
+  async settle(
+    caller: Actor,
+    id: string,
+    startedAt: number,
+    deadline: number,
+  ): Promise<APIGatewayProxyResult> {
+    await this.#ownership.requireSubscription(caller, id);
+    return settleCancel(this.#settling, this.subject(caller, id), { key: '', startedAt }, deadline);
   }
 
   async cancel(actor: Actor, id: string, deadline: number): Promise<Result<null>> {
@@ -56,7 +77,12 @@ export class SubscriptionCancels {
       this.#reads.sharedSubscription(subscriptionId, deadline).catch(() => undefined),
     ]);
     const known = reference?.status ?? shared?.status;
-    if (known && ENDED[known]) throw notSent(new ConflictError(ENDED[known]));
+    if (known && ENDED[known]) {
+      // Only PayHere's shared answer shows the end: the order may not (a cancel whose order write
+      // failed, a stop PayHere made), and this cancel is the one that meets it.
+      if (!reference?.status) await this.#remember(subscriptionId, known, reference, 'cancel_refused');
+      throw notSent(new ConflictError(ENDED[known]));
+    }
     try {
       const answer = await thenForget(
         () => this.#payhere.cancelSubscription(id, deadline),
@@ -73,29 +99,12 @@ export class SubscriptionCancels {
     }
   }
 
-  /**
-   * Kept for the next cancel (a write that fails costs that cancel one PayHere call, nothing more),
-   * and on its order with its event (subscription.cancelled or .completed) as
-   * lib/orders/subscription-evidence.ts decides: once, and never over an end the order shows.
-   */
-  async #remember(
+  #remember(
     subscriptionId: string,
     status: string,
     reference: Reference | undefined,
     evidence: SubscriptionEvidence,
   ): Promise<void> {
-    if (!reference) return;
-    const ledger = this.#ledger;
-    try {
-      await Promise.all([
-        readLedger(() => ledger.setSubscriptionStatus(subscriptionId, status)),
-        readLedger(async () => {
-          const order = await ledger.getOrder(reference.orderId);
-          if (order) await applySubscriptionEvidence(ledger, order, subscriptionId, { evidence, status });
-        }),
-      ]);
-    } catch (error) {
-      log.warn('could not keep a subscription’s state on the ledger', { error: describeError(error) });
-    }
+    return keepSubscriptionEnd(this.#ledger, subscriptionId, status, reference, evidence);
   }
 }

@@ -231,6 +231,55 @@ describe('a lost capture, refund and retry', () => {
   });
 });
 
+describe('a lost cancel', () => {
+  /** A cancel with a key whose answer is lost and whose state PayHere cannot show at once. */
+  async function lostCancel(fault: 'reset' | 'resetBeforeProcessing') {
+    const request = await validRequest(sandbox, 'cancelSubscription');
+    const key = randomUUID();
+    sandbox.faults.inject('cancel', { kind: fault });
+    sandbox.faults.inject('getSubscription', { kind: 'status', status: 503 }, 10);
+    sandbox.faults.inject('listSubscriptions', { kind: 'status', status: 503 }, 10);
+    const withKey = { ...request, headers: { 'Idempotency-Key': key } };
+    const lost = await call('cancelSubscription', withKey);
+    sandbox.faults.clear();
+    return { request, withKey, lost };
+  }
+
+  it('PayHere processed is settled as done from the subscription’s state, and kept as cancelled', async () => {
+    const { request, withKey, lost } = await lostCancel('reset');
+
+    const run = await settleJob(LATER).run();
+    const repeat = await call('cancelSubscription', withKey);
+    const cancelsSent = sandbox.counters().cancel;
+    const again = await call('cancelSubscription', request);
+
+    expect(lost.statusCode).toBe(202);
+    expect(lost.body.data.code).toBe('outcome_unknown');
+    expect(run.settled).toBe(1);
+    expect(repeat.statusCode).toBe(200);
+    expect(repeat.body.msg).toBe('Successfully cancelled the subscription');
+    expect(repeat.headers['Idempotent-Replayed']).toBe('true');
+    // Settled without sending the cancel again.
+    expect(cancelsSent).toBe(1);
+    expect(again.statusCode).toBe(409);
+  });
+
+  it('PayHere never processed is settled as not processed, once the settle delay has passed', async () => {
+    const { withKey, lost } = await lostCancel('resetBeforeProcessing');
+
+    const early = await settleJob(0).run();
+    const run = await settleJob(LATER).run();
+    const repeat = await call('cancelSubscription', withKey);
+
+    expect(lost.statusCode).toBe(202);
+    expect(early).toMatchObject({ settled: 0 });
+    expect(run.settled).toBe(1);
+    expect(repeat.statusCode).toBe(422);
+    expect(repeat.body.msg).toMatch(/is ACTIVE.*it was not processed/);
+    expect(sandbox.counters().cancel).toBe(1);
+  });
+});
+
 describe('a lost hold', () => {
   it('waits for its notification; settled as held when it comes', async () => {
     const { body, key } = await lostCharge(true, chargeBody(undefined, 'AUTHORIZE'));
