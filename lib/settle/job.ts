@@ -195,6 +195,13 @@ export class SettleJob {
     const now = this.#now();
     // Gone, answered meanwhile, or still held by a live attempt (its lock is the Lambda's clock): nothing to settle.
     if (!record?.settle || record.state === 'complete') return;
+    if (record.state === 'in_progress' && record.notSent) {
+      // Its attempt provably sent nothing and could not delete it: there is nothing to settle (taken
+      // for a lost request, a refund would be recorded as possibly made). Deleted, as its attempt
+      // meant; a repeat of its key sends the request.
+      await this.#store.release(record);
+      return;
+    }
     if (record.state === 'in_progress' && (record.lockedUntil ?? 0) > this.#clock()) return;
     run.looked++;
     let subject: MoneySubject;

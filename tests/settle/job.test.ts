@@ -4,6 +4,7 @@ import { recordKey } from '../../lib/idempotency/idempotent.ts';
 import { CHARGEABLE } from '../../lib/orders/evidence.ts';
 import { loadSettleLimits } from '../../lib/settle/from-environment.ts';
 import type { SettleLimits } from '../../lib/settle/job.ts';
+import { injectDynamoDbFault } from '../helpers/dynamodb-faults.ts';
 import { call, useTestGateway } from '../helpers/gateway.ts';
 import { captureLogs } from '../helpers/logs.ts';
 import { notify, signed } from '../helpers/notifications.ts';
@@ -228,6 +229,44 @@ describe('a lost capture, refund and retry', () => {
     expect(run.settled).toBe(1);
     expect(repeat.statusCode).toBe(200);
     expect(repeat.body.msg).toMatch(/records show the installment was charged/);
+  });
+});
+
+describe('a request provably not sent whose key could not be released', () => {
+  it('is released by the settle job, never settled as a request that may have been sent', async () => {
+    // Prepare: a paid order refunded in part, then a refund above what is left: refused by the
+    // service, nothing sent. Its key's release (a conditional delete) fails on every try; marking
+    // it not sent works.
+    const body = chargeBody();
+    const charged = await call('charge', { body });
+    const paymentId = charged.body.data.payment_id;
+    await call('refund', { body: { payment_id: paymentId, description: 'part', amount: 20 } });
+    const key = randomUUID();
+    await injectDynamoDbFault({
+      operation: 'DeleteItem',
+      table: process.env.IDEMPOTENCY_TABLE!,
+      keyPrefix: recordKey('refund', 'test-client', key),
+      fault: { kind: 'status500' },
+      times: 6,
+    });
+    const tooMuch = { payment_id: paymentId, description: 'too much', amount: 110 };
+    const refused = await call('refund', { body: tooMuch, idempotencyKey: key });
+    const marked = await recordOf('refund', key);
+
+    // Act: the job's next run, while the refused request's lock may still run.
+    const run = await settleJob(LATER).run();
+    const after = await recordOf('refund', key);
+    const records = await call('paymentRefunds', { id: String(paymentId) });
+    const repeat = await call('refund', { body: tooMuch, idempotencyKey: key });
+
+    // Assess: nothing "may have been made"; the repeat is judged again (and refused again).
+    expect(refused.statusCode).toBe(409);
+    expect(marked).toMatchObject({ state: 'in_progress', notSent: true });
+    expect(run.settled).toBe(0);
+    expect(after).toBeUndefined();
+    expect(records.body.data.undetermined).toBe(0);
+    expect(repeat.body.data.code).toBe('conflict');
+    expect(sandbox.counters().refund).toBe(1);
   });
 });
 
