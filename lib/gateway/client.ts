@@ -276,10 +276,12 @@ export class GatewayClient {
     let permit = reservation ? await reservation.use() : undefined;
     if (!permit) {
       let spare = reservation !== undefined;
+      let counted: ShareTaken | undefined;
       if (!reservation) {
         const share = this.#share(money, retryOf);
         void this.#transport.preload(call.money);
-        spare = (await share)?.beyond === true;
+        counted = await share;
+        spare = counted?.beyond === true;
       }
       // Customers (and what notifications make the service confirm) never take the share reserved
       // for the merchant's money calls, the settle job's and the token's; reads still leave their
@@ -287,7 +289,13 @@ export class GatewayClient {
       const caller = callers.getStore()?.kind;
       const reserve = caller !== 'customer' && caller !== 'notifications';
       const kind = call.money || call.reconciliation ? 'money' : 'read';
-      permit = await this.#slot(kind, call.deadline, retryOf, { spare, reserve });
+      try {
+        permit = await this.#slot(kind, call.deadline, retryOf, { spare, reserve });
+      } catch (error) {
+        // No slot: the call is not made, and costs its caller nothing of its share.
+        if (counted) inBackground(() => counted.giveBack());
+        throw error;
+      }
     }
     let response: UpstreamResponse;
     try {

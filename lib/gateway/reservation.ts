@@ -34,7 +34,13 @@ export class Reservation {
       this.#handBack();
       throw error;
     }
-    if (!taken?.beyond) return this.#slot;
+    if (!taken?.beyond) {
+      return this.#slot.catch((error: unknown) => {
+        // No slot: the call is not made, and costs its caller nothing of its share.
+        if (taken) inBackground(() => taken.giveBack());
+        throw error;
+      });
+    }
     this.#handBack();
     return undefined;
   }
