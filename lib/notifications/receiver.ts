@@ -471,6 +471,19 @@ export class NotificationReceiver {
       countMetric('NotificationTokenConflict');
       return 'unchanged';
     }
+    // Another subscription of a paid recurring order: the customer paid it twice.
+    const otherSubscription = notification.subscription_id;
+    if (
+      order.kind === 'recurring' &&
+      order.state === 'succeeded' &&
+      order.subscriptionId &&
+      notification.status_code === '2' &&
+      otherSubscription !== undefined &&
+      otherSubscription !== order.subscriptionId
+    ) {
+      await this.#secondSubscription(order, otherSubscription, deadline);
+      return 'unchanged';
+    }
     // A later installment's notification: what cannot be confirmed now is, by the settle job, later.
     // (The first payment's installment is counted by any later read of the subscription's payments.)
     if (order.kind === 'recurring' && order.state === 'succeeded' && order.subscriptionId) {
@@ -539,6 +552,57 @@ export class NotificationReceiver {
       orderId: order.orderId,
       paymentId,
       evidence: 'second_payment',
+    });
+  }
+
+  /**
+   * A paid recurring order's success notification for another subscription (its checkout run twice:
+   * PayHere makes a second subscription, which charges the card on its own schedule). Once PayHere's
+   * records show that subscription for this order, it is linked to the order's owner (who may then
+   * read and cancel it) and the payments PayHere shows of it are noted on the order as possible
+   * duplicates, counted and alarmed, as a second payment is (the signature covers neither id, so the
+   * notification's word alone is not enough). It moves no state. One that cannot be checked now
+   * fails unnoted, and PayHere sends it again (429 or 503, as #secondPayment says).
+   */
+  async #secondSubscription(order: Order, subscriptionId: string, deadline: number): Promise<void> {
+    if (!(await this.#mayConfirm(order)))
+      throw new RateLimitedError(
+        'This notification’s order was checked with PayHere’s records moments ago; send it again later.',
+        CONFIRM_INTERVAL_MS / 1000,
+      );
+    const found = await this.#confirmations.subscriptionOfOrder(order, subscriptionId, deadline);
+    const paymentIds =
+      found === undefined || found === 'none'
+        ? undefined
+        : await this.#confirmations.subscriptionPaymentIds(order, subscriptionId, deadline);
+    if (found === undefined || (found !== 'none' && paymentIds === undefined))
+      throw new GatewayUnavailableError(
+        'This notification cannot be checked with PayHere’s records now; send it again later.',
+      );
+    // Not a subscription of this order: someone else's notification, altered.
+    if (found === 'none') return;
+    const reference = { orderId: order.orderId, owner: order.owner };
+    if (!(await this.#ledger.link('subscription', subscriptionId, reference))) return;
+    await this.#ledger.addSubscription(order.owner, subscriptionId);
+    // Noted once: a notification of it again (its next installment) notes only what is new.
+    const duplicates = paymentIds!.filter((id) => !order.duplicatePayments.includes(id));
+    if (duplicates.length === 0) return;
+    await this.#ledger.noteDuplicatePayments(order.orderId, duplicates, [
+      possibleDuplicates(order, order.state, duplicates),
+    ]);
+    countMetric('PossibleDuplicateCharge');
+    log.warn('a paid recurring order got a second subscription: the merchant must cancel it and refund it', {
+      orderId: order.orderId,
+      subscriptionId: order.subscriptionId,
+      secondSubscriptionId: subscriptionId,
+    });
+    audit({
+      route: 'notify',
+      outcome: 'recorded',
+      replayed: false,
+      orderId: order.orderId,
+      subscriptionId,
+      evidence: 'second_subscription',
     });
   }
 

@@ -109,6 +109,18 @@ export class Confirmations {
     return { subscription: found };
   }
 
+  /** The ids of the payments PayHere's records show for the subscription (whatever their status). */
+  async subscriptionPaymentIds(
+    order: Order,
+    subscriptionId: string,
+    deadline: number,
+  ): Promise<string[] | undefined> {
+    return this.#ask('a subscription’s payments', order, [], async () => {
+      const { data } = await this.#payhere.subscriptionPayments(subscriptionId, deadline, this.#share);
+      return data.map((payment) => String(payment.payment_id));
+    });
+  }
+
   /** How many installments PayHere's payments of the subscription show as received. */
   async installmentsPaid(
     order: Order,

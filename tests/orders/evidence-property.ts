@@ -186,15 +186,21 @@ export function evidenceProperty(part: number): void {
           const paid: Array<number | undefined> = [undefined, undefined, undefined];
           let subscriptionId: number | undefined;
           let lastForm: Record<string, string> | undefined;
-          /** The last notification's order, and whether it names another payment's success. */
-          let lastNotified = { order: 0, otherPayment: false };
+          /**
+           * The last notification's order, and whether it names another payment's success, or the
+           * success of a subscription other than the one its order has.
+           */
+          let lastNotified = { order: 0, otherPayment: false, otherSubscription: false };
           /**
            * The answers a notification may get: 200, or, for the notification of another payment
-           * of an order that has one, which cannot be checked with PayHere now, 429 (its order was
-           * checked lately) or 503 (PayHere did not answer), for PayHere to send it again.
+           * of an order that has one, or of another subscription of a recurring order that has one,
+           * which cannot be checked with PayHere now, 429 (its order was checked lately) or 503
+           * (PayHere did not answer), for PayHere to send it again.
            */
-          const answers = ({ order, otherPayment }: typeof lastNotified) =>
-            otherPayment && (before[order]?.paymentId ?? null) !== null ? [200, 429, 503] : [200];
+          const answers = ({ order, otherPayment, otherSubscription }: typeof lastNotified) =>
+            (otherPayment && (before[order]?.paymentId ?? null) !== null) || otherSubscription
+              ? [200, 429, 503]
+              : [200];
           let search: 'up' | 'down' | 'pending' = 'up';
           sandbox.setClockOffset(0);
           let later = 0;
@@ -318,7 +324,17 @@ export function evidenceProperty(part: number): void {
                     }
                   : {}),
               });
-              lastNotified = { order: s.order, otherPayment: s.paymentId === 'other' && s.status === '2' };
+              const ordered = before[s.order];
+              lastNotified = {
+                order: s.order,
+                otherPayment: s.paymentId === 'other' && s.status === '2',
+                otherSubscription:
+                  s.flow === 'subscription' &&
+                  s.status === '2' &&
+                  ordered?.kind === 'recurring' &&
+                  ordered.subscriptionId !== null &&
+                  lastForm.subscription_id !== ordered.subscriptionId,
+              };
               expect(answers(lastNotified)).toContain((await notify(lastForm)).statusCode);
             } else if (s.kind === 'replay') {
               if (lastForm) expect(answers(lastNotified)).toContain((await notify(lastForm)).statusCode);
