@@ -102,7 +102,9 @@ export const idleWork = new AsyncLocalStorage<IdleWork>();
 
 /**
  * `acquire` for the call being made: as idle work inside `idleWork.run`, else as `kind` (at no
- * cost to a live call: no promise of its own).
+ * cost to a live call: no promise of its own). A token request is never idle work, wherever it is
+ * made: the container making it holds the deployment's token lease, and every live call waits for
+ * the token it brings.
  */
 function acquireAs(
   kind: CallKind,
@@ -112,7 +114,7 @@ function acquireAs(
   options: AcquireOptions = {},
 ): Promise<Permit> {
   const work = idleWork.getStore();
-  if (!work) return acquire(kind, maxWaitMs, options);
+  if (!work || kind === 'token') return acquire(kind, maxWaitMs, options);
   return acquire('idle', Math.min(maxWaitMs, work.until - now()), {}).catch((error: unknown) => {
     if (error instanceof RateLimitedError) work.refused = true;
     throw error;
