@@ -6,7 +6,7 @@ import { paymentOutcomeResponse } from '../envelope/payment-outcome.ts';
 import { outcomeUnknown } from '../gateway/advice.ts';
 import { NOTHING, type PayHere, type RefundBody } from '../gateway/payhere.ts';
 import type { LedgerStore } from '../ledger/store.ts';
-import { log } from '../log/log.ts';
+import { describeError, log } from '../log/log.ts';
 import { countMetric } from '../log/metrics.ts';
 import type { ReadInvalidation } from '../reads/invalidation.ts';
 import type { ChargeRequest } from '../schemas/charge.ts';
@@ -173,6 +173,25 @@ export async function settleRefund(
   );
 }
 
+/**
+ * A retry PayHere charged: its subscription's order has the settle job read the subscription's
+ * standing from PayHere's records at its next run (the installment it paid, COMPLETED if it was the
+ * last), since PayHere sends no notification of a retry. Failures are logged: the charge stands,
+ * and the next installment's notification reads the standing anyway.
+ */
+export async function afterRetryCharged(
+  ledger: LedgerStore,
+  subscriptionId: string,
+  now: number,
+): Promise<void> {
+  try {
+    const reference = await ledger.lookup('subscription', subscriptionId);
+    if (reference) await ledger.checkStandingAt(reference.orderId, now);
+  } catch (error) {
+    log.warn('could not have a retried subscription’s standing read', { error: describeError(error) });
+  }
+}
+
 /** Settle a retry from the subscription's payments: charged if one is in the retry's window. */
 export async function settleRetry(
   deps: SettleDeps,
@@ -184,6 +203,7 @@ export async function settleRetry(
   const found = await deps.payhere.reconcileRetry(subject.subscriptionId, window, deadline);
   if (found !== NOTHING) {
     await deps.invalidation?.forgetSubscription(subject.subscriptionId);
+    await afterRetryCharged(deps.ledger, subject.subscriptionId, nowOf(deps));
     return ok(found.msg, found.data);
   }
   if (nowOf(deps) < window.until + deps.settleDelayMs) throw outcomeUnknown.retry(subject.subscriptionId);

@@ -3,7 +3,7 @@ import { ok } from '../envelope/envelope.ts';
 import type { PayHere } from '../gateway/payhere.ts';
 import { type ReadInvalidation, thenForget } from '../reads/invalidation.ts';
 import type { Actor, Ownership } from './access.ts';
-import { type MoneySubject, type SettleDeps, settleRetry } from './money-settlement.ts';
+import { afterRetryCharged, type MoneySubject, type SettleDeps, settleRetry } from './money-settlement.ts';
 
 /** A retry as the route hands it over: the subscription's id as the path gives it. */
 export interface RetryInput {
@@ -48,6 +48,7 @@ export class SubscriptionRetries {
       () => this.#payhere.retrySubscription(id, deadline),
       () => this.#invalidation.forgetSubscription(id),
     );
+    await afterRetryCharged(this.#settling.ledger, String(Number(id)), Date.now());
     return ok(msg, data);
   }
 
