@@ -486,7 +486,9 @@ export class NotificationReceiver {
     }
     // A later installment's notification: what cannot be confirmed now is, by the settle job, later.
     // (The first payment's installment is counted by any later read of the subscription's payments.)
-    if (order.kind === 'recurring' && order.state === 'succeeded' && order.subscriptionId) {
+    // A chargeback of one installment does not stop the subscription: its next ones still count.
+    const running = order.state === 'succeeded' || order.state === 'chargedback';
+    if (order.kind === 'recurring' && running && order.subscriptionId) {
       if ((await this.#installments(notification, order, deadline)) === 'deferred')
         await this.#checkStandingLater(order, Date.now() + CONFIRM_INTERVAL_MS);
     }

@@ -121,7 +121,11 @@ export class Confirmations {
     });
   }
 
-  /** How many installments PayHere's payments of the subscription show as received. */
+  /**
+   * How many installments PayHere's payments of the subscription show paid: received, refunded or
+   * charged back since (each was an installment paid; not counting one charged back would number
+   * the next failure as an installment already recorded).
+   */
   async installmentsPaid(
     order: Order,
     subscriptionId: string,
@@ -129,8 +133,12 @@ export class Confirmations {
   ): Promise<number | undefined> {
     return this.#ask('installments', order, 0, async () => {
       const { data } = await this.#payhere.subscriptionPayments(subscriptionId, deadline, this.#share);
-      return data.filter((payment) => payment.status === 'RECEIVED' || payment.status.startsWith('REFUND'))
-        .length;
+      return data.filter(
+        (payment) =>
+          payment.status === 'RECEIVED' ||
+          payment.status.startsWith('REFUND') ||
+          payment.status === 'CHARGEBACKED',
+      ).length;
     });
   }
 
