@@ -54,11 +54,31 @@ export class OrderPayments {
     if (actor.role === 'merchant') return this.#reads.paymentsOfOrder(orderId, deadline);
     const order = await this.#ownership.order(actor, orderId, orderNotFound(orderId));
     const kept = keptPayments(order);
-    if (kept) return kept;
+    if (kept && (await this.#unrefunded(order))) return kept;
     const served = await this.#reads.paymentsOfOrder(orderId, deadline);
-    if (!served.shared && !served.answer.pending && copyable(order, served.answer))
+    if (
+      !served.shared &&
+      !served.answer.pending &&
+      copyable(order, served.answer) &&
+      (await this.#unrefunded(order))
+    )
       await this.#keep(order, served);
     return served;
+  }
+
+  /**
+   * Whether the order's payment has no refund through the service, taken or made: a refund's
+   * status moves at PayHere without a word to the service (REFUND REQUESTED, then REFUNDED), and a
+   * refund takes its slot before it is sent, so a copy is never served once one may be under way,
+   * even when the refund's drop of the copy failed. A read that fails serves no copy.
+   */
+  async #unrefunded(order: Order): Promise<boolean> {
+    try {
+      const refunds = await this.#ledger.paymentRefunds(order.paymentId!);
+      return refunds.inflight === null && refunds.accepted.length === 0 && refunds.undetermined === 0;
+    } catch {
+      return false;
+    }
   }
 
   /**
@@ -106,7 +126,8 @@ export class OrderPayments {
 /**
  * A copy is kept only of what the service would see change: a one-off order in a final state whose
  * payment is linked on the ledger (a refund through the service finds the order by that id, and
- * drops the copy), and an answer that is exactly that payment. An order the notification left
+ * drops the copy), with no second payment noted, and an answer that is exactly that payment,
+ * received or charged back. An order the notification left
  * unlinked (PayHere did not confirm the payment id in time), or a search that found more than the
  * order's own payment (PayHere does not hold order ids unique), is asked of PayHere every time.
  */
@@ -115,8 +136,12 @@ function copyable(order: Order, answer: Payments): boolean {
     COPIED_KINDS.includes(order.kind) &&
     FINAL_STATES.includes(order.state) &&
     order.paymentId !== null &&
+    // A second payment PayHere took for the order: the customer sees PayHere's search, both.
+    order.duplicatePayments.length === 0 &&
     answer.data.length === 1 &&
-    String(answer.data[0]!.payment_id) === order.paymentId
+    String(answer.data[0]!.payment_id) === order.paymentId &&
+    // Statuses that move without the service (a refund's) are never kept.
+    ['RECEIVED', 'CHARGEBACKED'].includes(answer.data[0]!.status)
   );
 }
 
