@@ -143,15 +143,24 @@ export class IdempotencyStore {
       expiresAt: NEVER_EXPIRES,
       ...(settle ? { settle } : {}),
     };
-    const written = await this.#conditional(
-      new PutItemCommand({
-        TableName: this.#table,
-        Item: toItem(record),
-        ConditionExpression: 'attribute_not_exists(#key) OR #expiresAt <= :now',
-        ExpressionAttributeNames: pick('#key', '#expiresAt'),
-        ExpressionAttributeValues: { ':now': seconds(now) },
-      }),
-    );
+    let written: boolean;
+    try {
+      written = await this.#conditional(
+        new PutItemCommand({
+          TableName: this.#table,
+          Item: toItem(record),
+          ConditionExpression: 'attribute_not_exists(#key) OR #expiresAt <= :now',
+          ExpressionAttributeNames: pick('#key', '#expiresAt'),
+          ExpressionAttributeValues: { ':now': seconds(now) },
+        }),
+      );
+    } catch (error) {
+      // Every try failed, perhaps each applied with its answer lost: a record of this attempt would
+      // lock the key as a request that may have been sent (nothing was). Found, it is ours to go on with.
+      const left = await this.get(key).catch(() => undefined);
+      if (left?.attempt === record.attempt) return { acquired: left };
+      throw error;
+    }
     if (written) return { acquired: record };
     const existing = await this.get(key);
     // The SDK repeats a write whose answer it lost: a failed condition may be our own write, done.

@@ -92,6 +92,37 @@ describe('the SDK repeating a write of ours that was done', () => {
     expect(executions).toBe(1);
   });
 
+  it('begin: applied on every try with every answer lost, the record found is ours, so the request goes ahead', async () => {
+    // Prepare: the record's write lands and its answer never comes back (all the SDK's tries).
+    const base = localClient();
+    const lost = {
+      send: async (command: { constructor: { name: string } }) => {
+        const answer = await base.send(command as never);
+        if (command.constructor.name === 'PutItemCommand')
+          throw Object.assign(new Error('socket hang up'), { name: 'TimeoutError' });
+        return answer;
+      },
+    } as unknown as DynamoDBClient;
+    const store = testStore(undefined, lost);
+    const key = randomUUID();
+    let executions = 0;
+
+    // Act
+    const answer = await runIdempotent(
+      { operation: 'charge', store },
+      key,
+      validRequest(chargeBody()),
+      async () => {
+        executions++;
+        return ok;
+      },
+    );
+
+    // Assess: sent once, not answered 503 with a record left that locks the key as possibly sent.
+    expect(answer.statusCode).toBe(200);
+    expect(executions).toBe(1);
+  });
+
   it('finish and release: the answer or the deletion is ours, done', async () => {
     const store = testStore(
       undefined,
