@@ -51,7 +51,7 @@ export const outcomeUnknown = {
   cancel: (subscriptionId: string, cause?: unknown) =>
     unknown(
       `The gateway did not confirm the cancellation of subscription ${subscriptionId}; it may have been processed. ` +
-        `A repeat with the same Idempotency-Key checks the subscription's state (without a key, send the DELETE again: "already cancelled" then means it was done), or read GET ${API}/subscriptions/${subscriptionId}.`,
+        `Send the DELETE again ("already cancelled" then means it was done; sent with an Idempotency-Key, its repeat with the same key checks the subscription's state instead), or read GET ${API}/subscriptions/${subscriptionId}.`,
       cause,
     ),
 };
