@@ -522,16 +522,9 @@ export class NotificationReceiver {
    * altered payment ids gets no 5xx either, which would alarm), 503 when PayHere did not answer.
    */
   async #secondPayment(order: Order, paymentId: string, deadline: number): Promise<void> {
-    if (!(await this.#mayConfirm(order)))
-      throw new RateLimitedError(
-        'This notification’s order was checked with PayHere’s records moments ago; send it again later.',
-        CONFIRM_INTERVAL_MS / 1000,
-      );
+    await this.#mustConfirmNow(order);
     const found = await this.#confirmations.paymentOfOrder(order, paymentId, deadline);
-    if (found === undefined)
-      throw new GatewayUnavailableError(
-        'This notification cannot be checked with PayHere’s records now; send it again later.',
-      );
+    if (found === undefined) throw uncheckable();
     if (typeof found !== 'object' || String(found.payment.payment_id) !== paymentId) return;
     const reference = { orderId: order.orderId, owner: order.owner };
     // Owned by the order from now on: no lost charge can adopt it as its own.
@@ -567,20 +560,13 @@ export class NotificationReceiver {
    * fails unnoted, and PayHere sends it again (429 or 503, as #secondPayment says).
    */
   async #secondSubscription(order: Order, subscriptionId: string, deadline: number): Promise<void> {
-    if (!(await this.#mayConfirm(order)))
-      throw new RateLimitedError(
-        'This notification’s order was checked with PayHere’s records moments ago; send it again later.',
-        CONFIRM_INTERVAL_MS / 1000,
-      );
+    await this.#mustConfirmNow(order);
     const found = await this.#confirmations.subscriptionOfOrder(order, subscriptionId, deadline);
     const paymentIds =
       found === undefined || found === 'none'
         ? undefined
         : await this.#confirmations.subscriptionPaymentIds(order, subscriptionId, deadline);
-    if (found === undefined || (found !== 'none' && paymentIds === undefined))
-      throw new GatewayUnavailableError(
-        'This notification cannot be checked with PayHere’s records now; send it again later.',
-      );
+    if (found === undefined || (found !== 'none' && paymentIds === undefined)) throw uncheckable();
     // Not a subscription of this order: someone else's notification, altered.
     if (found === 'none') return;
     const reference = { orderId: order.orderId, owner: order.owner };
@@ -717,6 +703,18 @@ export class NotificationReceiver {
   }
 
   /**
+   * A notification that must be checked before anything is noted, and cannot wait as a report: it
+   * fails unnoted when its order was checked lately (429), and PayHere sends it again.
+   */
+  async #mustConfirmNow(order: Order): Promise<void> {
+    if (!(await this.#mayConfirm(order)))
+      throw new RateLimitedError(
+        'This notification’s order was checked with PayHere’s records moments ago; send it again later.',
+        CONFIRM_INTERVAL_MS / 1000,
+      );
+  }
+
+  /**
    * Whether this notification may ask PayHere's records about its order: at most once per order per
    * CONFIRM_INTERVAL_MS, whatever notifications arrive (each read is one of the merchant's 20 per
    * 10 s). One that may not is kept as a report, which the settle job or a view confirms later.
@@ -825,3 +823,9 @@ function cardOf(notification: Notification): Card | undefined {
   // Masked again: the field is unsigned, and a full card number must never be stored.
   return { method: method ?? null, card_no: number ? maskCard(number) : null, card_expiry: expiry ?? null };
 }
+
+/** A check PayHere could not answer now: the notification fails unnoted (503), and PayHere sends it again. */
+const uncheckable = () =>
+  new GatewayUnavailableError(
+    'This notification cannot be checked with PayHere’s records now; send it again later.',
+  );

@@ -1,4 +1,3 @@
-import { randomUUID } from 'node:crypto';
 import { setTimeout as delay } from 'node:timers/promises';
 import { afterEach, describe, expect, it } from 'vitest';
 import { type EventBody, EventStore, FEED_SETTLE_MS } from '../../lib/events/store.ts';
@@ -16,6 +15,7 @@ import { call, useTestGateway } from '../helpers/gateway.ts';
 import { notify } from '../helpers/notifications.ts';
 import { checkedSecondsAgo, customer, testLedger } from '../helpers/orders.ts';
 import { ownIdempotencyTable, settleJob as settleJobOver } from '../helpers/settle.ts';
+import { subscribedOrder } from '../helpers/subscriptions.ts';
 import { localClient } from '../idempotency/fixtures.ts';
 import { expectEventsReplayOrders } from './replay.ts';
 
@@ -88,28 +88,9 @@ afterEach(async () => {
 
 /** A recurring order paid in the sandbox, its first notification received: subscription.created. */
 async function subscribed(duration = '1 Year'): Promise<{ orderId: string; subscriptionId: number }> {
-  const orderId = `Gym-${randomUUID()}`;
-  const created = await call('createCheckout', {
-    body: {
-      kind: 'recurring',
-      order_id: orderId,
-      items: 'Gym',
-      currency: 'LKR',
-      amount: 2_500,
-      recurrence: '1 Month',
-      duration,
-    },
-    headers: { 'On-Behalf-Of': alice },
-  });
-  expect(created.statusCode).toBe(201);
-  const completed = await sandbox.completeCheckout({
-    ...created.body.data,
-    outcome: 'success',
-    notify_url: NOWHERE,
-  });
-  await notify(completed.deliveries[0]!.fields);
+  const { orderId, subscriptionId } = await subscribedOrder(sandbox, alice, duration);
   expect(await ledger.getOrder(orderId)).toMatchObject({ state: 'succeeded' });
-  return { orderId, subscriptionId: completed.subscription_id! };
+  return { orderId, subscriptionId };
 }
 
 /** Posts a notification with its order's right to ask PayHere free (the last confirmation a minute ago). */

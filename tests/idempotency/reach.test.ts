@@ -70,23 +70,28 @@ describe('a money request abandoned before it was sent', () => {
   });
 });
 
+/** A charge run under a new key with `store`: its answer, and how often its request was sent. */
+async function chargeOnce(store: ReturnType<typeof testStore>) {
+  let executions = 0;
+  const answer = await runIdempotent(
+    { operation: 'charge', store },
+    randomUUID(),
+    validRequest(chargeBody()),
+    async () => {
+      executions++;
+      return ok;
+    },
+  );
+  return { answer, executions };
+}
+
 describe('the SDK repeating a write of ours that was done', () => {
   it('begin: the record it finds is our own, so the request goes ahead (not 409 for 25 s)', async () => {
     const store = testStore(
       undefined,
       repeatingClient((name) => name === 'PutItemCommand'),
     );
-    let executions = 0;
-
-    const answer = await runIdempotent(
-      { operation: 'charge', store },
-      randomUUID(),
-      validRequest(chargeBody()),
-      async () => {
-        executions++;
-        return ok;
-      },
-    );
+    const { answer, executions } = await chargeOnce(store);
 
     expect(answer.statusCode).toBe(200);
     expect(executions).toBe(1);
@@ -104,19 +109,9 @@ describe('the SDK repeating a write of ours that was done', () => {
       },
     } as unknown as DynamoDBClient;
     const store = testStore(undefined, lost);
-    const key = randomUUID();
-    let executions = 0;
 
     // Act
-    const answer = await runIdempotent(
-      { operation: 'charge', store },
-      key,
-      validRequest(chargeBody()),
-      async () => {
-        executions++;
-        return ok;
-      },
-    );
+    const { answer, executions } = await chargeOnce(store);
 
     // Assess: sent once, not answered 503 with a record left that locks the key as possibly sent.
     expect(answer.statusCode).toBe(200);

@@ -1,13 +1,11 @@
 import { randomUUID } from 'node:crypto';
 import { afterEach, describe, expect, it } from 'vitest';
-import { EventStore, FEED_SETTLE_MS } from '../../lib/events/store.ts';
 import { backgroundSettled } from '../../lib/net/background.ts';
 import { SEED } from '../../sandbox/server.ts';
 import { clearDynamoDbFaults, injectDynamoDbFault } from '../helpers/dynamodb-faults.ts';
 import { call, useTestGateway } from '../helpers/gateway.ts';
-import { notify } from '../helpers/notifications.ts';
 import { customer, testLedger } from '../helpers/orders.ts';
-import { localClient } from '../idempotency/fixtures.ts';
+import { eventTypesOf, subscribedOrder } from '../helpers/subscriptions.ts';
 
 /**
  * What a cancel leaves when something fails on its way: the order's write after PayHere accepted it
@@ -18,50 +16,15 @@ import { localClient } from '../idempotency/fixtures.ts';
 const sandbox = useTestGateway({ beforeEachTest: 'keepTokens' });
 const ledger = testLedger();
 const alice = customer('alice');
-const NOWHERE = 'https://notify.example.invalid/payhere';
 
 afterEach(async () => {
   await clearDynamoDbFaults(undefined, process.env.LEDGER_TABLE);
 });
 
-async function subscribed() {
-  const orderId = `Gym-${randomUUID()}`;
-  const created = await call('createCheckout', {
-    body: {
-      kind: 'recurring',
-      order_id: orderId,
-      items: 'Gym',
-      currency: 'LKR',
-      amount: 2_500,
-      recurrence: '1 Month',
-      duration: '1 Year',
-    },
-    headers: { 'On-Behalf-Of': alice },
-  });
-  const completed = await sandbox.completeCheckout({
-    ...created.body.data,
-    outcome: 'success',
-    notify_url: NOWHERE,
-  });
-  await notify(completed.deliveries[0]!.fields);
-  return { orderId, subscriptionId: String(completed.subscription_id!) };
-}
-
-async function typesOf(orderId: string): Promise<string[]> {
-  await backgroundSettled();
-  const events = new EventStore({
-    client: localClient(),
-    table: process.env.EVENTS_TABLE!,
-    now: () => Date.now() + FEED_SETTLE_MS,
-  });
-  return (await events.page({ limit: 100, objectId: orderId })).events
-    .sort((a, b) => a.sequence - b.sequence)
-    .map((event) => event.type);
-}
-
 describe('a cancel PayHere accepted whose order write failed (the table’s 500s, its retries spent)', () => {
   it('is still recorded once as subscription.cancelled, by the next cancel at the latest', async () => {
-    const { orderId, subscriptionId } = await subscribed();
+    const { orderId, subscriptionId: id } = await subscribedOrder(sandbox, alice);
+    const subscriptionId = String(id);
     await backgroundSettled();
     await injectDynamoDbFault({
       operation: 'UpdateItem',
@@ -74,7 +37,7 @@ describe('a cancel PayHere accepted whose order write failed (the table’s 500s
     const first = await call('cancelSubscription', { id: subscriptionId });
     await clearDynamoDbFaults(undefined, process.env.LEDGER_TABLE);
     const second = await call('cancelSubscription', { id: subscriptionId });
-    const types = await typesOf(orderId);
+    const types = await eventTypesOf(orderId);
 
     expect(first.statusCode).toBe(200);
     expect(second.statusCode).toBe(409);

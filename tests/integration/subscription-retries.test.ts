@@ -1,14 +1,11 @@
-import { randomUUID } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
-import { EventStore, FEED_SETTLE_MS } from '../../lib/events/store.ts';
-import { backgroundSettled } from '../../lib/net/background.ts';
 import { loadOrdersConfig } from '../../lib/orders/config.ts';
 import { ledgerWithEvents } from '../../lib/orders/from-environment.ts';
 import { call, useTestGateway } from '../helpers/gateway.ts';
 import { notify } from '../helpers/notifications.ts';
 import { checkedSecondsAgo, customer, testLedger } from '../helpers/orders.ts';
 import { ownIdempotencyTable, settleJob as settleJobOver } from '../helpers/settle.ts';
-import { localClient } from '../idempotency/fixtures.ts';
+import { eventTypesOf, NOWHERE, subscribedOrder } from '../helpers/subscriptions.ts';
 
 /**
  * A failed installment retried through the service (POST /subscriptions/{id}/retry) is charged at
@@ -20,31 +17,6 @@ const store = await ownIdempotencyTable();
 const sandbox = useTestGateway({ beforeEachTest: 'keepTokens' });
 const ledger = testLedger();
 const alice = customer('alice');
-const NOWHERE = 'https://notify.example.invalid/payhere';
-
-async function subscribed(duration: string) {
-  const orderId = `Gym-${randomUUID()}`;
-  const created = await call('createCheckout', {
-    body: {
-      kind: 'recurring',
-      order_id: orderId,
-      items: 'Gym',
-      currency: 'LKR',
-      amount: 2_500,
-      recurrence: '1 Month',
-      duration,
-    },
-    headers: { 'On-Behalf-Of': alice },
-  });
-  expect(created.statusCode).toBe(201);
-  const completed = await sandbox.completeCheckout({
-    ...created.body.data,
-    outcome: 'success',
-    notify_url: NOWHERE,
-  });
-  await notify(completed.deliveries[0]!.fields);
-  return { orderId, subscriptionId: String(completed.subscription_id!) };
-}
 
 async function failInstallment(orderId: string, subscriptionId: string) {
   const failed = (
@@ -58,31 +30,20 @@ async function failInstallment(orderId: string, subscriptionId: string) {
   });
 }
 
-async function typesOf(orderId: string): Promise<string[]> {
-  await backgroundSettled();
-  const events = new EventStore({
-    client: localClient(),
-    table: process.env.EVENTS_TABLE!,
-    now: () => Date.now() + FEED_SETTLE_MS,
-  });
-  return (await events.page({ limit: 100, objectId: orderId })).events
-    .sort((a, b) => a.sequence - b.sequence)
-    .map((event) => event.type);
-}
-
 /** The settle job, well past every delay. */
 const settleLater = () =>
   settleJobOver(store, ledgerWithEvents(), loadOrdersConfig(process.env).settleDelayMs + 60_000).run();
 
 describe('a failed installment retried through the service and paid', () => {
   it('is recorded as paid (subscription.installment_paid), by the settle job at the latest', async () => {
-    const { orderId, subscriptionId } = await subscribed('1 Year');
+    const { orderId, subscriptionId: id } = await subscribedOrder(sandbox, alice, '1 Year');
+    const subscriptionId = String(id);
     await failInstallment(orderId, subscriptionId);
 
     const retried = await call('retrySubscription', { id: subscriptionId });
     const atPayHere = await call('subscriptionPayments', { id: subscriptionId });
     await settleLater();
-    const types = await typesOf(orderId);
+    const types = await eventTypesOf(orderId);
 
     expect(retried.statusCode).toBe(200);
     expect(atPayHere.body.data).toHaveLength(2);
@@ -91,13 +52,14 @@ describe('a failed installment retried through the service and paid', () => {
   });
 
   it('that was its last installment is recorded as completed (subscription.completed)', async () => {
-    const { orderId, subscriptionId } = await subscribed('2 Month');
+    const { orderId, subscriptionId: id } = await subscribedOrder(sandbox, alice, '2 Month');
+    const subscriptionId = String(id);
     await failInstallment(orderId, subscriptionId);
 
     const retried = await call('retrySubscription', { id: subscriptionId });
     const atPayHere = await call('getSubscription', { id: subscriptionId });
     await settleLater();
-    const types = await typesOf(orderId);
+    const types = await eventTypesOf(orderId);
 
     expect(retried.statusCode).toBe(200);
     expect(atPayHere.body.data.status).toBe('COMPLETED');

@@ -1,8 +1,8 @@
-import { randomUUID } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
 import { call, useTestGateway } from '../helpers/gateway.ts';
 import { notify } from '../helpers/notifications.ts';
 import { checkedSecondsAgo, customer, customerToken, testLedger } from '../helpers/orders.ts';
+import { NOWHERE, recurringCheckout } from '../helpers/subscriptions.ts';
 
 /**
  * PayHere does not check order ids: the app's checkout run twice for one recurring order (a double
@@ -14,24 +14,12 @@ import { checkedSecondsAgo, customer, customerToken, testLedger } from '../helpe
 const sandbox = useTestGateway({ beforeEachTest: 'keepTokens' });
 const ledger = testLedger();
 const alice = customer('alice');
-const NOWHERE = 'https://notify.example.invalid/payhere';
 
 describe('a recurring order paid twice in PayHere’s SDK (two subscriptions of one order)', () => {
   it('flags the second subscription’s payment for the merchant and lets the customer cancel it', async () => {
-    const orderId = `Gym-${randomUUID()}`;
-    const created = await call('createCheckout', {
-      body: {
-        kind: 'recurring',
-        order_id: orderId,
-        items: 'Gym',
-        currency: 'LKR',
-        amount: 2_500,
-        recurrence: '1 Month',
-        duration: '1 Year',
-      },
-      headers: { 'On-Behalf-Of': alice },
-    });
-    const checkout = { ...created.body.data, outcome: 'success' as const, notify_url: NOWHERE };
+    const created = await recurringCheckout(alice);
+    const orderId = created.order_id;
+    const checkout = { ...created, outcome: 'success' as const, notify_url: NOWHERE };
     const one = await sandbox.completeCheckout(checkout);
     const two = await sandbox.completeCheckout(checkout);
     expect(two.subscription_id).not.toBe(one.subscription_id);
@@ -60,33 +48,11 @@ describe('a recurring order paid twice in PayHere’s SDK (two subscriptions of 
   });
 
   it('notes nothing for a subscription PayHere’s records do not show as the order’s', async () => {
-    const orderId = `Gym-${randomUUID()}`;
-    const otherId = `Gym-${randomUUID()}`;
-    const checkoutOf = async (id: string) =>
-      (
-        await call('createCheckout', {
-          body: {
-            kind: 'recurring',
-            order_id: id,
-            items: 'Gym',
-            currency: 'LKR',
-            amount: 2_500,
-            recurrence: '1 Month',
-            duration: '1 Year',
-          },
-          headers: { 'On-Behalf-Of': alice },
-        })
-      ).body.data;
-    const one = await sandbox.completeCheckout({
-      ...(await checkoutOf(orderId)),
-      outcome: 'success',
-      notify_url: NOWHERE,
-    });
-    const other = await sandbox.completeCheckout({
-      ...(await checkoutOf(otherId)),
-      outcome: 'success',
-      notify_url: NOWHERE,
-    });
+    const mine = await recurringCheckout(alice);
+    const orderId = mine.order_id;
+    const one = await sandbox.completeCheckout({ ...mine, outcome: 'success', notify_url: NOWHERE });
+    const theirs = await recurringCheckout(alice);
+    const other = await sandbox.completeCheckout({ ...theirs, outcome: 'success', notify_url: NOWHERE });
     await notify(one.deliveries[0]!.fields);
     await checkedSecondsAgo(orderId, 'notification', 60);
 
