@@ -608,6 +608,24 @@ export class LedgerStore extends LedgerTable {
   }
 
   /**
+   * Drop a report of installments PayHere's records did not bear out when read: the report as it
+   * was read (a higher one reported since stays). Installments paid are recorded from PayHere's
+   * records alone, by the next notification's confirmation or the settle job's standing check.
+   */
+  async dropInstallmentsReport(orderId: string, reported: number): Promise<boolean> {
+    return this.conditional(
+      new UpdateItemCommand({
+        TableName: this.table,
+        Key: { pk: { S: orderKey(orderId) } },
+        UpdateExpression: 'REMOVE #reportedInstallmentsPaid',
+        ConditionExpression: '#reportedInstallmentsPaid = :reported',
+        ExpressionAttributeNames: { '#reportedInstallmentsPaid': 'reportedInstallmentsPaid' },
+        ExpressionAttributeValues: { ':reported': number(reported) },
+      }),
+    );
+  }
+
+  /**
    * Take the right to ask PayHere about the order now: at most once per `intervalMs` for all
    * readers together (each PayHere call counts against the merchant's 20 per 10 s). Views of a
    * checkout and notifications have a right each (`by`), so that viewing never delays a notification.

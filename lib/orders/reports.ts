@@ -62,13 +62,18 @@ export class OrderReports {
         current.subscriptionId,
         deadline,
       );
+      if (paidInstallments === undefined) return current;
       if (
-        paidInstallments !== undefined &&
-        (await this.#ledger.confirmInstallments(current.orderId, paidInstallments, undefined, [
+        await this.#ledger.confirmInstallments(current.orderId, paidInstallments, undefined, [
           installmentPaid(current, paidInstallments, current.nextInstallment),
-        ]))
+        ])
       )
         return (await this.#ledger.getOrder(current.orderId)) ?? current;
+      // PayHere's records show nothing the ledger does not have: the report goes, or every view
+      // would ask PayHere again for it (a variant notification's count, say), for good once the
+      // subscription has ended.
+      if ((current.installmentsPaid ?? 0) >= paidInstallments)
+        await this.#ledger.dropInstallmentsReport(current.orderId, current.reported.installmentsPaid);
     }
     return current;
   }
