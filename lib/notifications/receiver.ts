@@ -471,7 +471,8 @@ export class NotificationReceiver {
       countMetric('NotificationTokenConflict');
       return 'unchanged';
     }
-    // Another subscription of a paid recurring order: the customer paid it twice.
+    // Another subscription of a paid recurring order: the customer paid it twice. One whose payment
+    // is noted already (PayHere sending its notification again) asks PayHere nothing more.
     const otherSubscription = notification.subscription_id;
     if (
       order.kind === 'recurring' &&
@@ -481,7 +482,9 @@ export class NotificationReceiver {
       otherSubscription !== undefined &&
       otherSubscription !== order.subscriptionId
     ) {
-      await this.#secondSubscription(order, otherSubscription, deadline);
+      const noted =
+        notification.payment_id !== undefined && order.duplicatePayments.includes(notification.payment_id);
+      if (!noted) await this.#secondSubscription(order, otherSubscription, deadline);
       return 'unchanged';
     }
     // A later installment's notification: what cannot be confirmed now is, by the settle job, later.

@@ -5,6 +5,7 @@ import { ConflictError, GatewayRejectedError, OutcomeUndeterminableError } from 
 import { paymentOutcomeResponse } from '../envelope/payment-outcome.ts';
 import { outcomeUnknown } from '../gateway/advice.ts';
 import { NOTHING, type PayHere, type RefundBody } from '../gateway/payhere.ts';
+import type { Reference } from '../ledger/model.ts';
 import type { LedgerStore } from '../ledger/store.ts';
 import { describeError, log } from '../log/log.ts';
 import { countMetric } from '../log/metrics.ts';
@@ -183,9 +184,10 @@ export async function afterRetryCharged(
   ledger: LedgerStore,
   subscriptionId: string,
   now: number,
+  known?: Reference,
 ): Promise<void> {
   try {
-    const reference = await ledger.lookup('subscription', subscriptionId);
+    const reference = known ?? (await ledger.lookup('subscription', subscriptionId));
     if (reference) await ledger.checkStandingAt(reference.orderId, now);
   } catch (error) {
     log.warn('could not have a retried subscription’s standing read', { error: describeError(error) });

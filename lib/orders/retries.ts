@@ -1,5 +1,6 @@
 import type { APIGatewayProxyResult } from 'aws-lambda';
 import { ok } from '../envelope/envelope.ts';
+import { NotFoundError } from '../envelope/errors.ts';
 import type { PayHere } from '../gateway/payhere.ts';
 import { type ReadInvalidation, thenForget } from '../reads/invalidation.ts';
 import type { Actor, Ownership } from './access.ts';
@@ -43,12 +44,20 @@ export class SubscriptionRetries {
   }
 
   async retry({ caller, id, deadline }: RetryInput): Promise<APIGatewayProxyResult> {
-    await this.#ownership.requireSubscription(caller, id);
+    // Looked up once, for everyone: a customer's ownership, and the order whose standing follows.
+    const subscriptionId = String(Number(id));
+    const reference = await this.#ownership.reference(
+      caller,
+      'subscription',
+      subscriptionId,
+      () => new NotFoundError(`Subscription ${id} was not found.`),
+      true,
+    );
     const { msg, data } = await thenForget(
       () => this.#payhere.retrySubscription(id, deadline),
       () => this.#invalidation.forgetSubscription(id),
     );
-    await afterRetryCharged(this.#settling.ledger, String(Number(id)), Date.now());
+    if (reference) await afterRetryCharged(this.#settling.ledger, subscriptionId, Date.now(), reference);
     return ok(msg, data);
   }
 

@@ -47,6 +47,35 @@ describe('a recurring order paid twice in PayHere’s SDK (two subscriptions of 
     expect(after.duplicatePayments).toEqual([String(two.payment_id)]);
   });
 
+  it('fails unnoted when it cannot be checked now, and costs PayHere nothing once noted', async () => {
+    // Prepare: the order paid twice; its first notification checked it just now.
+    const created = await recurringCheckout(alice);
+    const orderId = created.order_id;
+    const checkout = { ...created, outcome: 'success' as const, notify_url: NOWHERE };
+    const one = await sandbox.completeCheckout(checkout);
+    const two = await sandbox.completeCheckout(checkout);
+    await notify(one.deliveries[0]!.fields);
+
+    // Act: the second's notification at once, again once the order may be checked, and a copy.
+    const soon = await notify(two.deliveries[0]!.fields);
+    const notedSoon = (await ledger.getOrder(orderId))!.duplicatePayments;
+    await checkedSecondsAgo(orderId, 'notification', 60);
+    const later = await notify(two.deliveries[0]!.fields);
+    await checkedSecondsAgo(orderId, 'notification', 60);
+    sandbox.resetCounters();
+    // (A copy differing in an unsigned field the receiver reads: not a replay of one received.)
+    const resent = await notify({ ...two.deliveries[0]!.fields, card_no: '************0000' });
+
+    // Assess: 429 for PayHere to send it again, nothing noted; then noted; then no PayHere call.
+    expect(soon.statusCode).toBe(429);
+    expect(notedSoon).toEqual([]);
+    expect(later.statusCode).toBe(200);
+    expect((await ledger.getOrder(orderId))!.duplicatePayments).toEqual([String(two.payment_id)]);
+    expect(resent.statusCode).toBe(200);
+    expect(sandbox.counters().getSubscription ?? 0).toBe(0);
+    expect(sandbox.counters().subscriptionPayments ?? 0).toBe(0);
+  });
+
   it('notes nothing for a subscription PayHere’s records do not show as the order’s', async () => {
     const mine = await recurringCheckout(alice);
     const orderId = mine.order_id;
