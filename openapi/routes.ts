@@ -337,7 +337,7 @@ export const ROUTE_TABLE = {
       '`cursor`, a page at a time (`data` = `{subscriptions, next_cursor}`); with neither, every one as an array, ' +
       'as the route answered before it paged. `msg` is `Found <n> subscriptions` (of this answer).\n\n' +
       '`next_cursor` is null on the last page; otherwise pass it as `cursor` for the next page. A cursor is opaque ' +
-      'and bound to its caller: altered, or used by another caller, it is refused (400). PayHere answers its list ' +
+      'with a digest of its caller: malformed, or used by another caller, it is refused (400). PayHere answers its list ' +
       'only whole: one fetch of it is kept as a snapshot that every page of a listing is cut from (for 10 minutes), ' +
       'so its pages cost PayHere one call, and `Age` says how old the snapshot is. Each subscription is listed once ' +
       'across the pages of a listing.',
@@ -578,8 +578,9 @@ export const ROUTE_TABLE = {
       "merchant, a customer's own to a customer. A customer naming another customer in `customer` gets an empty " +
       'list, as for a customer without orders. `msg` is `Found <n> orders` (this page).\n\n' +
       '`next_cursor` is null on the last page; otherwise pass it as `cursor`, with the same filters, for the next ' +
-      'page. A cursor is opaque and bound to its filters and caller: altered, or used with other filters or by ' +
-      'another caller, it is refused (400). A page may hold fewer than `limit` orders and still have a next one ' +
+      'page. A cursor is opaque, with a digest of its filters and caller: malformed, or used with other filters or ' +
+      "by another caller, it is refused (400); one made by hand names a position in the caller's own list only. " +
+      'A page may hold fewer than `limit` orders and still have a next one ' +
       "when filters drop many. `status` is the ledger's state, as `status` filters it; `charge_in_flight` says a " +
       'charge of the order is in flight (getCheckout shows such an order `pending`). Each order carries what ' +
       'getCheckout shows a back office but its `item_list` (`metadata` null to a customer).',

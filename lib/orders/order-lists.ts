@@ -35,9 +35,10 @@ export interface OrderList {
  * read from its own partition of the owners' index, so no filter or cursor can reach another's.
  * A customer naming another customer gets an empty list, as if that customer had no orders.
  *
- * A cursor is opaque to callers: the position the last page ended at, bound to the query and caller
- * it was made for by a digest. A cursor altered, or used with other filters or by another caller,
- * is refused (400), and even a forged one only moves within the caller's own list.
+ * A cursor is opaque to callers: the position the last page ended at, with a digest of the query and
+ * caller it was made for. One malformed, or used with other filters or by another caller, is refused
+ * (400). The digest is not a signature (no function of the lists holds a key): a cursor made by hand
+ * may name any position, but only moves within the caller's own list.
  */
 export class OrderLists {
   readonly #ledger: LedgerStore;

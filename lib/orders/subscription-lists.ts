@@ -17,7 +17,8 @@ export interface SubscriptionList {
  * The subscription lists (GET /gateway/api/subscriptions, docs/contract.md "Subscription lists"):
  * every subscription to the merchant, a customer's own (the ledger's) to a customer, newest first,
  * a page at a time, cut from PayHere's one list as lib/reads/subscription-pages.ts shares it. A
- * cursor is bound to its caller by a digest: altered, or used by another caller, it is refused (400).
+ * cursor carries a digest of its caller: malformed, or used by another caller, it is refused (400);
+ * one made by hand still lists only what its caller may see.
  */
 export class SubscriptionLists {
   readonly #ownership: Ownership;

@@ -169,7 +169,7 @@ describe('the merchant’s order list', () => {
     expect(ids).toEqual(expected);
   });
 
-  it('refuses a cursor altered or used with other filters, and a page above 100', async () => {
+  it('refuses a cursor made for other filters, or not made by this list, and a page above 100', async () => {
     const first = await call('listOrders', { query: { limit: '5', status: 'created' } });
     const cursor = first.body.data.next_cursor as string;
     const decoded = JSON.parse(Buffer.from(cursor, 'base64url').toString()) as { p: string; b: string };
@@ -249,6 +249,29 @@ describe('a customer’s order list', () => {
     );
 
     expect(answers.map((answer) => answer.statusCode)).toEqual([400, 400]);
+  });
+
+  it('follows a cursor made by hand only within its own list', async () => {
+    // A cursor's digest binds it to its caller and filters, but it is no signature: the customer
+    // puts another customer's order's position in its own cursor.
+    const own = CUSTOMERS[2]!;
+    const headers = await customerHeaders(own);
+    const first = await call('listOrders', { query: { limit: '2' }, headers });
+    const { b } = JSON.parse(Buffer.from(first.body.data.next_cursor, 'base64url').toString()) as {
+      b: string;
+    };
+    const stranger = fixtures[60]!;
+    expect(stranger.owner).not.toBe(own);
+    const position = `${String(stranger.createdAt).padStart(15, '0')}#${stranger.orderId}`;
+    const forged = Buffer.from(JSON.stringify({ p: position, b })).toString('base64url');
+
+    const answer = await call('listOrders', { query: { limit: '100', cursor: forged }, headers });
+
+    // The page starts after that position in the customer's own list, and shows nothing else.
+    expect(answer.statusCode).toBe(200);
+    expect(answer.body.data.orders.map((order: { order_id: string }) => order.order_id)).toEqual(
+      newestFirst(fixtures.filter((f) => f.owner === own && f.createdAt < stranger.createdAt)),
+    );
   });
 });
 
