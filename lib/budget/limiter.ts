@@ -4,6 +4,7 @@ import { isThrottlingError } from '../aws/retry.ts';
 import { RateLimitedError } from '../envelope/errors.ts';
 import { describeError, log } from '../log/log.ts';
 import { countMetric } from '../log/metrics.ts';
+import { inBackground } from '../net/background.ts';
 import { fullJitterMs } from '../net/backoff.ts';
 import type { BudgetSnapshot, SharedStateTable, WaitMark } from './state-table.ts';
 import {
@@ -457,11 +458,18 @@ export class SharedLimiter implements GatewayLimiter {
         const take = randomUUID();
         const busyUntil = giveUpAt;
         // A token request's take ends its own mark: the calls waiting for the token go on at once.
-        const taken = await this.#table.takeSlot(slot, busyUntil, freeBefore, now, take, keep, yieldTo, {
-          ends: kind === 'token' ? 'token' : undefined,
-          live: kind !== 'idle',
-          quietBefore,
-        });
+        const taken = await this.#table
+          .takeSlot(slot, busyUntil, freeBefore, now, take, keep, yieldTo, {
+            ends: kind === 'token' ? 'token' : undefined,
+            live: kind !== 'idle',
+            quietBefore,
+          })
+          .catch((error: unknown) => {
+            // Every try's answer lost, the write perhaps applied: the slot would stay busy, used by
+            // nobody, until the call's deadline and a window after. A throttled write was not applied.
+            if (!isThrottlingError(error)) inBackground(() => this.#dropTake(slot, busyUntil, take));
+            throw error;
+          });
         if (taken.taken) {
           this.#snapshot = this.#saw(taken.budget);
           if (kind === 'idle') this.#idlePacedUntil = now + this.#idleSpacingMs;
@@ -533,6 +541,15 @@ export class SharedLimiter implements GatewayLimiter {
       await this.#table.markWaiting(who, until, now);
     } catch (error) {
       log.debug('could not mark a call waiting for the budget', { who, error: describeError(error) });
+    }
+  }
+
+  async #dropTake(slot: number, busyUntil: number, take: string): Promise<void> {
+    try {
+      await this.#table.dropTake(slot, busyUntil, take);
+    } catch (error) {
+      // The slot stays taken until the call's deadline: later than needed, never too early.
+      log.debug('could not free a budget slot whose take went unanswered', { error: describeError(error) });
     }
   }
 

@@ -226,6 +226,23 @@ export class SharedStateTable {
     );
   }
 
+  /**
+   * A take whose every answer was lost (its write may have been applied): the slot is freed, only
+   * while it still bears that take's name and deadline. The request never left on it.
+   */
+  dropTake(slot: number, busyUntil: number, take: string): Promise<boolean> {
+    return this.#conditional(
+      new UpdateItemCommand({
+        TableName: this.#table,
+        Key: BUDGET_KEY,
+        UpdateExpression: 'REMOVE #slot, #take',
+        ConditionExpression: '#slot = :busyUntil AND #take = :take',
+        ExpressionAttributeNames: { '#slot': `s${slot}`, '#take': `t${slot}` },
+        ExpressionAttributeValues: { ':busyUntil': number(busyUntil), ':take': { S: take } },
+      }),
+    );
+  }
+
   /** Nobody sends before `until` (PayHere answered 429); a longer pause already set is kept. */
   async pause(until: number, now: number): Promise<void> {
     await this.#conditional(

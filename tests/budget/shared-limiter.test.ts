@@ -4,6 +4,7 @@ import type { SharedStateTable } from '../../lib/budget/state-table.ts';
 import { type CallKind, SlidingWindowLimiter } from '../../lib/budget/window-limiter.ts';
 import { RateLimitedError } from '../../lib/envelope/errors.ts';
 import { countMetric, timeMetric } from '../../lib/log/metrics.ts';
+import { backgroundSettled } from '../../lib/net/background.ts';
 import { injectDynamoDbFault } from '../helpers/dynamodb-faults.ts';
 import { captureLogs } from '../helpers/logs.ts';
 import { freePort } from '../helpers/ports.ts';
@@ -525,6 +526,44 @@ describe('money calls that wait for a slot of the shared part (reads yield to mo
     expect(clock.now()).toBe(T0 + WINDOW + MARGIN);
     expect((await table.readBudget()).moneyUntil).toBe(T0 + WINDOW + MARGIN + 500);
     expect(counted('BudgetRefused')).toBe(0);
+  });
+
+  it('free a slot whose take was applied with every answer lost: it is not held, unused, to the call’s deadline', async () => {
+    // Prepare: the take's first try applied and its answer lost, the client's two retries failed.
+    const { table, name } = await freshStateTable({ attempts: 3 });
+    const clock = steppingClock();
+    const limiter = container(table, clock);
+    captureLogs('silent');
+    await injectDynamoDbFault({ operation: 'UpdateItem', table: name, fault: { kind: 'applyAndLose' } });
+    await injectDynamoDbFault({
+      operation: 'UpdateItem',
+      table: name,
+      fault: { kind: 'status500' },
+      times: 2,
+    });
+
+    // Act: the read asks the table again and gets a slot.
+    const read = await limiter.acquire('read', 20_000);
+    await backgroundSettled();
+
+    // Assess: one slot busy, the read's; the lost take's slot is free again, not busy until
+    // T0 + 20 s and unusable a window after.
+    expect(read).toBeDefined();
+    const budget = await table.readBudget();
+    expect([...budget.busyUntil.values()]).toEqual([T0 + 20_000]);
+  });
+
+  it('never free, for a lost take, a slot another take holds, even to the same deadline', async () => {
+    const { table } = await freshStateTable();
+    await table.takeSlot(3, T0 + 20_000, T0 - WINDOW, T0, 'theirs');
+
+    const freed = await Promise.all([
+      table.dropTake(3, T0 + 20_000, 'ours'),
+      table.dropTake(3, T0 + 19_999, 'theirs'),
+    ]);
+
+    expect(freed).toEqual([false, false]);
+    expect((await table.readBudget()).busyUntil.get(3)).toBe(T0 + 20_000);
   });
 
   it('wait all the same when the table throttles the mark: it is best effort, and the limit never depends on it', async () => {

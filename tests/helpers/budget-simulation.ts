@@ -211,6 +211,7 @@ class SimulatedStateTable {
       takeSlot: asked(this.takeSlot),
       releaseSlot: asked(this.releaseSlot),
       handBackSlot: asked(this.handBackSlot),
+      dropTake: asked(this.dropTake),
       pause: asked(this.pause),
       markWaiting: asked(this.markWaiting),
     } as unknown as SharedStateTable;
@@ -301,6 +302,15 @@ class SimulatedStateTable {
       if (this.#busyUntil.get(slot) !== busyUntil) return false;
       if (previous === undefined) this.#busyUntil.delete(slot);
       else this.#busyUntil.set(slot, previous);
+      return true;
+    });
+  }
+
+  dropTake(slot: number, busyUntil: number, take: string): Promise<boolean> {
+    return this.#request('write', () => {
+      if (this.#busyUntil.get(slot) !== busyUntil || this.#takenBy.get(slot) !== take) return false;
+      this.#busyUntil.delete(slot);
+      this.#takenBy.delete(slot);
       return true;
     });
   }
