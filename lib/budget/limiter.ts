@@ -35,6 +35,12 @@ export interface AcquireOptions {
    * shared part only, where reads still yield to it. Reads never take the reserve.
    */
   reserve?: boolean;
+  /**
+   * Aborted when the call will not be made after all (a reservation whose read was found shared):
+   * the call stops waiting for a slot, and takes none it has not taken yet. Its place in the
+   * container's queue goes to the next call at once.
+   */
+  signal?: AbortSignal;
 }
 
 /** What the gateway client asks of a budget. */
@@ -116,7 +122,8 @@ function acquireAs(
 ): Promise<Permit> {
   const work = idleWork.getStore();
   if (!work || kind === 'token') return acquire(kind, maxWaitMs, options);
-  return acquire('idle', Math.min(maxWaitMs, work.until - now()), {}).catch((error: unknown) => {
+  const idle = options.signal ? { signal: options.signal } : {};
+  return acquire('idle', Math.min(maxWaitMs, work.until - now()), idle).catch((error: unknown) => {
     if (error instanceof RateLimitedError) work.refused = true;
     throw error;
   });
@@ -189,7 +196,8 @@ export interface SharedLimiterOptions {
   /** Slots of the shared part idle work leaves free for live calls; as many as `reserved` by default. */
   liveReserve?: number;
   now?: () => number;
-  sleep?: (ms: number) => Promise<void>;
+  /** Resolves after `ms`; it may end early once `signal` is aborted (the limiter stops waiting then anyway). */
+  sleep?: (ms: number, signal?: AbortSignal) => Promise<void>;
   random?: () => number;
 }
 
@@ -250,7 +258,7 @@ export class SharedLimiter implements GatewayLimiter {
   readonly #fallback: SlidingWindowLimiter | undefined;
   readonly #fallbackSlots: number;
   readonly #now: () => number;
-  readonly #sleep: (ms: number) => Promise<void>;
+  readonly #sleep: (ms: number, signal?: AbortSignal) => Promise<void>;
   readonly #random: () => number;
   /** The budget as last seen: a guess of a free slot costs one conditional write, not a read. */
   #snapshot: BudgetSnapshot | undefined;
@@ -306,10 +314,11 @@ export class SharedLimiter implements GatewayLimiter {
       kind,
       maxWaitMs,
       this.#now,
-      (as, waitMs, { spare = false, reserve = true }) =>
+      (as, waitMs, { spare = false, reserve = true, signal }) =>
         this.#acquire(as, waitMs, {
           spare,
           reserve: reserve && !spare && (as === 'money' || as === 'token'),
+          signal,
         }),
       options,
     );
@@ -322,22 +331,23 @@ export class SharedLimiter implements GatewayLimiter {
     let throttled = 0;
     for (;;) {
       const now = this.#now();
+      call.signal?.throwIfAborted();
       if (!this.#mayTryTable(now, failed)) return this.#fromFallback(kind, giveUpAt, call);
       if (this.#failingSince !== undefined) this.#probedAt = now;
       try {
         return (
-          (await this.#inTurn(queueOf(kind, call), giveUpAt, () =>
+          (await this.#inTurn(queueOf(kind, call), giveUpAt, call.signal, () =>
             this.#shared(kind, askedAt, giveUpAt, call),
           )) ?? (await this.#fromFallback(kind, giveUpAt, call))
         );
       } catch (error) {
-        if (error instanceof RateLimitedError) throw error;
+        if (error instanceof RateLimitedError || call.signal?.aborted) throw error;
         if (isThrottlingError(error)) {
           // The table is there, only busy: the call waits and asks again within its deadline. A
           // throttled container never takes its own share, so throttling never adds arrivals.
           const pauseMs = fullJitterMs(throttled++, this.#random, MAX_THROTTLED_PAUSE_MS);
           if (this.#now() + pauseMs + MIN_SEND_MS >= giveUpAt) throw budgetRefused(pauseMs, kind);
-          await this.#sleep(pauseMs);
+          await this.#sleepFor(pauseMs, call);
           continue;
         }
         this.#fallBack(error);
@@ -346,10 +356,10 @@ export class SharedLimiter implements GatewayLimiter {
           // No share of its own: the call asks the table again, paced, until its deadline.
           const pauseMs = fullJitterMs(failed, this.#random, MAX_THROTTLED_PAUSE_MS);
           if (this.#now() + pauseMs + MIN_SEND_MS >= giveUpAt) throw budgetRefused(PROBE_TABLE_MS, kind);
-          await this.#sleep(pauseMs);
+          await this.#sleepFor(pauseMs, call);
         } else if (failed < TRIES_BEFORE_SHARE && !this.#shareOpen(this.#now())) {
           const pauseMs = Math.floor(this.#random() * RETRY_TABLE_MS);
-          if (this.#now() + pauseMs + MIN_SEND_MS < giveUpAt) await this.#sleep(pauseMs);
+          if (this.#now() + pauseMs + MIN_SEND_MS < giveUpAt) await this.#sleepFor(pauseMs, call);
         }
       }
     }
@@ -386,6 +396,7 @@ export class SharedLimiter implements GatewayLimiter {
   async #inTurn<T>(
     queue: Queue,
     giveUpAt: number,
+    signal: AbortSignal | undefined,
     work: () => Promise<T> | undefined,
   ): Promise<T | undefined> {
     const ahead = this.#turns[queue];
@@ -398,14 +409,37 @@ export class SharedLimiter implements GatewayLimiter {
       timer = setTimeout(() => resolve('late'), Math.max(0, giveUpAt - this.#now()));
     });
     try {
-      if ((await Promise.race([ahead, late])) === 'late')
-        throw budgetRefused(this.#windowMs, queue === 'idle' ? 'idle' : undefined);
+      const turn = await this.#unlessAborted(Promise.race([ahead, late]), signal);
+      if (turn === 'late') throw budgetRefused(this.#windowMs, queue === 'idle' ? 'idle' : undefined);
       clearTimeout(timer);
       return await work();
     } finally {
       clearTimeout(timer);
       done();
     }
+  }
+
+  /** `waiting`, or the abort's reason as soon as `signal` is aborted. */
+  async #unlessAborted<T>(waiting: Promise<T>, signal: AbortSignal | undefined): Promise<T> {
+    if (!signal) return waiting;
+    signal.throwIfAborted();
+    let stop!: () => void;
+    const aborted = new Promise<never>((_, reject) => {
+      stop = () => reject(signal.reason);
+      signal.addEventListener('abort', stop, { once: true });
+    });
+    try {
+      const value = await Promise.race([waiting, aborted]);
+      signal.throwIfAborted();
+      return value;
+    } finally {
+      signal.removeEventListener('abort', stop);
+    }
+  }
+
+  /** Asleep `ms`, or until the call is no longer wanted. */
+  #sleepFor(ms: number, call: Call): Promise<void> {
+    return this.#unlessAborted(this.#sleep(ms, call.signal), call.signal);
   }
 
   async pause(ms: number): Promise<void> {
@@ -443,6 +477,8 @@ export class SharedLimiter implements GatewayLimiter {
     // A wait the budget caused is one spent asleep for a slot, not the scheduling of the call itself.
     let slept = false;
     for (;;) {
+      // A call no longer wanted takes no slot.
+      call.signal?.throwIfAborted();
       const now = this.#now();
       // A slot with no time left to send on is no use: the caller hears 429 now, not a timeout later.
       if (now > giveUpAt || (giveUpAt > askedAt && giveUpAt - now < MIN_SEND_MS)) {
@@ -514,15 +550,16 @@ export class SharedLimiter implements GatewayLimiter {
       }
       // Idle work waiting for its pace only: its take's write shows the budget if it changed.
       if (paced > budgetFreeAt) {
-        await this.#sleep(Math.max(0, paced - this.#now()));
+        await this.#sleepFor(Math.max(0, paced - this.#now()), call);
         slept = true;
         continue;
       }
       // Spread, so that the containers waiting for one slot do not all ask at once; never past the
       // last moment the call can still use a slot (a refusal then comes at its deadline, not later).
       const wakeAt = freeAt + Math.floor(this.#random() * WAKE_SPREAD_MS);
-      await this.#sleep(
+      await this.#sleepFor(
         Math.max(0, Math.max(freeAt, Math.min(wakeAt, giveUpAt - MIN_SEND_MS)) - this.#now()),
+        call,
       );
       slept = true;
       snapshot = this.#saw(await this.#table.readBudget());
@@ -734,6 +771,7 @@ type Queue = 'read' | 'reserved' | 'shared' | 'idle' | 'spare' | 'token';
 interface Call {
   spare: boolean;
   reserve: boolean;
+  signal?: AbortSignal | undefined;
 }
 
 function queueOf(kind: CallKind, call: Call): Queue {

@@ -20,7 +20,17 @@ export interface RateLimitOptions {
   sleep?: (ms: number) => Promise<void>;
 }
 
-export const defaultSleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
+/** Resolves after `ms`, or at once when `signal` is aborted (its timer cleared). */
+export const defaultSleep = (ms: number, signal?: AbortSignal) =>
+  new Promise<void>((resolve) => {
+    const done = () => {
+      clearTimeout(timer);
+      signal?.removeEventListener('abort', done);
+      resolve();
+    };
+    const timer = setTimeout(done, ms);
+    signal?.addEventListener('abort', done, { once: true });
+  });
 
 /**
  * The refusal when no slot frees in time: 429 `rate_limited`, Retry-After in whole seconds (at

@@ -139,9 +139,10 @@ export class GatewayClient {
     if (this.#shares?.likelyRefused() || this.#shares?.likelyBeyondShare()) return undefined;
     this.prepare();
     const share = this.#share(false);
-    const slot = this.#slot('read', deadline);
+    const unwanted = new AbortController();
+    const slot = this.#slot('read', deadline, undefined, { signal: unwanted.signal });
     void this.#transport.preload();
-    return new Reservation(share, slot);
+    return new Reservation(share, slot, unwanted);
   }
 
   /**

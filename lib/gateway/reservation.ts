@@ -10,11 +10,14 @@ import { inBackground } from '../net/background.ts';
 export class Reservation {
   readonly #share: Promise<ShareTaken | undefined>;
   readonly #slot: Promise<Permit>;
+  /** Aborted once the call will not be made: a slot still waited for is not taken. */
+  readonly #unwanted: AbortController;
   #settled = false;
 
-  constructor(share: Promise<ShareTaken | undefined>, slot: Promise<Permit>) {
+  constructor(share: Promise<ShareTaken | undefined>, slot: Promise<Permit>, unwanted: AbortController) {
     this.#share = share;
     this.#slot = slot;
+    this.#unwanted = unwanted;
     // Either may fail before anyone waits for it: its failure is use()'s to report.
     share.catch(() => {});
     slot.catch(() => {});
@@ -46,6 +49,7 @@ export class Reservation {
   }
 
   #handBack(): void {
+    this.#unwanted.abort();
     inBackground(() =>
       this.#slot.then(
         (permit) => permit.handBack(),
@@ -54,10 +58,14 @@ export class Reservation {
     );
   }
 
-  /** The call will not be made: both go back, without holding up the caller. */
+  /**
+   * The call will not be made: a slot still waited for is not taken (nor its place in the
+   * container's queue held), and what was taken goes back, without holding up the caller.
+   */
   cancel(): void {
     if (this.#settled) return;
     this.#settled = true;
+    this.#unwanted.abort();
     inBackground(() =>
       Promise.allSettled([
         this.#share.then((taken) => taken?.giveBack()),

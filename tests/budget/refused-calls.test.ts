@@ -136,7 +136,11 @@ describe('a reservation whose slot the budget refused', () => {
     let givenBack = 0;
     const taken = { beyond: false, giveBack: async () => void givenBack++ } as unknown as ShareTaken;
     const refused = new RateLimitedError('Too many requests to the payment gateway right now.', 5);
-    const reservation = new Reservation(Promise.resolve(taken), Promise.reject(refused));
+    const reservation = new Reservation(
+      Promise.resolve(taken),
+      Promise.reject(refused),
+      new AbortController(),
+    );
 
     // Act
     const outcome = await reservation.use().catch((error: unknown) => error);

@@ -553,6 +553,40 @@ describe('money calls that wait for a slot of the shared part (reads yield to mo
     expect([...budget.busyUntil.values()]).toEqual([T0 + 20_000]);
   });
 
+  it('take no slot for a call no longer wanted, and keep no place in the container’s queue for it', async () => {
+    // Prepare: every slot taken; a read of another container waits for the first to free (its sleep
+    // runs until the test ends it), and a second read of that container waits behind it.
+    const { table } = await freshStateTable();
+    const clock = steppingClock();
+    await takeEverySlot(container(table, clock));
+    const { asleep, wake } = holdSleeps(clock);
+    const waiting = container(table, clock);
+    const unwanted = new AbortController();
+    let outcome: unknown = 'waiting';
+    void waiting.acquire('read', 60_000, { signal: unwanted.signal }).then(
+      () => {
+        outcome = 'a slot';
+      },
+      (error: unknown) => {
+        outcome = error;
+      },
+    );
+    await asleep;
+    const behind = waiting.acquire('read', 60_000);
+    const takes = vi.spyOn(table, 'takeSlot');
+
+    // Act: the first read is no longer wanted (its answer was found shared, say).
+    unwanted.abort();
+    await new Promise((resolve) => setImmediate(resolve));
+    wake();
+
+    // Assess: it stopped waiting at once; the read behind it took the slot that freed, the only take.
+    expect(outcome).toMatchObject({ name: 'AbortError' });
+    await expect(behind).resolves.toBeDefined();
+    const taken = await Promise.all(takes.mock.results.map((result) => result.value));
+    expect(taken.map((take) => take.taken)).toEqual([true]);
+  });
+
   it('never free, for a lost take, a slot another take holds, even to the same deadline', async () => {
     const { table } = await freshStateTable();
     await table.takeSlot(3, T0 + 20_000, T0 - WINDOW, T0, 'theirs');

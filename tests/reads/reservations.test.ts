@@ -1,5 +1,5 @@
 import { setTimeout as sleep } from 'node:timers/promises';
-import { describe, expect, inject, it, vi } from 'vitest';
+import { describe, expect, inject, it, onTestFinished, vi } from 'vitest';
 import {
   type CallerShareContext,
   CallerShares,
@@ -135,6 +135,35 @@ describe('a read whose answer this container has not seen', () => {
     expect(sandbox.counters().search ?? 0).toBe(0);
     expect(slotsOf(await table.readBudget())).toEqual(slotsOf(budgetBefore));
     expect(await shareCounts(name)).toBe(sharesBefore);
+  });
+
+  it('stops waiting for a slot when the lookup finds the answer: it takes none, and waits for nothing after', async () => {
+    // Prepare: PayHere's budget as deployed (20 per 10 s, this file's is 10,000 a second); the
+    // answer is in the table, and every slot of the budget is busy for 1.5 s more.
+    vi.stubEnv('GATEWAY_RATE_LIMIT', '20/10000');
+    onTestFinished(() => {
+      vi.unstubAllEnvs();
+    });
+    const { table, name, shares } = await setUp();
+    const orderId = await paidOrder();
+    await callers.run(alice, () => container(table, name, shares).reads.paymentsOfOrder(orderId, deadline()));
+    await backgroundSettled();
+    const freeIn = Date.now() - 10_500 + 1_500;
+    for (let slot = 0; slot < 20; slot++)
+      await table.takeSlot(slot, freeIn, Number.MAX_SAFE_INTEGER, Date.now(), `other${slot}`);
+    const takes = vi.spyOn(table, 'takeSlot');
+
+    // Act: a container that never saw the answer reads it; its reservation waits for a slot.
+    const { reads } = container(table, name, shares);
+    const read = await callers.run(alice, () => reads.paymentsOfOrder(orderId, deadline()));
+    const answeredAt = Date.now();
+    await backgroundSettled();
+
+    // Assess: served from the table; no slot taken, and nothing left waiting for one.
+    expect(read.shared).toBe(true);
+    const taken = await Promise.all(takes.mock.results.map((result) => result.value));
+    expect(taken.filter((take) => take.taken)).toEqual([]);
+    expect(Date.now() - answeredAt).toBeLessThan(1_000);
   });
 
   it('gives the slot back when its caller is refused, and then checks that caller’s share alone', async () => {
