@@ -1961,6 +1961,7 @@ export interface ReconciliationReport {
       gross: number | null;
       fee: number | null;
       net: number | null;
+      settlement_currency: string;
       date: string | null;
       in_ledger: boolean;
       checked_at: string;

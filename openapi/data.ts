@@ -203,6 +203,7 @@ export const ReconciliationReportSchema = z.strictObject({
           gross: amount,
           fee: amount,
           net: amount,
+          settlement_currency: z.string(),
           date: z.nullable(z.string()),
           in_ledger: z.boolean(),
           checked_at: checkedAt,

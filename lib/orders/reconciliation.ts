@@ -54,6 +54,11 @@ export interface PaymentLine {
   gross: number | null;
   fee: number | null;
   net: number | null;
+  /**
+   * The currency gross, fee and net are in (`amount_detail`'s): for a payment in another currency,
+   * the one PayHere settles it in; the payment's own when PayHere does not say.
+   */
+  settlement_currency: string;
   /** PayHere's date of the payment (its own clock, Sri Lanka time), as it wrote it. */
   date: string | null;
   /** The ledger records this payment as its order's. */
@@ -359,6 +364,7 @@ export class ReconciliationReports {
           gross: payment.gross,
           fee: payment.fee,
           net: payment.net,
+          settlement_currency: payment.settlement_currency ?? payment.currency,
           date: payment.date,
           in_ledger: payment.payment_id === order.paymentId,
           checked_at: at,
@@ -419,6 +425,7 @@ function checked(record: PaymentRecord): CheckedPayment {
     return typeof value === 'number' && Number.isFinite(value) ? value : null;
   };
   const date = (record as { date?: unknown }).date;
+  const settlement = (detail as { currency?: unknown } | null | undefined)?.currency;
   return {
     payment_id: String(record.payment_id),
     status: record.status,
@@ -427,6 +434,7 @@ function checked(record: PaymentRecord): CheckedPayment {
     gross: field('gross'),
     fee: field('fee'),
     net: field('net'),
+    settlement_currency: typeof settlement === 'string' && /^[A-Z]{3}$/.test(settlement) ? settlement : null,
     date: typeof date === 'string' ? date : null,
   };
 }
@@ -593,11 +601,12 @@ function totals(day: ReportDay): DayTotal[] {
     total.ordered = add(total.ordered, order.amount);
   }
   for (const payment of day.payments) {
-    const total = of(payment.currency);
-    total.payments++;
-    total.gross = add(total.gross, payment.gross);
-    total.fee = add(total.fee, payment.fee);
-    total.net = add(total.net, payment.net);
+    of(payment.currency).payments++;
+    // PayHere's amounts are added in the currency they are in, not the payment's.
+    const settled = of(payment.settlement_currency);
+    settled.gross = add(settled.gross, payment.gross);
+    settled.fee = add(settled.fee, payment.fee);
+    settled.net = add(settled.net, payment.net);
   }
   const currencyOf = new Map(day.orders_paid.map((order) => [order.order_id, order.currency]));
   for (const refund of day.refunds) {

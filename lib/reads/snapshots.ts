@@ -19,6 +19,12 @@ export interface CheckedPayment {
   gross: number | null;
   fee: number | null;
   net: number | null;
+  /**
+   * The currency of gross, fee and net: `amount_detail`'s own, which for a payment in another
+   * currency is the one PayHere settles in (its exchange fields say so); null when absent (and in
+   * snapshots kept before it was read), when they are in the payment's currency.
+   */
+  settlement_currency?: string | null;
   /** PayHere's date of the payment, as it wrote it (its own clock, Sri Lanka time); null when absent. */
   date: string | null;
 }

@@ -39,6 +39,7 @@ interface LedgerOrder {
   state: OrderState;
   kind?: OrderKind;
   amount?: number;
+  currency?: string;
   paymentId?: string;
 }
 
@@ -54,6 +55,7 @@ async function inLedger(order: LedgerOrder): Promise<void> {
       owner,
       kind: order.kind ?? 'payment',
       items: 'Door bell',
+      ...(order.currency ? { currency: order.currency } : {}),
       amountCents: order.kind === 'preapproval' ? null : (order.amount ?? 1000) * 100,
     }),
   );
@@ -204,6 +206,7 @@ describe('the reconciliation report', () => {
       gross: 1000,
       fee: 29,
       net: 971,
+      settlement_currency: 'LKR',
       in_ledger: true,
       checked_at: expect.any(String),
     });
@@ -385,6 +388,92 @@ describe('the reconciliation report', () => {
     expect(day.differences).toEqual([]);
   });
 
+  it('adds PayHere’s gross, fee and net in the currency they are in: a USD payment settled in LKR', async () => {
+    // PayHere's record of a 10.00 USD payment whose amount_detail is in LKR, at 300 to the dollar.
+    const day = '2026-03-12';
+    const orderId = ids('Usd');
+    const paymentId = 320099000777;
+    await inLedger({
+      orderId,
+      day,
+      state: 'succeeded',
+      currency: 'USD',
+      amount: 10,
+      paymentId: String(paymentId),
+    });
+    const record = {
+      payment_id: paymentId,
+      order_id: orderId,
+      date: '2026-03-12 12:00:00',
+      description: 'Door bell',
+      status: 'RECEIVED',
+      currency: 'USD',
+      amount: 10,
+      customer: {
+        fist_name: 'Saman',
+        last_name: 'Perera',
+        email: 'saman@example.com',
+        phone: '+94771234567',
+      },
+      amount_detail: {
+        currency: 'LKR',
+        gross: 3000,
+        fee: 87,
+        net: 2913,
+        exchange_rate: 300,
+        exchange_from: 'USD',
+        exchange_to: 'LKR',
+      },
+      payment_method: { method: 'VISA', card_customer_name: 'S Perera', card_no: '************1234' },
+      items: null,
+    };
+    sandbox.faults.inject('search', {
+      kind: 'status',
+      status: 200,
+      contentType: 'application/json',
+      body: JSON.stringify({ status: 1, msg: `Payments with order_id:${orderId}`, data: [record] }),
+    });
+
+    const answer = await reconcile(day);
+
+    const [only] = answer.body.data.days;
+    expect(only.payments).toEqual([
+      expect.objectContaining({
+        currency: 'USD',
+        amount: 10,
+        settlement_currency: 'LKR',
+        gross: 3000,
+        fee: 87,
+        net: 2913,
+      }),
+    ]);
+    // The USD total holds the order and its payment, no LKR amount; LKR's, PayHere's amounts.
+    expect(only.totals).toEqual([
+      {
+        currency: 'LKR',
+        orders_paid: 0,
+        ordered: 0,
+        payments: 0,
+        gross: 3000,
+        fee: 87,
+        net: 2913,
+        refunds: 0,
+        refunded: 0,
+      },
+      {
+        currency: 'USD',
+        orders_paid: 1,
+        ordered: 10,
+        payments: 1,
+        gross: 0,
+        fee: 0,
+        net: 0,
+        refunds: 0,
+        refunded: 0,
+      },
+    ]);
+  });
+
   it('answers CSV with format=csv or Accept: text/csv, formulas kept out of its cells', async () => {
     const day = '2026-03-05';
     const formula = `=1+2-${randomUUID().slice(0, 6)}`;
@@ -408,12 +497,12 @@ describe('the reconciliation report', () => {
     expect(jsonAsked.headers['Content-Type']).toBe('application/json');
     const lines = byFormat.raw.split('\r\n');
     expect(lines[0]).toBe(
-      'date,line,kind,order_id,payment_id,status,currency,ledger_amount,payhere_amount,gross,fee,net,refunded,at,checked_at,action',
+      'date,line,kind,order_id,payment_id,status,currency,ledger_amount,payhere_amount,settlement_currency,gross,fee,net,refunded,at,checked_at,action',
     );
     expect(lines.at(-1)).toBe('');
     const difference = lines.find((line) => line.includes(',difference,'))!;
     expect(difference.startsWith(`${day},difference,payment_not_in_ledger,'${formula},`)).toBe(true);
-    expect(difference).toMatch(/,failed,LKR,1000\.00,1000\.00,,,,,,[0-9T:.-]+Z,"?PayHere holds payment/);
+    expect(difference).toMatch(/,failed,LKR,1000\.00,1000\.00,,,,,,,[0-9T:.-]+Z,"?PayHere holds payment/);
     // The second request read nothing new: the same lines, the same freshness.
     expect(byAccept.raw).toBe(byFormat.raw);
   });
