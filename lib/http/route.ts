@@ -4,7 +4,7 @@ import type { APIGatewayProxyEvent, APIGatewayProxyResult, Context } from 'aws-l
 import type * as z from 'zod/mini';
 import { callers } from '../budget/caller-shares.ts';
 import { WRITES_AFTER_ANSWER_MS } from '../config/dynamodb.ts';
-import { type FieldError, InvalidRequestError } from '../envelope/errors.ts';
+import { type FieldError, InvalidRequestError, UnsupportedMediaTypeError } from '../envelope/errors.ts';
 import { type IdempotencyOptions, runIdempotent } from '../idempotency/idempotent.ts';
 import { counted } from '../net/background.ts';
 import { authenticate } from './auth/middleware.ts';
@@ -93,6 +93,19 @@ const normalizeHeaders = (): MiddlewareObj<Event, Result> => ({
 });
 
 /**
+ * A body route takes `application/json` only, declared once: middy's parser also takes any
+ * `application/<anything>+json`, which docs/contract.md "Failures" answers with 415.
+ */
+const jsonOnly = (): MiddlewareObj<Event, Result> => ({
+  name: 'jsonOnly',
+  before: ({ event }) => {
+    const types = headerValues(event, 'content-type');
+    const type = types[0]?.split(';')[0]?.trim().toLowerCase();
+    if (types.length !== 1 || type !== 'application/json') throw new UnsupportedMediaTypeError();
+  },
+});
+
+/**
  * Builds an endpoint's Lambda handler: the middleware stack, in the order it runs, then the
  * validated request handed to `handler`. The stack is assembled once per container. The handler
  * carries its `options` as `route`, so that tests can hold the API description (openapi/routes.ts)
@@ -122,7 +135,12 @@ function stackFor<Body, Path, Query>(
     .use(envelopeErrors())
     .use(authenticate(options.scope))
     .use(guardRequest({ takesBody: options.body !== undefined, takesPath: options.path !== undefined }));
-  if (options.body) stack.use(normalizeHeaders()).use(httpJsonBodyParser({ disableContentTypeError: false }));
+  if (options.body) {
+    stack
+      .use(normalizeHeaders())
+      .use(jsonOnly())
+      .use(httpJsonBodyParser({ disableContentTypeError: false }));
+  }
   return stack.handler(async (event, context) => {
     const caller = callerOf(context);
     const onBehalfOf = readOnBehalfOf(event, caller, options.createsOrders === true);

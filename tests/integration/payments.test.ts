@@ -164,6 +164,20 @@ describe('charge', () => {
     expect(sandbox.counters().charge ?? 0).toBe(0);
   });
 
+  it.each(['application/vnd.evil+json', 'application/merge-patch+json', 'application/json-patch+json'])(
+    'answers 415 for %s, with nothing sent to PayHere',
+    async (type) => {
+      const answer = await call('charge', {
+        body: JSON.stringify(charge()),
+        headers: { 'Content-Type': type },
+      });
+
+      expect(answer.statusCode).toBe(415);
+      expect(answer.body).toMatchObject({ status: -1, data: { code: 'unsupported_media_type' } });
+      expect(sandbox.counters().charge ?? 0).toBe(0);
+    },
+  );
+
   it('accepts the content type header in any letter case', async () => {
     const answer = await call('charge', {
       body: JSON.stringify(charge()),

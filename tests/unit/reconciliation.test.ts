@@ -221,7 +221,9 @@ describe('the CSV form', () => {
     expect(lines[1]).toBe(
       '2026-01-15,total,"2 paid, 2 payments, 1 refunds",,,,LKR,2500.00,,,2200.00,63.80,2136.20,250.00,,,',
     );
-    expect(lines[4]).toMatch(/^2026-01-15,payment,in_ledger,Order-1001,320040000011,RECEIVED,LKR,,1000\.00,LKR,1000\.00,29\.00,971\.00,/);
+    expect(lines[4]).toMatch(
+      /^2026-01-15,payment,in_ledger,Order-1001,320040000011,RECEIVED,LKR,,1000\.00,LKR,1000\.00,29\.00,971\.00,/,
+    );
     expect(lines[9]).toBe('2026-01-15,unchecked,not_checked,Order-1004,,created,,,,,,,,,,,');
   });
 
