@@ -4,7 +4,7 @@ import { describeError, log } from '../log/log.ts';
 import { countMetric } from '../log/metrics.ts';
 import type { WebhookEndpoint, WebhookEndpoints } from './endpoints.ts';
 import { DELIVERY_TIMEOUT_MS, type PostWebhook } from './post.ts';
-import { afterFailure } from './schedule.ts';
+import { afterFailure, RETRY_SCHEDULE_MS } from './schedule.ts';
 import { webhookHeaders } from './signature.ts';
 import {
   type Delivery,
@@ -31,6 +31,11 @@ export const EVENT_RUN_MS = DELIVERY_TIMEOUT_MS + 5_000;
 export const DEFERRED_FOR_MS = 60_000;
 /** An endpoint failing every attempt this long is disabled. */
 export const DISABLE_AFTER_MS = 24 * 3_600_000;
+/**
+ * Failures further apart than this are not one streak: nothing was tried between them. The longest
+ * wait of a delivery's retries, and an hour for the runs that take it.
+ */
+export const STREAK_GAP_MS = Math.max(...RETRY_SCHEDULE_MS) + 3_600_000;
 /** Due events read per query, and posted at once. */
 const PAGE = 50;
 const AT_ONCE = 4;
@@ -226,7 +231,7 @@ export class WebhookDeliverer {
   ): Promise<EndpointState> {
     let streak: EndpointState;
     try {
-      streak = await this.#store.failed(endpointId, now, error);
+      streak = await this.#store.failed(endpointId, now, error, now - STREAK_GAP_MS);
     } catch (cause) {
       // The attempt's own result still counts; the streak is kept by the next failure.
       log.warn('an endpoint’s failure could not be recorded', {

@@ -319,15 +319,33 @@ export class WebhookStore {
     return stateOf(answer.Item);
   }
 
-  /** A failed attempt: the streak begins now unless it already had; answers the streak. */
-  async failed(id: string, now: number, error: string): Promise<EndpointState> {
+  /**
+   * A failed attempt: the streak begins now unless it already had; answers the streak. A streak
+   * whose last failure came before `staleBefore` is over (nothing was tried since, let alone failed):
+   * this failure begins a new one.
+   */
+  async failed(id: string, now: number, error: string, staleBefore: number): Promise<EndpointState> {
+    const values = { ':now': { N: String(now) }, ':error': { S: error } };
+    const anew = await sendConditional(
+      this.#client,
+      new UpdateItemCommand({
+        TableName: this.#table,
+        Key: { pk: { S: endpointKey(id) } },
+        UpdateExpression: 'SET failingSince = :now, lastFailureAt = :now, lastError = :error',
+        ConditionExpression: 'attribute_not_exists(lastFailureAt) OR lastFailureAt < :staleBefore',
+        ExpressionAttributeValues: { ...values, ':staleBefore': { N: String(staleBefore) } },
+        ReturnValues: 'ALL_NEW',
+      }),
+    );
+    if (anew) return stateOf(anew.Attributes);
+    // The streak goes on (a retry of the write above, applied with its answer lost, lands here too).
     const answer = await this.#client.send(
       new UpdateItemCommand({
         TableName: this.#table,
         Key: { pk: { S: endpointKey(id) } },
         UpdateExpression:
           'SET failingSince = if_not_exists(failingSince, :now), lastFailureAt = :now, lastError = :error',
-        ExpressionAttributeValues: { ':now': { N: String(now) }, ':error': { S: error } },
+        ExpressionAttributeValues: values,
         ReturnValues: 'ALL_NEW',
       }),
     );

@@ -198,6 +198,42 @@ describe('an endpoint failing for 24 hours', () => {
   });
 });
 
+describe('an endpoint’s failures a quiet day apart', () => {
+  it('are not one streak: the later failure begins a new one, and the endpoint stays enabled', async () => {
+    // Event A fails every attempt; B, delivered 20 h in, ends the streak; A's last attempt
+    // (27 h 35 min in) begins another; then nothing is published for 25 h.
+    const first = await putEvent({ publishedAt: clock, endpoints: ['default'] });
+    const attemptsAt = [0, 5 * S, 5 * MIN, 30 * MIN, 2 * H, 5 * H, 10 * H, 10 * H].map(
+      (_, i, delays) => era + delays.slice(0, i + 1).reduce((a, b) => a + b, 0),
+    );
+    receiver.answer(() => 500);
+    for (const at of attemptsAt.slice(0, 7)) await runAt(at);
+    receiver.answer(() => 200);
+    await putEvent({ publishedAt: era + 20 * H, endpoints: ['default'] });
+    await runAt(era + 20 * H);
+    receiver.answer(() => 500);
+    await runAt(attemptsAt[7]!);
+    expect((await store.event(first.id))!.deliveries.default).toMatchObject({
+      status: 'failed',
+      attempts: 8,
+    });
+
+    // Act: an event a quiet day later fails once (a 503 its receiver answers now and then).
+    const later = attemptsAt[7]! + 25 * H;
+    const third = await putEvent({ publishedAt: later, endpoints: ['default'] });
+    const run = await runAt(later);
+    receiver.answer(() => 200);
+    await runAt(later + 5 * S);
+
+    // Assess: not disabled; its retry delivered it.
+    expect(run.disabled).toEqual([]);
+    expect((await store.event(third.id))!.deliveries.default).toMatchObject({
+      status: 'delivered',
+      attempts: 2,
+    });
+  });
+});
+
 describe('a run', () => {
   /** The deliverer's timeout as deployed (serverless.yml), in ms: what Lambda gives each run. */
   const deployedRunMs = () => {
