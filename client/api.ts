@@ -1438,6 +1438,7 @@ export interface Operations {
         | 'refund.refused'
         | 'refund.undeterminable';
       object_id?: string;
+      object_type?: 'order' | 'payment';
       limit?: string;
       cursor?: string;
     };

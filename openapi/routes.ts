@@ -702,13 +702,15 @@ export const ROUTE_TABLE = {
       'the change left it. Pass `next_cursor` as `cursor` for the next page; it is given whenever an event was ' +
       'read, also on the last page, where the next poll starts (null only when nothing was listed yet). ' +
       '`has_more` says more events were there to read. Filters apply after reading: a page may hold fewer ' +
-      'than `limit` events and still have more. An event is listed once it was published 3 s ago, so a cursor ' +
+      'than `limit` events and still have more. An event is listed once it was published 6 s ago, so a cursor ' +
       'never passes an event still being written. Events are kept 35 days.',
     scope: 'payments:read',
     queryParameters: EventsQuery,
     queryDescriptions: {
       type: 'Only events of this type.',
       object_id: 'Only events of this object: an order id, or a payment id for refunds.',
+      object_type:
+        'Only events of this kind of object, `order` or `payment`: an order and a payment may share an id.',
       limit: 'Events per page, 1 to 100; 20 when not given.',
       cursor: "A page's `next_cursor`.",
     },

@@ -28,7 +28,7 @@ export class EventFeed {
 
   async list(
     caller: { role: string },
-    query: { type?: string; object_id?: string; limit?: string; cursor?: string },
+    query: { type?: string; object_id?: string; object_type?: string; limit?: string; cursor?: string },
   ): Promise<EventPage> {
     if (caller.role !== 'merchant') throw notSent(new ForbiddenError('Only the merchant reads the events.'));
     const after = query.cursor === undefined ? undefined : feedKeyOfCursor(query.cursor);
@@ -41,6 +41,7 @@ export class EventFeed {
       ...(after === undefined ? {} : { after }),
       ...(query.type === undefined ? {} : { type: query.type }),
       ...(query.object_id === undefined ? {} : { objectId: query.object_id }),
+      ...(query.object_type === undefined ? {} : { objectType: query.object_type }),
     });
     return {
       events: page.events,

@@ -104,6 +104,8 @@ export interface FeedQuery {
   limit: number;
   type?: string;
   objectId?: string;
+  /** Only events of this kind of object: an order and a payment may share an id. */
+  objectType?: string;
 }
 
 export interface FeedPage {
@@ -122,7 +124,8 @@ export class EventStore {
   constructor(options: { client: DynamoDBClient; table: string; now?: () => number }) {
     this.#client = options.client;
     this.#table = options.table;
-    this.#now = options.now ?? Date.now;
+    // Read at each call, not taken once: a test that moves the clock (vi.useFakeTimers) moves this one's.
+    this.#now = options.now ?? (() => Date.now());
   }
 
   /**
@@ -204,8 +207,8 @@ export class EventStore {
 
   /**
    * A page of the feed, oldest first, of events published at least FEED_SETTLE_MS ago: the whole
-   * feed, or one object's events (its own index). Filtered by type after reading, so a page of one
-   * type may hold fewer than `limit` and still have more.
+   * feed, or one object id's events (its own index). Filtered by type and object type after reading,
+   * so such a page may hold fewer than `limit` and still have more.
    */
   async page(query: FeedQuery): Promise<FeedPage> {
     const visible = `${String(this.#now() - FEED_SETTLE_MS).padStart(13, '0')}#~`;
@@ -216,9 +219,16 @@ export class EventStore {
       ':partition': { S: value },
       ':visible': { S: visible },
     };
+    const filters: string[] = [];
     if (query.type !== undefined) {
       names['#type'] = 'type';
       values[':type'] = { S: query.type };
+      filters.push('#type = :type');
+    }
+    if (query.objectType !== undefined) {
+      names['#objectType'] = 'objectType';
+      values[':objectType'] = { S: query.objectType };
+      filters.push('#objectType = :objectType');
     }
     const after = query.after?.match(FEED_KEY);
     const { Items, LastEvaluatedKey } = await this.#client.send(
@@ -226,7 +236,7 @@ export class EventStore {
         TableName: this.#table,
         IndexName: query.objectId === undefined ? FEED_INDEX : OBJECT_INDEX,
         KeyConditionExpression: '#partition = :partition AND #feedKey <= :visible',
-        ...(query.type !== undefined ? { FilterExpression: '#type = :type' } : {}),
+        ...(filters.length > 0 ? { FilterExpression: filters.join(' AND ') } : {}),
         ExpressionAttributeNames: names,
         ExpressionAttributeValues: values,
         Limit: query.limit,

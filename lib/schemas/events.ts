@@ -7,6 +7,7 @@ import { pageLimit } from './orders.ts';
 export const EventsQuery = z.strictObject({
   type: z.optional(z.enum(EVENT_TYPES)),
   object_id: z.optional(text(1, 255)),
+  object_type: z.optional(z.enum(['order', 'payment'])),
   limit: z.optional(pageLimit()),
   cursor: z.optional(text(1, 512)),
 });

@@ -525,6 +525,41 @@ describe('one object’s events', () => {
   });
 });
 
+describe('an order and a payment of one id', () => {
+  it('are read apart with object_type; object_id alone lists both', async () => {
+    // A payment, refunded; then an order the merchant gave that payment's id (digits are an order id too).
+    const paid = await call('charge', { body: chargeBody() });
+    const paymentId = String(paid.body.data.payment_id);
+    expect(
+      (await call('refund', { body: { payment_id: paymentId, description: 'Broken' } })).statusCode,
+    ).toBe(200);
+    expect((await call('charge', { body: chargeBody(paymentId) })).statusCode).toBe(200);
+    await backgroundSettled();
+
+    vi.useFakeTimers({ toFake: ['Date'], now: Date.now() + FEED_SETTLE_MS });
+    try {
+      const listed = async (query: Record<string, string>) => {
+        const answer = await call('listEvents', { query: { object_id: paymentId, ...query } });
+        expect(answer.statusCode).toBe(200);
+        return answer.body.data.events.map((event: EventBody) => `${event.object.type} ${event.type}`);
+      };
+
+      expect(await listed({})).toEqual([
+        'payment refund.requested',
+        'payment refund.settled',
+        'order order.succeeded',
+      ]);
+      expect(await listed({ object_type: 'order' })).toEqual(['order order.succeeded']);
+      expect(await listed({ object_type: 'payment' })).toEqual([
+        'payment refund.requested',
+        'payment refund.settled',
+      ]);
+    } finally {
+      vi.useRealTimers();
+    }
+  });
+});
+
 describe('GET /gateway/api/events', () => {
   it('gives the merchant its events after a cursor, a customer 403, an altered cursor 400', async () => {
     const body = chargeBody();
