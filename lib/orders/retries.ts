@@ -61,8 +61,12 @@ export class SubscriptionRetries {
     return ok(msg, data);
   }
 
-  /** A lost answer, repeated: the subscription's payments show a new one if the card was charged. */
-  settle(request: RetryInput, startedAt: number): Promise<APIGatewayProxyResult> {
+  /**
+   * A lost answer, repeated: the subscription's payments show a new one if the card was charged.
+   * Only for a caller that may act on it, as its first attempt (a customer, on its own).
+   */
+  async settle(request: RetryInput, startedAt: number): Promise<APIGatewayProxyResult> {
+    await this.#ownership.requireSubscription(request.caller, request.id);
     return settleRetry(this.#settling, this.subject(request), { key: '', startedAt }, request.deadline);
   }
 }

@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest';
+import { payHereFromEnvironment } from '../../lib/gateway/index.ts';
 import { loadOrdersConfig } from '../../lib/orders/config.ts';
-import { ledgerWithEvents } from '../../lib/orders/from-environment.ts';
+import { ledgerWithEvents, subscriptionRetriesFromEnvironment } from '../../lib/orders/from-environment.ts';
 import { call, useTestGateway } from '../helpers/gateway.ts';
 import { notify } from '../helpers/notifications.ts';
 import { checkedSecondsAgo, customer, testLedger } from '../helpers/orders.ts';
@@ -65,5 +66,30 @@ describe('a failed installment retried through the service and paid', () => {
     expect(atPayHere.body.data.status).toBe('COMPLETED');
     expect((await ledger.getOrder(orderId))?.subscriptionStatus).toBe('COMPLETED');
     expect(types).toContain('subscription.completed');
+  });
+});
+
+describe('a retry whose answer was lost, settled on its repeat', () => {
+  it('is settled only for a caller that may act on the subscription: another customer gets 404, PayHere is not asked', async () => {
+    const { subscriptionId: id } = await subscribedOrder(sandbox, alice, '1 Year');
+    const retries = subscriptionRetriesFromEnvironment(payHereFromEnvironment());
+    const deadline = Date.now() + 10_000;
+    sandbox.resetCounters();
+
+    const stranger = await retries
+      .settle(
+        { caller: { role: 'customer', sub: customer('mallory') }, id: String(id), deadline },
+        Date.now(),
+      )
+      .catch((error: unknown) => error);
+    const asked = Object.values(sandbox.counters()).reduce((sum, count) => sum + count, 0);
+    const owner = await retries.settle(
+      { caller: { role: 'customer', sub: alice }, id: String(id), deadline },
+      Date.now(),
+    );
+
+    expect(stranger).toMatchObject({ httpStatus: 404 });
+    expect(asked).toBe(0);
+    expect(owner.statusCode).not.toBe(404);
   });
 });
