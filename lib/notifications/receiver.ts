@@ -292,6 +292,16 @@ export class NotificationReceiver {
       ({ evidence, recorded } = success);
     } else if (
       (report === 'notified_failed' || report === 'notified_cancelled') &&
+      order.charge?.inflight === true &&
+      notification.payment_id
+    ) {
+      // A charge through the service is in flight: its answer, not recorded yet, may name the very
+      // payment this failure names (PayHere notified before it answered). Unnoted now (503), PayHere
+      // sends it again, and the charge's recorded answer decides then: a pending charge of that
+      // payment ends failed, any other outcome ignores it.
+      throw uncheckable();
+    } else if (
+      (report === 'notified_failed' || report === 'notified_cancelled') &&
       order.charge !== null &&
       order.state === 'pending' &&
       !(await this.#signedFailureSeen(notification))

@@ -240,6 +240,47 @@ describe('nothing unsigned is trusted on its own', () => {
   });
 });
 
+describe('a failure PayHere notifies before it answers the charge', () => {
+  it('is not noted while the charge is in flight (503, sent again), then fails the charge it names', async () => {
+    // A charge PayHere leaves pending, whose answer comes a second after PayHere processed it.
+    const orderId = await checkout('charge');
+    sandbox.faults.inject('charge', { kind: 'latency', ms: 1_000, afterProcessing: true });
+    const charging = call('charge', {
+      body: {
+        type: 'PAYMENT',
+        order_id: orderId,
+        items: 'Door bell',
+        currency: 'LKR',
+        amount: 1000,
+        customer_token: SEED.customerTokens.pending,
+      },
+      headers: { 'On-Behalf-Of': alice },
+    });
+    let pending = sandbox.pendingCharges().find((charge) => charge.order_id === orderId);
+    for (let i = 0; i < 100 && !pending; i++) {
+      await new Promise((resolve) => setTimeout(resolve, 10));
+      pending = sandbox.pendingCharges().find((charge) => charge.order_id === orderId);
+    }
+    const failure = signed({
+      order_id: orderId,
+      payhere_amount: '1000.00',
+      status_code: '-2',
+      payment_id: String(pending!.payment_id),
+    });
+
+    // Act: PayHere's failure of that payment, before its answer; then again, as PayHere resends it.
+    const early = await notify(failure);
+    const charged = await charging;
+    const again = await notify(failure);
+
+    // Assess
+    expect(early.statusCode).toBe(503);
+    expect(charged.statusCode).toBe(202);
+    expect(again.statusCode).toBe(200);
+    expect((await ledger.getOrder(orderId))?.state).toBe('failed');
+  });
+});
+
 describe('what is received is bounded', () => {
   it('a replay of a notification already received is answered from the ledger: no PayHere read, nothing new kept', async () => {
     const orderId = await checkout('payment');

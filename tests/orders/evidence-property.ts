@@ -190,17 +190,21 @@ export function evidenceProperty(part: number): void {
            * The last notification's order, and whether it names another payment's success, or the
            * success of a subscription other than the one its order has.
            */
-          let lastNotified = { order: 0, otherPayment: false, otherSubscription: false };
+          let lastNotified = { order: 0, otherPayment: false, otherSubscription: false, failure: false };
           /**
            * The answers a notification may get: 200, or, for the notification of another payment
            * of an order that has one, or of another subscription of a recurring order that has one,
            * which cannot be checked with PayHere now, 429 (its order was checked lately) or 503
-           * (PayHere did not answer), for PayHere to send it again.
+           * (PayHere did not answer), for PayHere to send it again; a payment's failure while its
+           * order's charge is in flight, 503 too.
            */
-          const answers = ({ order, otherPayment, otherSubscription }: typeof lastNotified) =>
+          const answers = ({ order, otherPayment, otherSubscription, failure }: typeof lastNotified) =>
             (otherPayment && (before[order]?.paymentId ?? null) !== null) || otherSubscription
               ? [200, 429, 503]
-              : [200];
+              : // A payment's failure while the order's charge is in flight: sent again once it is answered.
+                failure && before[order]?.charge?.inflight === true
+                ? [200, 503]
+                : [200];
           let search: 'up' | 'down' | 'pending' = 'up';
           sandbox.setClockOffset(0);
           let later = 0;
@@ -327,6 +331,7 @@ export function evidenceProperty(part: number): void {
               const ordered = before[s.order];
               lastNotified = {
                 order: s.order,
+                failure: (s.status === '-2' || s.status === '-1') && paymentId !== undefined,
                 otherPayment: s.paymentId === 'other' && s.status === '2',
                 otherSubscription:
                   s.flow === 'subscription' &&
