@@ -263,10 +263,23 @@ class WafPlugin {
     };
   }
 
-  /** `statement` on every request but those to the skipped paths. */
+  /** `statement` on every request but those to the skipped paths and CORS preflights. */
   gated(paths, statement) {
-    if (paths.length === 0) return statement;
-    return { AndStatement: { Statements: [this.scopeDown(paths).ScopeDownStatement, statement] } };
+    // A browser's CORS preflight (OPTIONS) never carries an Authorization header: it is not asked for one.
+    const preflight = {
+      NotStatement: {
+        Statement: {
+          ByteMatchStatement: {
+            FieldToMatch: { Method: {} },
+            PositionalConstraint: 'EXACTLY',
+            SearchString: 'OPTIONS',
+            TextTransformations: [{ Priority: 0, Type: 'NONE' }],
+          },
+        },
+      },
+    };
+    const scope = paths.length === 0 ? [] : [this.scopeDown(paths).ScopeDownStatement];
+    return { AndStatement: { Statements: [...scope, preflight, statement] } };
   }
 
   /**

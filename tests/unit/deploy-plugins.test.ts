@@ -633,6 +633,28 @@ describe('plugins/waf.cjs', () => {
     );
   });
 
+  it('asks no bearer token of a CORS preflight (OPTIONS), nor of PayHere’s notifications', async () => {
+    const [, shape, issuer] = (await packaged({ enabled: 'true' })).WebAcl.Properties.Rules;
+
+    for (const rule of [shape, issuer]) {
+      const [notify, preflight, check] = rule.Statement.AndStatement.Statements;
+      expect(notify.NotStatement.Statement.ByteMatchStatement.SearchString).toBe('/gateway/notify');
+      expect(preflight).toEqual({
+        NotStatement: {
+          Statement: {
+            ByteMatchStatement: {
+              FieldToMatch: { Method: {} },
+              PositionalConstraint: 'EXACTLY',
+              SearchString: 'OPTIONS',
+              TextTransformations: [{ Priority: 0, Type: 'NONE' }],
+            },
+          },
+        },
+      });
+      expect(check.NotStatement).toBeDefined();
+    }
+  });
+
   it("skips PayHere's signed notifications in the common rule set, which counts only unless told to block", async () => {
     const [, , , , common] = (await packaged({ enabled: 'true' })).WebAcl.Properties.Rules;
     const [, , , , blocking] = (await packaged({ enabled: 'true', commonRules: 'block' })).WebAcl.Properties
@@ -702,7 +724,7 @@ describe('plugins/waf.cjs', () => {
   it('refuses, on every route but PayHere’s, a bearer header the functions would not parse', async () => {
     const [, shape] = (await packaged({ enabled: 'true' })).WebAcl.Properties.Rules;
     const { Statements } = shape.Statement.AndStatement;
-    const regex = new RegExp(Statements[1].NotStatement.Statement.RegexMatchStatement.RegexString);
+    const regex = new RegExp(Statements.at(-1).NotStatement.Statement.RegexMatchStatement.RegexString);
 
     expect(Statements[0]).toEqual({
       NotStatement: {
@@ -711,7 +733,7 @@ describe('plugins/waf.cjs', () => {
         },
       },
     });
-    expect(Statements[1].NotStatement.Statement.RegexMatchStatement.FieldToMatch).toEqual({
+    expect(Statements.at(-1).NotStatement.Statement.RegexMatchStatement.FieldToMatch).toEqual({
       SingleHeader: { Name: 'authorization' },
     });
     for (const header of ['Bearer a.b.c', 'bearer  eyJ.eyJ.sig', ' BEARER a-_.b_-.c ']) {
@@ -730,10 +752,11 @@ describe('plugins/waf.cjs', () => {
     expect(blocking.Action.Block.CustomResponse.ResponseCode).toBe(
       errorResponse(new UnauthorizedError(TOKEN_INVALID)).statusCode,
     );
-    const fragments =
-      counting.Statement.AndStatement.Statements[1].NotStatement.Statement.OrStatement.Statements.map(
-        (s: any) => s.ByteMatchStatement.SearchString as string,
-      );
+    const fragments = counting.Statement.AndStatement.Statements.at(
+      -1,
+    ).NotStatement.Statement.OrStatement.Statements.map(
+      (s: any) => s.ByteMatchStatement.SearchString as string,
+    );
     expect(fragments).toEqual(WafPlugin.base64urlFragments('"iss":"https://issuer.example.com/"'));
     // Wherever the claim sits in a payload, one of the three is in its base64url.
     const payload = (claims: Record<string, unknown>) =>
