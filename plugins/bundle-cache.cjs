@@ -121,6 +121,8 @@ function inputKey(esbuild) {
     ...(typeof options.plugins === 'string' ? [path.normalize(options.plugins)] : []),
     'package.json',
     'package-lock.json',
+    // What npm installed, which esbuild reads: the lock may be new while node_modules is not yet.
+    'node_modules/.package-lock.json',
     'serverless.yml',
     'tsconfig.json',
   ];

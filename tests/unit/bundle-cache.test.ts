@@ -52,6 +52,7 @@ function service() {
     'serverless.yml': 'service: x',
     'package.json': '{}',
     'package-lock.json': '{}',
+    'node_modules/.package-lock.json': '{}',
     'tsconfig.json': '{}',
     'plugins/esbuild.cjs': 'module.exports = [];',
   };
@@ -145,23 +146,27 @@ describe('the bundle cache', () => {
     );
   });
 
-  it.each(['package.json', 'package-lock.json', 'serverless.yml', 'tsconfig.json', 'plugins/esbuild.cjs'])(
-    'builds again when %s differs',
-    async (file) => {
-      const { dir, plugin, builds } = service();
-      const bundle = async (work: string) => {
-        const stand = plugin(work);
-        cacheBundles(stand, path.join(dir, '.cache'));
-        await stand.bundle();
-      };
+  it.each([
+    'package.json',
+    'package-lock.json',
+    'node_modules/.package-lock.json',
+    'serverless.yml',
+    'tsconfig.json',
+    'plugins/esbuild.cjs',
+  ])('builds again when %s differs', async (file) => {
+    const { dir, plugin, builds } = service();
+    const bundle = async (work: string) => {
+      const stand = plugin(work);
+      cacheBundles(stand, path.join(dir, '.cache'));
+      await stand.bundle();
+    };
 
-      await bundle('.esbuild-a');
-      writeFileSync(path.join(dir, file), `${readFileSync(path.join(dir, file), 'utf8')} `);
-      await bundle('.esbuild-b');
+    await bundle('.esbuild-a');
+    writeFileSync(path.join(dir, file), `${readFileSync(path.join(dir, file), 'utf8')} `);
+    await bundle('.esbuild-b');
 
-      expect(builds()).toBe(2);
-    },
-  );
+    expect(builds()).toBe(2);
+  });
 
   it('builds again where node_modules resolves elsewhere (a source map names its packages’ paths)', async () => {
     const { dir, plugin, builds } = service();
@@ -170,7 +175,7 @@ describe('the bundle cache', () => {
     mkdirSync(near);
     mkdirSync(far, { recursive: true });
     const bundleWith = async (modules: string, work: string) => {
-      rmSync(path.join(dir, 'node_modules'), { force: true });
+      rmSync(path.join(dir, 'node_modules'), { force: true, recursive: true });
       symlinkSync(modules, path.join(dir, 'node_modules'));
       const stand = plugin(work);
       cacheBundles(stand, path.join(dir, '.cache'));
