@@ -470,9 +470,14 @@ describe('AWS WAF in every deployed stage (docs/operator.md "Strangers at the ed
 
   it('refuses, before any route’s bucket, a bearer header that is no JWS, on every route but PayHere’s', () => {
     const { Statements } = rulesOf(template)['bearer-shape'].Statement.AndStatement;
-    const shape = Statements[1].NotStatement.Statement.RegexMatchStatement;
+    const shape = Statements.at(-1).NotStatement.Statement.RegexMatchStatement;
     const regex = new RegExp(shape.RegexString);
 
+    // Never on a browser's CORS preflight, which carries no Authorization header.
+    expect(Statements[1].NotStatement.Statement.ByteMatchStatement).toMatchObject({
+      FieldToMatch: { Method: {} },
+      SearchString: 'OPTIONS',
+    });
     expect(Statements[0].NotStatement.Statement.ByteMatchStatement).toMatchObject({
       FieldToMatch: { UriPath: {} },
       PositionalConstraint: 'ENDS_WITH',
@@ -495,10 +500,9 @@ describe('AWS WAF in every deployed stage (docs/operator.md "Strangers at the ed
 
     expect(rule.Priority).toBe(2);
     expect(rule.Action).toEqual({ Count: {} });
-    const searched =
-      rule.Statement.AndStatement.Statements[1].NotStatement.Statement.OrStatement.Statements.map(
-        (s: any) => s.ByteMatchStatement.SearchString,
-      );
+    const searched = rule.Statement.AndStatement.Statements.at(
+      -1,
+    ).NotStatement.Statement.OrStatement.Statements.map((s: any) => s.ByteMatchStatement.SearchString);
     const claim = Buffer.from(JSON.stringify({ iss: DEPLOY_ENV.AUTH_ISSUER, sub: 'alice' })).toString(
       'base64url',
     );
