@@ -288,7 +288,10 @@ export class Transport {
  * that reads the body as text, without the stream it makes of the body (its module, and building
  * and draining the stream, were a first answer's cost for nothing: every answer is read whole).
  * The same dispatch and the same failures: `signal` aborts the request (its reason is the error),
- * and every failure, before the answer or during its body, rejects.
+ * and every failure, before the answer or during its body, rejects. Aborted before undici is
+ * about to write it (onConnect: still waiting for a connection, a handshake or a free socket of
+ * the pool), the request rejects at once as not sent, and undici drops it unwritten when its turn
+ * comes: the deadline holds whatever the connection does, and nothing reached the gateway.
  */
 function exchange(
   pool: Pool,
@@ -300,7 +303,10 @@ function exchange(
     let status = 0;
     let headers: UpstreamResponse['headers'] = {};
     const chunks: Buffer[] = [];
-    const aborted = () => abort?.(signal.reason);
+    const aborted = () => {
+      if (abort) abort(signal.reason);
+      else reject(new TransportError('timeout', 'DEADLINE_EXCEEDED', signal.reason, 'not_sent'));
+    };
     signal.addEventListener('abort', aborted, { once: true });
     const settled = () => signal.removeEventListener('abort', aborted);
     try {

@@ -1,6 +1,6 @@
 import { once } from 'node:events';
 import { createServer, type Server } from 'node:http';
-import type { AddressInfo, Socket } from 'node:net';
+import { type AddressInfo, createServer as createTcpServer, type Socket } from 'node:net';
 import { setTimeout as delay, setImmediate as turn } from 'node:timers/promises';
 import { afterEach, describe, expect, it } from 'vitest';
 import { connectAtStart, takeStarted } from '../../lib/gateway/early-connection.ts';
@@ -265,5 +265,97 @@ describe('after a freeze, the far end having dropped the kept-alive socket', () 
     expect(error).toBeInstanceOf(TransportError);
     expect(error).toMatchObject({ kind: 'reset', reach: 'lost' });
     expect(end.counts).toEqual({ connections: 1, requests: 1, lost: 1 });
+  });
+});
+
+describe('a call whose connection has not come by its deadline', () => {
+  /** A far end that takes the TCP connection and never answers TLS's first message. */
+  async function silentTls() {
+    const sockets = new Set<Socket>();
+    const server = createTcpServer((socket) => {
+      sockets.add(socket);
+      socket.on('error', () => {});
+      socket.on('close', () => sockets.delete(socket));
+    });
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+    closing.push(async () => {
+      for (const socket of sockets) socket.destroy();
+      await new Promise((resolve) => server.close(resolve));
+    });
+    return `https://127.0.0.1:${(server.address() as AddressInfo).port}`;
+  }
+
+  it.each([
+    ['its own connection', false],
+    ['a connection opened ahead', true],
+  ])('ends at its deadline, not sent, waiting on %s', async (_, early) => {
+    // Prepare: a connect timeout well past the call's deadline.
+    const transport = new Transport(await silentTls(), { connectTimeoutMs: 2_000 });
+    closing.push(() => transport.close());
+    if (early) transport.connectEarly(true);
+    const started = performance.now();
+
+    // Act
+    const failure = await transport
+      .send({
+        method: 'POST',
+        path: '/merchant/v1/payment/charge',
+        headers: {},
+        body: '{}',
+        deadline: Date.now() + 200,
+        unsafeToRepeat: true,
+      })
+      .catch((error: unknown) => error);
+    const tookMs = performance.now() - started;
+
+    // Assess: a charge that never left is said so (its key is released, not left unknown).
+    expect(failure).toBeInstanceOf(TransportError);
+    expect(failure).toMatchObject({ kind: 'timeout', reach: 'not_sent' });
+    expect(tookMs).toBeLessThan(1_000);
+  });
+
+  it('waiting for a free socket of the pool, ends at its deadline not sent, and is never written', async () => {
+    // Prepare: every socket of the pool (16) held by a read the far end does not answer yet.
+    let charges = 0;
+    const held: Array<() => void> = [];
+    const server: Server = createServer((req, res) => {
+      if (req.url?.endsWith('/charge')) {
+        charges++;
+        res.end('{}');
+      } else held.push(() => res.end('{}'));
+    });
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+    const transport = new Transport(`http://127.0.0.1:${(server.address() as AddressInfo).port}`, {
+      connectTimeoutMs: 1_000,
+    });
+    closing.push(
+      () => transport.close(),
+      async () => {
+        server.closeAllConnections();
+        await new Promise((resolve) => server.close(resolve));
+      },
+    );
+    const reads = Array.from({ length: 16 }, () =>
+      transport.send({ method: 'GET', path: '/merchant/v1/x', headers: {}, deadline: Date.now() + 10_000 }),
+    );
+    while (held.length < 16) await delay(5);
+
+    // Act
+    const failure = await transport
+      .send({
+        method: 'POST',
+        path: '/merchant/v1/payment/charge',
+        headers: {},
+        body: '{}',
+        deadline: Date.now() + 200,
+        unsafeToRepeat: true,
+      })
+      .catch((error: unknown) => error);
+    for (const answer of held) answer();
+    await Promise.all(reads);
+
+    // Assess
+    expect(failure).toMatchObject({ kind: 'timeout', reach: 'not_sent' });
+    expect(charges).toBe(0);
   });
 });
