@@ -24,12 +24,17 @@ export class EarlyConnection {
   #failed = false;
   #settled = false;
   readonly #ignoreErrors = () => {};
+  readonly #timeoutMs: number;
   /** When the handshakes finished (epoch ms on the transport's clock). */
   #connectedAt: number | undefined;
+  /** When the connection was opened (the same clock). */
+  readonly #openedAt: number;
   /** Settles once connect(2) was issued (after the name's lookup, for a host name) or the socket closed. */
   readonly #attempted: Promise<void>;
 
   constructor(origin: URL, timeoutMs: number, now: () => number) {
+    this.#openedAt = now();
+    this.#timeoutMs = timeoutMs;
     const https = origin.protocol === 'https:';
     const hostname = origin.hostname.replace(/^\[(.*)\]$/, '$1');
     const port = Number(origin.port) || (https ? 443 : 80);
@@ -54,9 +59,14 @@ export class EarlyConnection {
         if (this.#settled) return;
         this.#settled = true;
         clearTimeout(timer);
-        this.#failed = !connected;
-        if (connected) this.#connectedAt = now();
-        resolve(connected);
+        // Finished later than its own time limit allows: only across a freeze, whose thaw processes
+        // the handshake's last bytes before the overdue timer. The far end (or a NAT between) may
+        // have forgotten the connection meanwhile, unseen: it is not used.
+        const late = connected && now() - this.#openedAt > timeoutMs;
+        if (late) this.socket.destroy();
+        this.#failed = !connected || late;
+        if (connected && !late) this.#connectedAt = now();
+        resolve(connected && !late);
       };
       this.socket.once(https ? 'secureConnect' : 'connect', () => settle(true));
       this.socket.once('close', () => settle(false));
@@ -87,7 +97,9 @@ export class EarlyConnection {
    */
   usable(now: number, maxIdleMs: number): boolean {
     if (this.#failed || this.socket.destroyed || !this.socket.writable) return false;
-    return this.#connectedAt === undefined || now - this.#connectedAt <= maxIdleMs;
+    // Still opening: as long as a handshake may take; connected: as long as a socket may sit idle.
+    if (this.#connectedAt === undefined) return now - this.#openedAt <= this.#timeoutMs;
+    return now - this.#connectedAt <= maxIdleMs;
   }
 
   /**

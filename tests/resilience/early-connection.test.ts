@@ -237,6 +237,25 @@ describe('after a freeze, the far end having dropped the kept-alive socket', () 
     },
   );
 
+  it('a connection still opening when the container froze is not used: the charge goes on a new one', async () => {
+    // Prepare: a request opened the connection ahead of a call it never made (its read was shared),
+    // and the container froze before the handshake's end was processed; the far end then forgot it.
+    const { end, transport, send, freeze } = await setUp();
+    const accepted = once(end.server, 'connection');
+    transport.connectEarly(true);
+    freeze(10 * 60_000);
+    await accepted;
+    for (let i = 0; i < 5; i++) await turn();
+    end.drop();
+
+    // Act
+    const answer = await send(true);
+
+    // Assess: nothing written on the forgotten connection.
+    expect(answer.status).toBe(200);
+    expect(end.counts).toEqual({ connections: 2, requests: 1, lost: 0 });
+  });
+
   it('a read whose socket sat idle less than undici keeps one reuses it: no needless handshake', async () => {
     // Prepare
     const { end, transport, send, freeze } = await setUp();
