@@ -40,13 +40,38 @@ export interface Answer {
 }
 
 /**
- * Keep-alive agents for the container's life, one per protocol, whichever client asks: a
- * handshake (TLS to AWS) is paid once, not per client or per request.
+ * Keep-alive agents, one per protocol, whichever client asks: a handshake (TLS to AWS) is paid
+ * once, not per client or per request, while the container is busy.
  */
-const agents = {
+const newAgents = () => ({
   'http:': new http.Agent({ keepAlive: true, maxSockets: 64 }),
   'https:': new https.Agent({ keepAlive: true, maxSockets: 64 }),
-};
+});
+let agents = newAgents();
+
+/**
+ * Idle this long, no request in flight, and the kept-alive sockets are not used again: the container
+ * was frozen meanwhile, and the path may have forgotten them unseen (a NAT gateway after 350 s idle,
+ * the far end after its own limit). Writing on one loses the request's try, and Node's agent hands
+ * the next try the next dead one, so a request could spend every try on them. Past this, the next
+ * request's handshake is new; a busy container keeps its sockets.
+ */
+export const AWS_IDLE_MS = 60_000;
+let inFlight = 0;
+let lastActivityAt = Date.now();
+
+function agentFor(protocol: 'http:' | 'https:'): InstanceType<typeof http.Agent> {
+  const now = Date.now();
+  if (inFlight === 0 && now - lastActivityAt > AWS_IDLE_MS) {
+    // Nothing in flight on them: the old agents' sockets are all idle, and closed here.
+    agents['http:'].destroy();
+    agents['https:'].destroy();
+    agents = newAgents();
+  }
+  inFlight++;
+  lastActivityAt = now;
+  return agents[protocol];
+}
 
 /** Sockets that finished connecting once: a keep-alive socket taken again needs no connect timer. */
 const connected = new WeakSet<Socket>();
@@ -77,9 +102,14 @@ export function post(exchange: Exchange): Promise<Answer> {
       response?.destroy(error);
       request.destroy(error);
     };
+    let done = false;
     const settled = () => {
       clearTimeout(timer);
       for (const signal of signals) signal.removeEventListener('abort', onAbort);
+      if (done) return;
+      done = true;
+      inFlight--;
+      lastActivityAt = Date.now();
     };
     const resolve = (answer: Answer) => {
       settled();
@@ -96,7 +126,7 @@ export function post(exchange: Exchange): Promise<Answer> {
     };
     const request = send(url, {
       method: 'POST',
-      agent: agents[secure ? 'https:' : 'http:'],
+      agent: agentFor(secure ? 'https:' : 'http:'),
       headers: { ...exchange.headers, 'content-length': String(Buffer.byteLength(exchange.body)) },
     });
     // Listened to once the request exists (onAbort destroys it).

@@ -1,0 +1,114 @@
+import { createServer, type Server } from 'node:http';
+import type { AddressInfo, Socket } from 'node:net';
+import { setImmediate as turn } from 'node:timers/promises';
+import { afterEach, describe, expect, it, vi } from 'vitest';
+import { AwsJsonClient } from '../../lib/aws/client.ts';
+import { AWS_IDLE_MS } from '../../lib/aws/http.ts';
+
+/**
+ * The AWS JSON client's kept-alive sockets (lib/aws/http.ts) across a freeze: an AWS endpoint on
+ * loopback that counts connections, requests, and requests written on a socket the path forgot
+ * unseen (each answered by a reset, as a NAT that dropped it answers).
+ */
+async function endpoint() {
+  const counts = { connections: 0, requests: 0, lost: 0 };
+  const dropped = new WeakSet<Socket>();
+  const sockets = new Set<Socket>();
+  const server: Server = createServer((req, res) => {
+    if (dropped.has(req.socket)) {
+      counts.lost++;
+      req.socket.resetAndDestroy();
+      return;
+    }
+    counts.requests++;
+    req.resume();
+    // Answered a moment later: a round's requests sent together take a socket each.
+    req.on('end', () => setTimeout(() => res.end('{}'), 20));
+  });
+  server.on('connection', (socket: Socket) => {
+    counts.connections++;
+    sockets.add(socket);
+    socket.on('close', () => sockets.delete(socket));
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  closing.push(async () => {
+    server.closeAllConnections();
+    await new Promise((resolve) => server.close(resolve));
+  });
+  const client = new AwsJsonClient(
+    {
+      signingName: 'dynamodb',
+      label: 'DynamoDB',
+      contentType: 'application/x-amz-json-1.0',
+      targetPrefix: 'DynamoDB_20120810',
+    },
+    {
+      region: 'ap-south-1',
+      endpoint: `http://127.0.0.1:${(server.address() as AddressInfo).port}/`,
+      maxAttempts: 3,
+      connectTimeoutMs: 500,
+      requestTimeoutMs: 1_000,
+      credentials: () => ({ accessKeyId: 'AKIDEXAMPLE', secretAccessKey: 'secret-for-tests-only' }),
+    },
+  );
+  return {
+    client,
+    counts,
+    /** The path forgets every open connection, telling no one. */
+    drop() {
+      for (const socket of sockets) dropped.add(socket);
+    },
+  };
+}
+
+let closing: Array<() => Promise<void>> = [];
+afterEach(async () => {
+  vi.useRealTimers();
+  await Promise.all(closing.map((close) => close()));
+  closing = [];
+});
+
+/** A warm request's round: a GetItem and two UpdateItems at once, three kept-alive sockets after. */
+async function round(client: AwsJsonClient) {
+  await Promise.all([
+    client.send('GetItem', {}),
+    client.send('UpdateItem', {}),
+    client.send('UpdateItem', {}),
+  ]);
+  for (let i = 0; i < 5; i++) await turn();
+}
+
+describe('kept-alive sockets to AWS', () => {
+  it('are not used after a freeze longer than AWS_IDLE_MS: nothing is written on a socket the path forgot', async () => {
+    // Prepare
+    const { client, counts, drop } = await endpoint();
+    await round(client);
+    vi.useFakeTimers({ toFake: ['Date'], now: Date.now() });
+    vi.setSystemTime(Date.now() + AWS_IDLE_MS + 1);
+    drop();
+
+    // Act
+    const answer = await client.send('GetItem', {}).then(
+      () => 'answered',
+      (error: Error) => `${error.name}: ${error.message}`,
+    );
+
+    // Assess: one new connection, no try lost.
+    expect(answer).toBe('answered');
+    expect(counts).toEqual({ connections: 4, requests: 4, lost: 0 });
+  });
+
+  it('are used again within AWS_IDLE_MS: a busy container pays no new handshake', async () => {
+    // Prepare
+    const { client, counts } = await endpoint();
+    await round(client);
+    vi.useFakeTimers({ toFake: ['Date'], now: Date.now() });
+    vi.setSystemTime(Date.now() + AWS_IDLE_MS - 1_000);
+
+    // Act
+    await client.send('GetItem', {});
+
+    // Assess
+    expect(counts).toEqual({ connections: 3, requests: 4, lost: 0 });
+  });
+});
