@@ -408,14 +408,19 @@ export class SharedLimiter implements GatewayLimiter {
     const late = new Promise<'late'>((resolve) => {
       timer = setTimeout(() => resolve('late'), Math.max(0, giveUpAt - this.#now()));
     });
+    let ours = false;
     try {
       const turn = await this.#unlessAborted(Promise.race([ahead, late]), signal);
       if (turn === 'late') throw budgetRefused(this.#windowMs, queue === 'idle' ? 'idle' : undefined);
       clearTimeout(timer);
+      ours = true;
       return await work();
     } finally {
       clearTimeout(timer);
-      done();
+      // Left before its turn (late, or no longer wanted): the caller behind it still waits for the
+      // one ahead, so that the container asks the table one call at a time.
+      if (ours) done();
+      else void ahead.then(done);
     }
   }
 
