@@ -330,7 +330,8 @@ describe('a call whose connection has not come by its deadline', () => {
     // Assess: a charge that never left is said so (its key is released, not left unknown).
     expect(failure).toBeInstanceOf(TransportError);
     expect(failure).toMatchObject({ kind: 'timeout', reach: 'not_sent' });
-    expect(tookMs).toBeLessThan(1_000);
+    // Its connect timeout (2 s) is what it waited for before; a loaded machine's lag is allowed.
+    expect(tookMs).toBeLessThan(1_500);
   });
 
   it('waiting for a free socket of the pool, ends at its deadline not sent, and is never written', async () => {
