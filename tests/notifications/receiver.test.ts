@@ -242,9 +242,10 @@ describe('nothing unsigned is trusted on its own', () => {
 
 describe('a failure PayHere notifies before it answers the charge', () => {
   it('is not noted while the charge is in flight (503, sent again), then fails the charge it names', async () => {
-    // A charge PayHere leaves pending, whose answer comes a second after PayHere processed it.
+    // A charge PayHere leaves pending, whose answer comes 3 s after PayHere processed it (time
+    // enough, on a loaded machine, for the notification to be handled meanwhile).
     const orderId = await checkout('charge');
-    sandbox.faults.inject('charge', { kind: 'latency', ms: 1_000, afterProcessing: true });
+    sandbox.faults.inject('charge', { kind: 'latency', ms: 3_000, afterProcessing: true });
     const charging = call('charge', {
       body: {
         type: 'PAYMENT',
@@ -257,7 +258,7 @@ describe('a failure PayHere notifies before it answers the charge', () => {
       headers: { 'On-Behalf-Of': alice },
     });
     let pending = sandbox.pendingCharges().find((charge) => charge.order_id === orderId);
-    for (let i = 0; i < 100 && !pending; i++) {
+    for (let i = 0; i < 500 && !pending; i++) {
       await new Promise((resolve) => setTimeout(resolve, 10));
       pending = sandbox.pendingCharges().find((charge) => charge.order_id === orderId);
     }
