@@ -1,40 +1,18 @@
-import { createServer, type Server } from 'node:http';
-import type { AddressInfo, Socket } from 'node:net';
 import { setImmediate as turn } from 'node:timers/promises';
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { AwsJsonClient } from '../../lib/aws/client.ts';
 import { AWS_IDLE_MS } from '../../lib/aws/http.ts';
+import { farEnd } from '../helpers/far-end.ts';
 
 /**
- * The AWS JSON client's kept-alive sockets (lib/aws/http.ts) across a freeze: an AWS endpoint on
- * loopback that counts connections, requests, and requests written on a socket the path forgot
- * unseen (each answered by a reset, as a NAT that dropped it answers).
+ * The AWS JSON client's kept-alive sockets (lib/aws/http.ts) across a freeze, against an AWS
+ * endpoint on loopback that counts connections, requests, and requests written on a socket the
+ * path forgot unseen (tests/helpers/far-end.ts).
  */
 async function endpoint() {
-  const counts = { connections: 0, requests: 0, lost: 0 };
-  const dropped = new WeakSet<Socket>();
-  const sockets = new Set<Socket>();
-  const server: Server = createServer((req, res) => {
-    if (dropped.has(req.socket)) {
-      counts.lost++;
-      req.socket.resetAndDestroy();
-      return;
-    }
-    counts.requests++;
-    req.resume();
-    // Answered a moment later: a round's requests sent together take a socket each.
-    req.on('end', () => setTimeout(() => res.end('{}'), 20));
-  });
-  server.on('connection', (socket: Socket) => {
-    counts.connections++;
-    sockets.add(socket);
-    socket.on('close', () => sockets.delete(socket));
-  });
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  closing.push(async () => {
-    server.closeAllConnections();
-    await new Promise((resolve) => server.close(resolve));
-  });
+  // Answered a moment later: a round's requests sent together take a socket each.
+  const end = await farEnd({ answerAfterMs: 20 });
+  closing.push(() => end.close());
   const client = new AwsJsonClient(
     {
       signingName: 'dynamodb',
@@ -44,21 +22,14 @@ async function endpoint() {
     },
     {
       region: 'ap-south-1',
-      endpoint: `http://127.0.0.1:${(server.address() as AddressInfo).port}/`,
+      endpoint: `${end.url}/`,
       maxAttempts: 3,
       connectTimeoutMs: 500,
       requestTimeoutMs: 1_000,
       credentials: () => ({ accessKeyId: 'AKIDEXAMPLE', secretAccessKey: 'secret-for-tests-only' }),
     },
   );
-  return {
-    client,
-    counts,
-    /** The path forgets every open connection, telling no one. */
-    drop() {
-      for (const socket of sockets) dropped.add(socket);
-    },
-  };
+  return { client, counts: end.counts, drop: end.drop };
 }
 
 let closing: Array<() => Promise<void>> = [];

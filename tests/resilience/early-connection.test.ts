@@ -10,45 +10,8 @@ import {
   Transport,
   TransportError,
 } from '../../lib/gateway/transport.ts';
+import { farEnd } from '../helpers/far-end.ts';
 import { freePort } from '../helpers/ports.ts';
-
-/**
- * PayHere's far end, counting what reaches it: connections, requests, and requests written to a
- * connection it dropped without a word (a frozen container's: see drop()), each answered by a reset.
- */
-async function farEnd() {
-  const counts = { connections: 0, requests: 0, lost: 0 };
-  const dropped = new WeakSet<Socket>();
-  const sockets = new Set<Socket>();
-  const server: Server = createServer((req, res) => {
-    if (dropped.has(req.socket)) {
-      counts.lost++;
-      req.socket.resetAndDestroy();
-      return;
-    }
-    counts.requests++;
-    res.end('{}');
-  });
-  server.on('connection', (socket: Socket) => {
-    counts.connections++;
-    sockets.add(socket);
-    socket.on('close', () => sockets.delete(socket));
-  });
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  return {
-    url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
-    counts,
-    server,
-    /** The far end forgets every open connection, telling no one: the next bytes on one are reset. */
-    drop() {
-      for (const socket of sockets) dropped.add(socket);
-    },
-    async close() {
-      server.closeAllConnections();
-      await new Promise((resolve) => server.close(resolve));
-    },
-  };
-}
 
 let closing: Array<() => Promise<void>> = [];
 afterEach(async () => {
@@ -287,6 +250,20 @@ describe('after a freeze, the far end having dropped the kept-alive socket', () 
   });
 });
 
+/** A charge's request with `ms` to its deadline: its failure, or its answer. */
+function chargeWithin(transport: Transport, ms: number): Promise<unknown> {
+  return transport
+    .send({
+      method: 'POST',
+      path: '/merchant/v1/payment/charge',
+      headers: {},
+      body: '{}',
+      deadline: Date.now() + ms,
+      unsafeToRepeat: true,
+    })
+    .catch((error: unknown) => error);
+}
+
 describe('a call whose connection has not come by its deadline', () => {
   /** A far end that takes the TCP connection and never answers TLS's first message. */
   async function silentTls() {
@@ -315,16 +292,7 @@ describe('a call whose connection has not come by its deadline', () => {
     const started = performance.now();
 
     // Act
-    const failure = await transport
-      .send({
-        method: 'POST',
-        path: '/merchant/v1/payment/charge',
-        headers: {},
-        body: '{}',
-        deadline: Date.now() + 200,
-        unsafeToRepeat: true,
-      })
-      .catch((error: unknown) => error);
+    const failure = await chargeWithin(transport, 200);
     const tookMs = performance.now() - started;
 
     // Assess: a charge that never left is said so (its key is released, not left unknown).
@@ -361,16 +329,7 @@ describe('a call whose connection has not come by its deadline', () => {
     while (held.length < 16) await delay(5);
 
     // Act
-    const failure = await transport
-      .send({
-        method: 'POST',
-        path: '/merchant/v1/payment/charge',
-        headers: {},
-        body: '{}',
-        deadline: Date.now() + 200,
-        unsafeToRepeat: true,
-      })
-      .catch((error: unknown) => error);
+    const failure = await chargeWithin(transport, 200);
     for (const answer of held) answer();
     await Promise.all(reads);
 
