@@ -6,7 +6,7 @@ import { InvalidRequestError, UnsupportedMediaTypeError } from '../envelope/erro
 import { setLogContext } from '../log/log.ts';
 import { counted } from '../net/background.ts';
 import { requestDeadline } from './deadline.ts';
-import { headerValues } from './headers.ts';
+import { declaresMediaType } from './headers.ts';
 import { envelopeErrors } from './middleware.ts';
 import { observe } from './observe.ts';
 import { guardRequest } from './request-guard.ts';
@@ -37,9 +37,7 @@ const requestIdInLogs = (): MiddlewareObj<Event, Result> => ({
  * field would leave the reader to guess which one counts).
  */
 function readForm(event: Event): Record<string, string> {
-  const types = headerValues(event, 'content-type');
-  const type = types[0]?.split(';')[0]?.trim().toLowerCase();
-  if (types.length !== 1 || type !== FORM_MEDIA_TYPE) {
+  if (!declaresMediaType(event, FORM_MEDIA_TYPE)) {
     throw new UnsupportedMediaTypeError(`Send the body as ${FORM_MEDIA_TYPE}, with that Content-Type.`);
   }
   const text = event.isBase64Encoded

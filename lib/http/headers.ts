@@ -23,3 +23,15 @@ export function headerValues(
   }
   return values;
 }
+
+/**
+ * Whether the request declares its body as `mediaType`, once: exactly one Content-Type, whose
+ * media type (its parameters aside, in any letter case) is that one.
+ */
+export function declaresMediaType(
+  event: Pick<APIGatewayProxyEvent, 'headers' | 'multiValueHeaders'>,
+  mediaType: string,
+): boolean {
+  const types = headerValues(event, 'content-type');
+  return types.length === 1 && types[0]!.split(';')[0]!.trim().toLowerCase() === mediaType;
+}

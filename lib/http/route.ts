@@ -12,7 +12,7 @@ import type { Scope } from './auth/scopes.ts';
 import { type Caller, callerOf } from './caller.ts';
 import { cors, corsFromEnvironment } from './cors.ts';
 import { requestDeadline } from './deadline.ts';
-import { headerValues } from './headers.ts';
+import { declaresMediaType, headerValues } from './headers.ts';
 import { IDEMPOTENCY_HEADER, readIdempotencyKey } from './idempotency-key.ts';
 import { envelopeErrors } from './middleware.ts';
 import { type ObservedContext, type ObserveOptions, observe } from './observe.ts';
@@ -99,9 +99,7 @@ const normalizeHeaders = (): MiddlewareObj<Event, Result> => ({
 const jsonOnly = (): MiddlewareObj<Event, Result> => ({
   name: 'jsonOnly',
   before: ({ event }) => {
-    const types = headerValues(event, 'content-type');
-    const type = types[0]?.split(';')[0]?.trim().toLowerCase();
-    if (types.length !== 1 || type !== 'application/json') throw new UnsupportedMediaTypeError();
+    if (!declaresMediaType(event, 'application/json')) throw new UnsupportedMediaTypeError();
   },
 });
 
