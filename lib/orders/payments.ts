@@ -53,15 +53,13 @@ export class OrderPayments {
     // The merchant reads no ledger item for it, as before: the shared answer is enough.
     if (actor.role === 'merchant') return this.#reads.paymentsOfOrder(orderId, deadline);
     const order = await this.#ownership.order(actor, orderId, orderNotFound(orderId));
+    // Read at most once, only where a copy would be served or kept.
+    let unrefunded: Promise<boolean> | undefined;
+    const noRefund = () => (unrefunded ??= this.#unrefunded(order));
     const kept = keptPayments(order);
-    if (kept && (await this.#unrefunded(order))) return kept;
+    if (kept && (await noRefund())) return kept;
     const served = await this.#reads.paymentsOfOrder(orderId, deadline);
-    if (
-      !served.shared &&
-      !served.answer.pending &&
-      copyable(order, served.answer) &&
-      (await this.#unrefunded(order))
-    )
+    if (!served.shared && !served.answer.pending && copyable(order, served.answer) && (await noRefund()))
       await this.#keep(order, served);
     return served;
   }

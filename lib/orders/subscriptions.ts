@@ -8,7 +8,6 @@ import type { SharedReads } from '../reads/shared-reads.ts';
 import { type Actor, Ownership } from './access.ts';
 import { type MoneySubject, type SettleDeps, settleCancel } from './money-settlement.ts';
 import { ENDED, keepSubscriptionEnd } from './subscription-ends.ts';
-import type { SubscriptionEvidence } from './subscription-evidence.ts';
 
 type CancelSubject = Extract<MoneySubject, { operation: 'cancelSubscription' }>;
 
@@ -80,7 +79,8 @@ export class SubscriptionCancels {
     if (known && ENDED[known]) {
       // Only PayHere's shared answer shows the end: the order may not (a cancel whose order write
       // failed, a stop PayHere made), and this cancel is the one that meets it.
-      if (!reference?.status) await this.#remember(subscriptionId, known, reference, 'cancel_refused');
+      if (!reference?.status)
+        await keepSubscriptionEnd(this.#ledger, subscriptionId, known, reference, 'cancel_refused');
       throw notSent(new ConflictError(ENDED[known]));
     }
     try {
@@ -88,23 +88,15 @@ export class SubscriptionCancels {
         () => this.#payhere.cancelSubscription(id, deadline),
         () => this.#invalidation.forgetSubscription(id),
       );
-      await this.#remember(subscriptionId, 'CANCELLED', reference, 'cancel_accepted');
+      await keepSubscriptionEnd(this.#ledger, subscriptionId, 'CANCELLED', reference, 'cancel_accepted');
       return answer;
     } catch (error) {
       const ended = Object.entries(ENDED).find(
         ([, refusal]) => error instanceof ConflictError && error.message === refusal,
       );
-      if (ended) await this.#remember(subscriptionId, ended[0], reference, 'cancel_refused');
+      if (ended)
+        await keepSubscriptionEnd(this.#ledger, subscriptionId, ended[0], reference, 'cancel_refused');
       throw error;
     }
-  }
-
-  #remember(
-    subscriptionId: string,
-    status: string,
-    reference: Reference | undefined,
-    evidence: SubscriptionEvidence,
-  ): Promise<void> {
-    return keepSubscriptionEnd(this.#ledger, subscriptionId, status, reference, evidence);
   }
 }
