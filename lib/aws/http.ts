@@ -1,4 +1,4 @@
-import type { IncomingMessage } from 'node:http';
+import type { ClientRequest, IncomingMessage } from 'node:http';
 import type { Socket } from 'node:net';
 import { beingWritten } from '../net/outbound.ts';
 
@@ -124,11 +124,18 @@ export function post(exchange: Exchange): Promise<Answer> {
       clearTimeout(timer);
       timer = setTimeout(() => stream.destroy(failure(code, message)), ms);
     };
-    const request = send(url, {
-      method: 'POST',
-      agent: agentFor(secure ? 'https:' : 'http:'),
-      headers: { ...exchange.headers, 'content-length': String(Buffer.byteLength(exchange.body)) },
-    });
+    let request: ClientRequest;
+    try {
+      request = send(url, {
+        method: 'POST',
+        agent: agentFor(secure ? 'https:' : 'http:'),
+        headers: { ...exchange.headers, 'content-length': String(Buffer.byteLength(exchange.body)) },
+      });
+    } catch (error) {
+      // Refused before it existed (a header Node will not send): counted out of the agents' use too.
+      reject(error);
+      return;
+    }
     // Listened to once the request exists (onAbort destroys it).
     for (const signal of signals) signal.addEventListener('abort', onAbort, { once: true });
     beingWritten(request);

@@ -1,7 +1,7 @@
 import { setImmediate as turn } from 'node:timers/promises';
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { AwsJsonClient } from '../../lib/aws/client.ts';
-import { AWS_IDLE_MS } from '../../lib/aws/http.ts';
+import { AWS_IDLE_MS, post } from '../../lib/aws/http.ts';
 import { farEnd } from '../helpers/far-end.ts';
 
 /**
@@ -81,5 +81,29 @@ describe('kept-alive sockets to AWS', () => {
 
     // Assess
     expect(counts).toEqual({ connections: 3, requests: 4, lost: 0 });
+  });
+
+  it('are not used after a freeze either when a request before it was refused by Node unsent', async () => {
+    // Prepare: a round, then a request Node refuses before it exists (a header it will not send).
+    const { client, counts, drop } = await endpoint();
+    await round(client);
+    const refused = await post({
+      url: new URL(`http://127.0.0.1:1/`),
+      headers: { 'x-broken': 'one\ntwo' },
+      body: '{}',
+      connectTimeoutMs: 500,
+      requestTimeoutMs: 500,
+      signals: [],
+    }).catch((error: unknown) => error);
+    vi.useFakeTimers({ toFake: ['Date'], now: Date.now() });
+    vi.setSystemTime(Date.now() + AWS_IDLE_MS + 1);
+    drop();
+
+    // Act
+    await client.send('GetItem', {});
+
+    // Assess: the refusal left nothing counted as in flight, so the idle rule still applies.
+    expect(refused).toBeInstanceOf(Error);
+    expect(counts).toEqual({ connections: 4, requests: 4, lost: 0 });
   });
 });
